@@ -1,0 +1,94 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// The data path reads top to bottom: file → watcher → scanner → index → outbox → endpoint.
+let package = Package(
+    name: "docsync",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "docsync", targets: ["docsync"]),
+        .executable(name: "docsync-bench", targets: ["docsync-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+    ],
+    targets: [
+        // The document model: an order- and literal-preserving JSON value, identity and docType rules.
+        .target(name: "DocsyncModel", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // The server-calibrated clock: samples, the NTP-style filter, ServerSync's EMA, the boot-time base.
+        .target(name: "DocsyncClock", dependencies: [
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The filesystem seam: inotify through Glibc, the event aggregator, the tree walker.
+        .target(name: "DocsyncWatcher", dependencies: [
+            "DocsyncModel",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The local index: one SQLite file (GRDB) with files, documents, tombstones and the outbox.
+        .target(name: "DocsyncIndex", dependencies: [
+            "DocsyncModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // Endpoint adapters: the PingPong REST endpoint, with clock samples taken from every reply.
+        .target(name: "DocsyncEndpoint", dependencies: [
+            "DocsyncModel", "DocsyncClock",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The sync engine: scanner, reconciliation, outbox pusher, the watch loop.
+        .target(name: "DocsyncAgent", dependencies: [
+            "DocsyncModel", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // The reference endpoint (`docsync serve`): Hummingbird 2 over an embedded SQLite store.
+        .target(name: "DocsyncServer", dependencies: [
+            "DocsyncModel", "DocsyncClock",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "docsync", dependencies: [
+            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncClock", "DocsyncIndex",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "docsync-bench", dependencies: [
+            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // Helpers shared by the tests and the benchmark: processes, temp folders, polling, fault endpoints.
+        .target(name: "DocsyncTestSupport", dependencies: [
+            "DocsyncModel",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
+        .testTarget(name: "DocsyncTests", dependencies: [
+            "DocsyncModel", "DocsyncClock", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
+            "DocsyncAgent", "DocsyncServer", "DocsyncTestSupport",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

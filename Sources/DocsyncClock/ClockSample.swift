@@ -1,0 +1,78 @@
+/// One exchange with the server, NTP-style. All client instants are on the boot-time clock.
+public struct ClockSample: Sendable, Hashable {
+    public enum Source: String, Sendable, Codable {
+        /// `X-Sync-UTC` / `X-Sync-Duration` headers or `/api/time`: nanosecond resolution.
+        case syncHeaders = "sync-headers"
+        /// Only the `Date` header: one-second resolution, unknown server duration.
+        case dateHeader = "date-header"
+    }
+
+    /// T1: boot-clock nanoseconds when the request was sent.
+    public var sentAt: Int64
+    /// T4: boot-clock nanoseconds when the reply arrived.
+    public var receivedAt: Int64
+    /// T3: the server's UTC when it replied, Unix nanoseconds. For a `Date` header, the middle of
+    /// the second it names.
+    public var serverUTC: Int64
+    /// D: nanoseconds the server spent on the request (0 when unknown).
+    public var serverDuration: Int64
+    public var source: Source
+
+    public init(sentAt: Int64, receivedAt: Int64, serverUTC: Int64, serverDuration: Int64, source: Source = .syncHeaders) {
+        self.sentAt = sentAt
+        self.receivedAt = receivedAt
+        self.serverUTC = serverUTC
+        self.serverDuration = serverDuration
+        self.source = source
+    }
+
+    /// θ = T3 − (T1 + T4 + D)/2: what to add to the boot clock to get the server's UTC.
+    public var offset: Int64 { serverUTC - (sentAt + receivedAt + serverDuration) / 2 }
+
+    /// δ = (T4 − T1) − D: the time the request and reply spent on the wire.
+    public var delay: Int64 { (receivedAt - sentAt) - serverDuration }
+
+    /// How far the true offset can be from `offset` given this sample alone: half the wire time
+    /// (the split between request and reply is unknown), plus half a second for a `Date` header's
+    /// truncation to whole seconds.
+    public var bound: Int64 {
+        delay / 2 + (source == .dateHeader ? 500_000_000 : 0)
+    }
+
+    /// Samples no estimator should believe: a reply before the request, a server that claims to
+    /// have worked longer than the whole round trip, or a round trip over a minute.
+    public var isPlausible: Bool {
+        receivedAt >= sentAt && serverDuration >= 0 && delay >= 0 && delay < 60_000_000_000
+    }
+}
+
+/// The current belief about the server's clock.
+public struct ClockEstimate: Sendable, Hashable {
+    /// Server UTC minus boot clock, nanoseconds.
+    public var offset: Int64
+    /// The true offset lies within `offset ± bound`, nanoseconds (drift since the sample included).
+    public var bound: Int64
+    /// The smallest round-trip wire delay among the samples used, nanoseconds.
+    public var minDelay: Int64
+    /// Samples the estimate rests on.
+    public var samples: Int
+    public var source: ClockSample.Source
+    /// Boot-clock nanoseconds of the sample the estimate came from.
+    public var sampledAt: Int64
+
+    public init(offset: Int64, bound: Int64, minDelay: Int64, samples: Int, source: ClockSample.Source, sampledAt: Int64) {
+        self.offset = offset
+        self.bound = bound
+        self.minDelay = minDelay
+        self.samples = samples
+        self.source = source
+        self.sampledAt = sampledAt
+    }
+}
+
+/// Anything that turns samples into an estimate.
+public protocol ClockEstimator: Sendable {
+    mutating func add(_ sample: ClockSample)
+    func estimate(at bootNow: Int64) -> ClockEstimate?
+    mutating func reset()
+}

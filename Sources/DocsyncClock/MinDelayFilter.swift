@@ -1,0 +1,110 @@
+/// NTP's clock filter: of the recent samples, trust the one with the smallest wire delay.
+///
+/// A reply that was quick in both directions leaves little room for asymmetry, so its offset has
+/// the tightest bound (δ/2); slow samples are dominated, never averaged in. The bound grows with
+/// the sample's age by the worst drift a quartz clock shows (`driftPPM`).
+///
+/// Outliers: implausible samples are dropped; a sample whose interval `offset ± bound` does not
+/// overlap the best sample's is not believed unless a majority of the window agrees with it (a
+/// server whose clock was stepped is followed once its new time is confirmed).
+public struct MinDelayFilter: ClockEstimator {
+    public var window: Int
+    public var maxAgeNanoseconds: Int64
+    public var driftPPM: Int64
+    private var samples: [ClockSample] = []
+
+    public init(window: Int = 8, maxAge: Duration = .seconds(3600), driftPPM: Int64 = 15) {
+        self.window = window
+        self.maxAgeNanoseconds = maxAge.components.seconds * 1_000_000_000
+        self.driftPPM = driftPPM
+    }
+
+    public mutating func add(_ sample: ClockSample) {
+        guard sample.isPlausible else { return }
+        // Once precise samples exist, a Date-header sample adds nothing but noise.
+        if sample.source == .dateHeader, samples.contains(where: { $0.source == .syncHeaders }) { return }
+        if sample.source == .syncHeaders { samples.removeAll { $0.source == .dateHeader } }
+        samples.append(sample)
+        if samples.count > window { samples.removeFirst(samples.count - window) }
+    }
+
+    public mutating func reset() { samples.removeAll() }
+
+    public var count: Int { samples.count }
+
+    public func estimate(at bootNow: Int64) -> ClockEstimate? {
+        let recent = samples.filter { bootNow - $0.receivedAt <= maxAgeNanoseconds }
+        guard let best = recent.min(by: { $0.delay < $1.delay }) else { return nil }
+        // The chosen sample must be consistent with most of the window; if most samples disagree
+        // with it (its interval misses theirs), the server's clock moved: use the newest majority.
+        let agreeing = recent.filter { overlaps($0, best) }
+        let chosen: ClockSample
+        if agreeing.count * 2 >= recent.count {
+            chosen = best
+        } else {
+            let newest = recent.last!
+            chosen = recent.filter { overlaps($0, newest) }.min(by: { $0.delay < $1.delay }) ?? newest
+        }
+        let age = max(0, bootNow - chosen.receivedAt)
+        return ClockEstimate(
+            offset: chosen.offset,
+            bound: chosen.bound + age / 1_000_000 * driftPPM,
+            minDelay: chosen.delay,
+            samples: recent.count,
+            source: chosen.source,
+            sampledAt: chosen.receivedAt)
+    }
+
+    private func overlaps(_ a: ClockSample, _ b: ClockSample) -> Bool {
+        abs(a.offset - b.offset) <= a.bound + b.bound
+    }
+}
+
+/// ServerSync's estimator, kept for comparison and for endpoints that were tuned to it: an
+/// exponential moving average of each sample's offset. The first sample is taken as is; each
+/// later one moves the average by α = smoothing / ω (0.5 / 1.1 ≈ 0.45).
+///
+/// Its weakness is the reason the min-delay filter is the default: every sample's asymmetry is
+/// averaged in, so on a jittery path its error is a fraction of the *typical* delay, where the
+/// filter's is half the *smallest* one.
+public struct EMAEstimator: ClockEstimator {
+    public var omega: Double
+    public var smoothing: Double
+    private var average: Double?
+    private var count = 0
+    private var last: ClockSample?
+    private var minDelay: Int64 = .max
+
+    public init(omega: Double = 1.1, smoothing: Double = 0.5) {
+        self.omega = omega
+        self.smoothing = smoothing
+    }
+
+    public mutating func add(_ sample: ClockSample) {
+        guard sample.isPlausible else { return }
+        let raw = Double(sample.offset)
+        if let average {
+            self.average = average + (smoothing / omega) * (raw - average)
+        } else {
+            average = raw
+        }
+        count += 1
+        last = sample
+        minDelay = min(minDelay, sample.delay)
+    }
+
+    public mutating func reset() {
+        average = nil
+        count = 0
+        last = nil
+        minDelay = .max
+    }
+
+    public func estimate(at bootNow: Int64) -> ClockEstimate? {
+        guard let average, let last else { return nil }
+        // The EMA has no principled bound; report the latest sample's, which is what it rests on most.
+        return ClockEstimate(
+            offset: Int64(average.rounded()), bound: last.bound, minDelay: minDelay, samples: count,
+            source: last.source, sampledAt: last.receivedAt)
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The headers of one reply that can carry the server's time.
+public struct ReplyHeaders: Sendable {
+    public var syncUTC: String?
+    public var syncDuration: String?
+    public var date: String?
+
+    public init(syncUTC: String?, syncDuration: String?, date: String?) {
+        self.syncUTC = syncUTC
+        self.syncDuration = syncDuration
+        self.date = date
+    }
+}
+
+/// The server's time, estimated on this device. Thread-safe; one per endpoint.
+///
+/// The estimate is an offset from the boot-time clock (`CLOCK_BOOTTIME`), not from the wall clock:
+/// a user setting the device's clock hours ahead changes nothing here. Without samples it falls
+/// back to the device's wall clock and says so (`isCalibrated == false`).
+public final class ServerClock: Sendable {
+    public enum Method: String, Sendable, CaseIterable {
+        case minDelay = "min-delay"
+        case ema
+    }
+
+    public let seam: any ClockSeam
+    private let logger: Logger?
+    private let state: Mutex<State>
+
+    struct State {
+        var filter: MinDelayFilter = MinDelayFilter()
+        var ema: EMAEstimator = EMAEstimator()
+        var method: Method
+        /// Wall minus boot when last looked at: a jump means the wall clock was stepped.
+        var wallMinusBoot: Int64?
+    }
+
+    public init(seam: any ClockSeam = SystemClockSeam(), method: Method = .minDelay, logger: Logger? = nil) {
+        self.seam = seam
+        self.logger = logger
+        self.state = Mutex(State(method: method))
+    }
+
+    /// Feeds one sample.
+    public func add(sample: ClockSample) {
+        state.withLock {
+            $0.filter.add(sample)
+            $0.ema.add(sample)
+        }
+    }
+
+    /// Turns a reply's headers into a sample: `X-Sync-UTC` (+ `X-Sync-Duration`) when present,
+    /// else the `Date` header. Replies with neither are ignored.
+    public func observe(headers: ReplyHeaders, sentAt: Int64, receivedAt: Int64) {
+        if let utc = headers.syncUTC.flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }) {
+            let duration = headers.syncDuration.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+            add(sample: ClockSample(sentAt: sentAt, receivedAt: receivedAt, serverUTC: utc, serverDuration: duration))
+        } else if let date = headers.date, let seconds = HTTPDate.parse(date) {
+            add(sample: ClockSample(
+                sentAt: sentAt, receivedAt: receivedAt, serverUTC: seconds * 1_000_000_000 + 500_000_000,
+                serverDuration: 0, source: .dateHeader))
+        }
+    }
+
+    public func reset() {
+        state.withLock {
+            $0.filter.reset()
+            $0.ema.reset()
+        }
+    }
+
+    /// The current estimate, or `nil` while uncalibrated.
+    public var estimate: ClockEstimate? {
+        let boot = seam.bootNanoseconds()
+        return state.withLock { s in
+            switch s.method {
+            case .minDelay: s.filter.estimate(at: boot)
+            case .ema: s.ema.estimate(at: boot)
+            }
+        }
+    }
+
+    public var isCalibrated: Bool { estimate != nil }
+
+    /// The server's current time, Unix nanoseconds (the device's wall clock while uncalibrated).
+    public func nowNanoseconds() -> Int64 {
+        let boot = seam.bootNanoseconds()
+        noticeWallStep(boot: boot)
+        if let e = estimate { return boot + e.offset }
+        return seam.wallNanoseconds()
+    }
+
+    /// The server's current time, to the millisecond.
+    public func now() -> DocsyncClockTimestamp { nowNanoseconds() / 1_000_000 }
+
+    /// A device wall-clock instant (Unix ns) expressed in server time.
+    public func toServerTime(_ clientWallNanoseconds: Int64) -> Int64 {
+        guard let e = estimate else { return clientWallNanoseconds }
+        let boot = clientWallNanoseconds - (seam.wallNanoseconds() - seam.bootNanoseconds())
+        return boot + e.offset
+    }
+
+    /// A server instant (Unix ns) expressed on the device's wall clock.
+    public func toClientTime(_ serverNanoseconds: Int64) -> Int64 {
+        guard let e = estimate else { return serverNanoseconds }
+        let boot = serverNanoseconds - e.offset
+        return boot + (seam.wallNanoseconds() - seam.bootNanoseconds())
+    }
+
+    private func noticeWallStep(boot: Int64) {
+        let difference = seam.wallNanoseconds() - boot
+        let previous = state.withLock { s -> Int64? in
+            defer { s.wallMinusBoot = difference }
+            return s.wallMinusBoot
+        }
+        if let previous, abs(difference - previous) > 1_000_000_000 {
+            logger?.notice(
+                "the device's wall clock was stepped; calibrated time is unaffected",
+                metadata: ["clock.step_ms": "\((difference - previous) / 1_000_000)"])
+        }
+    }
+}
+
+/// Unix milliseconds.
+public typealias DocsyncClockTimestamp = Int64

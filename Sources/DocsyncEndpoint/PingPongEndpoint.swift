@@ -1,0 +1,155 @@
+import AsyncHTTPClient
+import DocsyncClock
+import DocsyncModel
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// The PingPong-style REST endpoint: `PUT /api/document` (upsert by id), `GET /api/document/:id`,
+/// `GET /api/document/type/:docType`, replies wrapped in `{"data": …}`, and
+/// `Authorization: Token token=…` on every request.
+///
+/// Every reply doubles as a clock sample (issue 4): the send and receive instants on the boot-time
+/// clock with the server's `X-Sync-UTC`/`X-Sync-Duration` or `Date` headers go to `clock`.
+public struct PingPongEndpoint: Sendable {
+    public let baseURL: String
+    private let authorization: String
+    private let client: HTTPClient
+    private let clock: ServerClock?
+    public var requestTimeout: TimeAmount = .seconds(30)
+
+    /// Replies larger than this are refused rather than buffered.
+    static let maxReplyBytes = 64 << 20
+
+    public init(baseURL: String, token: String, client: HTTPClient, clock: ServerClock? = nil) {
+        var url = baseURL
+        while url.hasSuffix("/") { url.removeLast() }
+        self.baseURL = url
+        self.authorization = "Token token=\(token)"
+        self.client = client
+        self.clock = clock
+    }
+
+    /// Upserts one document; returns the document as the endpoint stored it.
+    public func put(_ document: [UInt8]) async throws(EndpointError) -> JSONValue {
+        try await dataReply(send(.PUT, "/api/document", body: document))
+    }
+
+    /// The document with `id`, or `nil` if the endpoint has none.
+    public func get(id: String) async throws(EndpointError) -> JSONValue? {
+        do {
+            return try await dataReply(send(.GET, "/api/document/\(id)"))
+        } catch .rejected(status: 404, _) {
+            return nil
+        }
+    }
+
+    /// Every document of `docType`, tombstones included unless `includeDeleted` is false.
+    public func list(docType: String, includeDeleted: Bool = true) async throws(EndpointError) -> [JSONValue] {
+        let segment = docType.addingPercentEncodingForPathSegment()
+        let reply = try await dataReply(send(.GET, "/api/document/type/\(segment)\(includeDeleted ? "" : "?deleted=false")"))
+        guard case .array(let docs) = reply else { throw .badReply("expected an array under \"data\"") }
+        return docs
+    }
+
+    /// `GET /api/time`, for calibrating the clock when no other traffic flows.
+    public func time() async throws(EndpointError) -> JSONValue {
+        try await send(.GET, "/api/time").json
+    }
+
+    // MARK: - Transport
+
+    struct Reply {
+        var status: Int
+        var json: JSONValue
+    }
+
+    private func dataReply(_ reply: Reply) throws(EndpointError) -> JSONValue {
+        guard let data = reply.json.object?["data"] else { throw .badReply("no \"data\" in the reply") }
+        return data
+    }
+
+    private func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil) async throws(EndpointError) -> Reply {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: authorization)
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "Cache-Control", value: "no-cache")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let sentAt = clock?.seam.bootNanoseconds() ?? 0
+        let response: HTTPClientResponse
+        let bytes: ByteBuffer
+        do {
+            response = try await client.execute(request, timeout: requestTimeout)
+            let receivedAt = clock?.seam.bootNanoseconds() ?? 0
+            clock?.observe(headers: ReplyHeaders(response.headers), sentAt: sentAt, receivedAt: receivedAt)
+            bytes = try await response.body.collect(upTo: Self.maxReplyBytes)
+        } catch {
+            throw .unreachable(Self.describe(error))
+        }
+        let status = Int(response.status.code)
+        let json = (try? JSONParser.parse(Array(buffer: bytes))) ?? .null
+        if (200..<300).contains(status) {
+            guard !json.isNull || bytes.readableBytes == 0 else { throw .badReply("the body is not JSON") }
+            return Reply(status: status, json: json)
+        }
+        let message = Self.errorMessage(json, bytes: bytes, status: response.status)
+        switch status {
+        case 401, 403: throw .unauthorized(status: status, message: message)
+        case 409: throw .conflict(current: json.object?["data"] ?? json.object?["current"])
+        case 429, 500...599:
+            let retryAfter = response.headers.first(name: "Retry-After").flatMap(Int.init).map { Duration.seconds($0) }
+            throw .unavailable(status: status, message: message, retryAfter: retryAfter)
+        default: throw .rejected(status: status, message: message)
+        }
+    }
+
+    static func errorMessage(_ json: JSONValue, bytes: ByteBuffer, status: HTTPResponseStatus) -> String {
+        if let object = json.object {
+            for key in ["error", "message", "reason"] {
+                if let s = object[key]?.string { return s }
+                if let inner = object[key]?.object, let s = inner["message"]?.string { return s }
+            }
+        }
+        let text = String(buffer: bytes).prefix(200)
+        return text.isEmpty ? status.reasonPhrase : String(text)
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? HTTPClientError {
+            if e == .deadlineExceeded || e == .readTimeout { return "timed out" }
+            if e == .remoteConnectionClosed { return "connection closed by the server" }
+            return "\(e)"
+        }
+        return "\(error)"
+    }
+}
+
+extension ReplyHeaders {
+    init(_ headers: HTTPHeaders) {
+        self.init(
+            syncUTC: headers.first(name: "X-Sync-UTC"),
+            syncDuration: headers.first(name: "X-Sync-Duration"),
+            date: headers.first(name: "Date"))
+    }
+}
+
+extension String {
+    func addingPercentEncodingForPathSegment() -> String {
+        var out = ""
+        for byte in utf8 {
+            let c = Character(Unicode.Scalar(byte))
+            if c.isASCII && (c.isLetter || c.isNumber || "-._~".contains(c)) {
+                out.append(c)
+            } else {
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(2)
+            }
+        }
+        return out
+    }
+
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import GRDB
+
+/// The agent's local state: one SQLite file (WAL) at `<root>/.docsync/index.sqlite`.
+///
+/// It holds what the agent knows about every file (path, id, docType, content hash and the
+/// size/mtime/inode that let a rescan skip reading unchanged files), every document it has seen
+/// (tombstones included), and the outbox of work for the endpoint. A change and the outbox entry it
+/// creates are written in one transaction, so a crash leaves either both or neither.
+public struct Index: Sendable {
+    public let writer: DatabasePool
+    public let path: String
+
+    /// Opens (creating and migrating as needed) the index database at `path`.
+    public init(path: String) throws {
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in
+            // WAL + NORMAL: a commit survives a killed process (the tests' SIGKILL); only a power
+            // cut can lose the last transactions, which the restart rescan then redoes.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        self.path = path
+        self.writer = try DatabasePool(path: path, configuration: config)
+        try Self.migrator.migrate(writer)
+    }
+
+    /// Opens the index of the synced folder `root`, creating `<root>/.docsync/` with a `.gitignore`
+    /// holding `*` so the state folder never shows up in the user's git tree.
+    public static func open(root: String) throws -> Index {
+        let dir = stateDirectory(root: root)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let gitignore = dir + "/.gitignore"
+        if !FileManager.default.fileExists(atPath: gitignore) {
+            try Data("*\n".utf8).write(to: URL(fileURLWithPath: gitignore))
+        }
+        return try Index(path: dir + "/index.sqlite")
+    }
+
+    /// Whether `root` has an index yet (status refuses to create one).
+    public static func exists(root: String) -> Bool {
+        FileManager.default.fileExists(atPath: stateDirectory(root: root) + "/index.sqlite")
+    }
+
+    public static func stateDirectory(root: String) -> String { root + "/.docsync" }
+
+    /// Runs `body` in one write transaction.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
+        try await writer.write { db in try body(IndexTransaction(db: db)) }
+    }
+
+    /// Runs `body` on a read-only snapshot.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
+        try await writer.read { db in try body(IndexTransaction(db: db)) }
+    }
+
+    public func readSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
+        try writer.read { db in try body(IndexTransaction(db: db)) }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE file (
+                    path TEXT PRIMARY KEY NOT NULL,   -- relative to the root, '/'-separated
+                    doc_id TEXT,                      -- NULL while the file is invalid
+                    doc_type TEXT,
+                    hash TEXT,                        -- SHA-256 of the bytes last read
+                    size INTEGER NOT NULL,
+                    mtime_ns INTEGER NOT NULL,
+                    inode INTEGER NOT NULL,
+                    state TEXT NOT NULL,              -- 'ok' | 'invalid'
+                    error TEXT                        -- why it is invalid
+                );
+                CREATE UNIQUE INDEX file_doc_id ON file(doc_id) WHERE doc_id IS NOT NULL;
+
+                CREATE TABLE document (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    doc_type TEXT NOT NULL,
+                    path TEXT,                        -- NULL once deleted
+                    body TEXT NOT NULL,               -- latest local content, compact JSON, no stamps
+                    body_hash TEXT NOT NULL,
+                    pushed_hash TEXT,                 -- body_hash the endpoint acknowledged
+                    updated_at INTEGER,               -- Unix ms the latest change was observed
+                    deleted_at INTEGER,               -- Unix ms of the tombstone, NULL while live
+                    server_rev INTEGER,               -- the endpoint's revision, where it has one
+                    base TEXT,                        -- last version both sides agreed on (merge base)
+                    state TEXT NOT NULL,              -- 'pending' | 'synced' | 'rejected'
+                    error TEXT                        -- the endpoint's message when rejected
+                );
+                CREATE INDEX document_path ON document(path);
+
+                CREATE TABLE outbox (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    key TEXT NOT NULL UNIQUE,         -- 'doc:<id>' (uploads later get their own keys)
+                    doc_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,               -- 'put'
+                    version INTEGER NOT NULL,         -- bumped whenever the entry is replaced
+                    payload TEXT NOT NULL,            -- the wire document, stamps included
+                    body_hash TEXT NOT NULL,
+                    queued_at INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT
+                );
+                CREATE INDEX outbox_due ON outbox(next_attempt_at, seq);
+
+                CREATE TABLE meta (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                );
+                """)
+        }
+        return migrator
+    }
+}

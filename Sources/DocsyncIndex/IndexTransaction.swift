@@ -1,0 +1,236 @@
+import GRDB
+
+/// The index's operations, run inside one `Index.write` or `Index.read` transaction.
+/// All SQL is parameterised; callers never see SQL.
+public struct IndexTransaction {
+    let db: Database
+
+    // MARK: Files
+
+    public func file(at path: String) throws -> FileRow? {
+        try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [path]).map(FileRow.init(row:))
+    }
+
+    public func file(forDocument id: String) throws -> FileRow? {
+        try Row.fetchOne(db, sql: "SELECT * FROM file WHERE doc_id = ?", arguments: [id]).map(FileRow.init(row:))
+    }
+
+    /// Every file row, keyed by path: what a full rescan compares the tree against.
+    public func allFiles() throws -> [String: FileRow] {
+        var result: [String: FileRow] = [:]
+        let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM file")
+        while let row = try cursor.next() {
+            let file = FileRow(row: row)
+            result[file.path] = file
+        }
+        return result
+    }
+
+    /// Rows at `path` itself or anywhere below it (a folder that vanished takes its files with it).
+    public func files(atOrUnder path: String) throws -> [FileRow] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM file WHERE path = ? OR (path > ? AND path < ?)",
+            arguments: [path, path + "/", path + "0"]  // '0' is the character after '/'
+        ).map(FileRow.init(row:))
+    }
+
+    public func upsertFile(_ f: FileRow) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO file (path, doc_id, doc_type, hash, size, mtime_ns, inode, state, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(path) DO UPDATE SET doc_id = excluded.doc_id, doc_type = excluded.doc_type,
+                    hash = excluded.hash, size = excluded.size, mtime_ns = excluded.mtime_ns,
+                    inode = excluded.inode, state = excluded.state, error = excluded.error
+                """,
+            arguments: [f.path, f.docID, f.docType, f.hash, f.stat.size, f.stat.mtimeNs, Int64(bitPattern: f.stat.inode), f.state.rawValue, f.error])
+    }
+
+    public func updateStat(path: String, stat: FileStat) throws {
+        try db.execute(
+            sql: "UPDATE file SET size = ?, mtime_ns = ?, inode = ? WHERE path = ?",
+            arguments: [stat.size, stat.mtimeNs, Int64(bitPattern: stat.inode), path])
+    }
+
+    public func deleteFile(at path: String) throws {
+        try db.execute(sql: "DELETE FROM file WHERE path = ?", arguments: [path])
+    }
+
+    // MARK: Documents
+
+    public func document(id: String) throws -> DocumentRow? {
+        try Row.fetchOne(db, sql: "SELECT * FROM document WHERE id = ?", arguments: [id]).map(DocumentRow.init(row:))
+    }
+
+    public func upsertDocument(_ d: DocumentRow) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO document (id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at,
+                                      server_rev, base, state, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, path = excluded.path,
+                    body = excluded.body, body_hash = excluded.body_hash, pushed_hash = excluded.pushed_hash,
+                    updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
+                    server_rev = excluded.server_rev, base = excluded.base, state = excluded.state,
+                    error = excluded.error
+                """,
+            arguments: [d.id, d.docType, d.path, d.body, d.bodyHash, d.pushedHash, d.updatedAt, d.deletedAt,
+                        d.serverRev, d.base, d.state.rawValue, d.error])
+    }
+
+    public func setDocumentPath(id: String, path: String?) throws {
+        try db.execute(sql: "UPDATE document SET path = ? WHERE id = ?", arguments: [path, id])
+    }
+
+    public func allDocuments() throws -> [DocumentRow] {
+        try Row.fetchAll(db, sql: "SELECT * FROM document ORDER BY id").map(DocumentRow.init(row:))
+    }
+
+    // MARK: Outbox
+
+    /// Queues `payload` for `key`, replacing whatever was pending for it. Attempts and backoff
+    /// start over: new content deserves a prompt try even if the previous one was failing.
+    public func enqueue(key: String, docID: String, kind: String, payload: String, bodyHash: String, queuedAt: Int64) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
+                VALUES (?, ?, ?, 1, ?, ?, ?)
+                ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, version = version + 1,
+                    payload = excluded.payload, body_hash = excluded.body_hash,
+                    attempts = 0, next_attempt_at = 0, last_error = NULL
+                """,
+            arguments: [key, docID, kind, payload, bodyHash, queuedAt])
+    }
+
+    /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight).
+    public func dueEntries(now: Int64, limit: Int, excluding: Set<String> = []) throws -> [OutboxEntry] {
+        var out: [OutboxEntry] = []
+        let cursor = try Row.fetchCursor(
+            db, sql: "SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY seq", arguments: [now])
+        while out.count < limit, let row = try cursor.next() {
+            let entry = OutboxEntry(row: row)
+            if !excluding.contains(entry.key) { out.append(entry) }
+        }
+        return out
+    }
+
+    public func outboxEntry(key: String) throws -> OutboxEntry? {
+        try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE key = ?", arguments: [key]).map(OutboxEntry.init(row:))
+    }
+
+    /// The earliest `next_attempt_at` among waiting entries, if any.
+    public func nextAttemptAt() throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM outbox")
+    }
+
+    /// Removes the entry if it is still the version that was sent; returns whether it was.
+    /// A newer version (the file changed while the request was in flight) stays queued.
+    @discardableResult
+    public func removeEntry(key: String, version: Int64) throws -> Bool {
+        try db.execute(sql: "DELETE FROM outbox WHERE key = ? AND version = ?", arguments: [key, version])
+        return db.changesCount > 0
+    }
+
+    public func recordFailure(key: String, version: Int64, error: String, nextAttemptAt: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
+                WHERE key = ? AND version = ?
+                """,
+            arguments: [error, nextAttemptAt, key, version])
+    }
+
+    /// Makes every waiting entry due at `at` (the endpoint came back, or pushing resumed).
+    public func rescheduleAll(at: Int64) throws {
+        try db.execute(sql: "UPDATE outbox SET next_attempt_at = ? WHERE next_attempt_at > ?", arguments: [at, at])
+    }
+
+    public func pendingCount() throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
+    }
+
+    public func lastOutboxError() throws -> String? {
+        try String.fetchOne(db, sql: "SELECT last_error FROM outbox WHERE last_error IS NOT NULL ORDER BY attempts DESC, seq LIMIT 1")
+    }
+
+    // MARK: Meta
+
+    public func meta(_ key: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+    }
+
+    public func setMeta(_ key: String, _ value: String?) throws {
+        if let value {
+            try db.execute(
+                sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [key, value])
+        } else {
+            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+        }
+    }
+
+    // MARK: Status
+
+    public func statusCounts() throws -> StatusCounts {
+        let row = try Row.fetchOne(db, sql: """
+            SELECT
+              (SELECT COUNT(*) FROM document WHERE deleted_at IS NULL) AS live,
+              (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL) AS tombstones,
+              (SELECT COUNT(*) FROM document d WHERE d.state = 'synced'
+                 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.doc_id = d.id)) AS synced,
+              (SELECT COUNT(*) FROM outbox) AS pending,
+              (SELECT COUNT(*) FROM file WHERE state = 'invalid') AS invalid,
+              (SELECT COUNT(*) FROM document WHERE state = 'rejected') AS rejected
+            """)!
+        return StatusCounts(
+            live: row["live"], tombstones: row["tombstones"], synced: row["synced"],
+            pending: row["pending"], invalid: row["invalid"], rejected: row["rejected"])
+    }
+
+    public func invalidFiles() throws -> [(path: String, error: String)] {
+        try Row.fetchAll(db, sql: "SELECT path, error FROM file WHERE state = 'invalid' ORDER BY path")
+            .map { ($0["path"], $0["error"] ?? "invalid") }
+    }
+
+    public func rejectedDocuments() throws -> [(id: String, path: String?, error: String)] {
+        try Row.fetchAll(db, sql: "SELECT id, path, error FROM document WHERE state = 'rejected' ORDER BY id")
+            .map { ($0["id"], $0["path"], $0["error"] ?? "rejected") }
+    }
+}
+
+public struct StatusCounts: Sendable, Hashable, Codable {
+    public var live: Int
+    public var tombstones: Int
+    public var synced: Int
+    public var pending: Int
+    public var invalid: Int
+    public var rejected: Int
+}
+
+extension FileRow {
+    init(row: Row) {
+        self.init(
+            path: row["path"], docID: row["doc_id"], docType: row["doc_type"], hash: row["hash"],
+            stat: FileStat(size: row["size"], mtimeNs: row["mtime_ns"], inode: UInt64(bitPattern: row["inode"])),
+            state: State(rawValue: row["state"]) ?? .invalid, error: row["error"])
+    }
+}
+
+extension DocumentRow {
+    init(row: Row) {
+        self.init(
+            id: row["id"], docType: row["doc_type"], path: row["path"], body: row["body"], bodyHash: row["body_hash"],
+            pushedHash: row["pushed_hash"], updatedAt: row["updated_at"], deletedAt: row["deleted_at"],
+            serverRev: row["server_rev"], base: row["base"], state: State(rawValue: row["state"]) ?? .pending,
+            error: row["error"])
+    }
+}
+
+extension OutboxEntry {
+    init(row: Row) {
+        self.init(
+            seq: row["seq"], key: row["key"], docID: row["doc_id"], kind: row["kind"], version: row["version"],
+            payload: row["payload"], bodyHash: row["body_hash"], queuedAt: row["queued_at"],
+            attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"], lastError: row["last_error"])
+    }
+}

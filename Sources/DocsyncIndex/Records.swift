@@ -1,0 +1,89 @@
+/// What `stat` says about a file: enough to tell "unchanged" without reading it.
+public struct FileStat: Sendable, Hashable {
+    public var size: Int64
+    public var mtimeNs: Int64
+    public var inode: UInt64
+
+    public init(size: Int64, mtimeNs: Int64, inode: UInt64) {
+        self.size = size
+        self.mtimeNs = mtimeNs
+        self.inode = inode
+    }
+}
+
+/// One file of the tree as the index last saw it.
+public struct FileRow: Sendable, Hashable {
+    public enum State: String, Sendable { case ok, invalid }
+
+    public var path: String
+    public var docID: String?
+    public var docType: String?
+    public var hash: String?
+    public var stat: FileStat
+    public var state: State
+    public var error: String?
+
+    public init(path: String, docID: String?, docType: String?, hash: String?, stat: FileStat, state: State, error: String?) {
+        self.path = path
+        self.docID = docID
+        self.docType = docType
+        self.hash = hash
+        self.stat = stat
+        self.state = state
+        self.error = error
+    }
+}
+
+/// One document as the agent knows it, live or tombstoned.
+public struct DocumentRow: Sendable, Hashable {
+    public enum State: String, Sendable { case pending, synced, rejected }
+
+    public var id: String
+    public var docType: String
+    public var path: String?
+    /// Compact JSON of the document without the sync stamps.
+    public var body: String
+    public var bodyHash: String
+    public var pushedHash: String?
+    public var updatedAt: Int64?
+    public var deletedAt: Int64?
+    public var serverRev: Int64?
+    public var base: String?
+    public var state: State
+    public var error: String?
+
+    public init(
+        id: String, docType: String, path: String?, body: String, bodyHash: String, pushedHash: String? = nil,
+        updatedAt: Int64? = nil, deletedAt: Int64? = nil, serverRev: Int64? = nil, base: String? = nil,
+        state: State = .pending, error: String? = nil
+    ) {
+        self.id = id
+        self.docType = docType
+        self.path = path
+        self.body = body
+        self.bodyHash = bodyHash
+        self.pushedHash = pushedHash
+        self.updatedAt = updatedAt
+        self.deletedAt = deletedAt
+        self.serverRev = serverRev
+        self.base = base
+        self.state = state
+        self.error = error
+    }
+}
+
+/// A unit of pending work for the endpoint. There is at most one per key: newer local states
+/// replace the payload (and bump `version`) so ten offline saves send one request.
+public struct OutboxEntry: Sendable, Hashable {
+    public var seq: Int64
+    public var key: String
+    public var docID: String
+    public var kind: String
+    public var version: Int64
+    public var payload: String
+    public var bodyHash: String
+    public var queuedAt: Int64
+    public var attempts: Int
+    public var nextAttemptAt: Int64
+    public var lastError: String?
+}

@@ -1,0 +1,154 @@
+/// Why one file cannot be a document. Each case names the reason in words a user can act on.
+public enum DocumentProblem: Error, Sendable, Hashable, CustomStringConvertible {
+    case syntax(JSONSyntaxError)
+    case notAnObject(kind: String)
+    case badID(String)
+    case badDocType(String)
+    case noDocType
+    case tooLarge(size: Int, limit: Int)
+    case binary
+    case unreadable(String)
+    case nameNotUTF8
+    case duplicateID(String, otherPath: String)
+
+    public var description: String {
+        switch self {
+        case .syntax(let e): "invalid JSON at \(e)"
+        case .notAnObject(let kind): "the top-level value is \(kind), not an object"
+        case .badID(let why): "invalid id: \(why)"
+        case .badDocType(let why): "invalid docType: \(why)"
+        case .noDocType: "no docType: add a \"docType\" field or move the file into a folder named after its type"
+        case .tooLarge(let size, let limit): "file is \(size) bytes, over the \(limit)-byte limit (--max-file-size)"
+        case .binary: "not a text file (contains NUL bytes or invalid UTF-8)"
+        case .unreadable(let why): "cannot read the file: \(why)"
+        case .nameNotUTF8: "the file name is not valid UTF-8"
+        case .duplicateID(let id, let other): "id \(id) is also used by \(other)"
+        }
+    }
+}
+
+/// The rules that turn a `*.json` file into a document; see README "Document rules".
+public enum DocumentRules {
+    /// Fields the sync layer owns on the wire. A user's file never needs them; what it holds under
+    /// these names is replaced by the agent's stamps when the document is sent.
+    public static let updatedAtKey = "updated_at"
+    public static let deletedAtKey = "deleted_at"
+    public static let revKey = "rev"
+    public static let reservedKeys: Set<String> = [updatedAtKey, deletedAtKey, revKey]
+
+    /// Default per-file size limit: 16 MiB.
+    public static let defaultMaxFileSize = 16 << 20
+
+    /// `^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`: safe as a file name, a URL path segment and an SQL value.
+    public static func isSafeIdentifier(_ s: String) -> Bool {
+        let utf8 = s.utf8
+        guard let first = utf8.first, utf8.count <= 128, isAlnum(first) else { return false }
+        return utf8.allSatisfy { isAlnum($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    private static func isAlnum(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+    }
+
+    /// A docType must be usable as a folder name and a URL segment: non-empty, at most 128 bytes,
+    /// no `/`, no control characters, not `.` or `..`.
+    public static func docTypeProblem(_ s: String) -> String? {
+        if s.isEmpty { return "it is empty" }
+        if s.utf8.count > 128 { return "it is longer than 128 bytes" }
+        if s == "." || s == ".." { return "\"\(s)\" is not a usable name" }
+        if s.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") }) {
+            return "it contains '/', '\\' or a control character"
+        }
+        return nil
+    }
+
+    /// The docType of a document at `relativePath` (slash-separated, relative to the synced root):
+    /// its `docType` field if present, else the first folder under the root.
+    public static func docType(of object: JSONObject, relativePath: String) throws(DocumentProblem) -> String {
+        if let field = object["docType"] {
+            guard case .string(let s) = field else { throw .badDocType("\"docType\" is \(field.kindName), not a string") }
+            if let why = docTypeProblem(s) { throw .badDocType(why) }
+            return s
+        }
+        let components = relativePath.split(separator: "/", omittingEmptySubsequences: true)
+        guard components.count > 1 else { throw .noDocType }
+        let folder = String(components[0])
+        if let why = docTypeProblem(folder) { throw .badDocType("folder name \"\(folder)\": \(why)") }
+        return folder
+    }
+
+    /// The id the file declares: `nil` if it has none (one will be assigned), else a valid id.
+    public static func declaredID(of object: JSONObject) throws(DocumentProblem) -> String? {
+        guard let field = object["id"] else { return nil }
+        guard case .string(let s) = field else { throw .badID("\"id\" is \(field.kindName), not a string") }
+        guard isSafeIdentifier(s) else {
+            throw .badID("\"\(s.prefix(40))\" is not a safe identifier (letters, digits, '_' and '-', starting with a letter or digit, at most 128)")
+        }
+        return s
+    }
+
+    /// Parses a file's bytes into its top-level object, refusing binary files and non-objects.
+    public static func parseObject(_ bytes: [UInt8], maxSize: Int = defaultMaxFileSize) throws(DocumentProblem) -> JSONObject {
+        if bytes.count > maxSize { throw .tooLarge(size: bytes.count, limit: maxSize) }
+        if bytes.contains(0) || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw .syntax(error)
+        }
+        guard case .object(let object) = value else { throw .notAnObject(kind: value.kindName) }
+        return object
+    }
+
+    /// Returns `text` with `"id": "<id>"` inserted as the first member of its top-level object,
+    /// leaving every other byte as it was: the layout the user chose is kept.
+    ///
+    /// The member copies the whitespace that precedes the existing first key (so an indented file
+    /// stays indented) and the spacing after its colon. Precondition: `text` parses as an object.
+    public static func insertingID(_ id: String, into text: [UInt8]) -> [UInt8] {
+        var i = text.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        while i < text.count, isSpace(text[i]) { i += 1 }
+        precondition(i < text.count && text[i] == UInt8(ascii: "{"), "not an object")
+        let brace = i
+        i += 1
+        var firstKey = i
+        while firstKey < text.count, isSpace(text[firstKey]) { firstKey += 1 }
+        var idMember: [UInt8] = []
+        JSONWriter.writeString("id", into: &idMember)
+        if text[firstKey] == UInt8(ascii: "}") {
+            // An empty object: `{}` or `{ }` becomes `{"id": "…"}`.
+            var out = Array(text[0...brace])
+            out += idMember + Array(": ".utf8)
+            JSONWriter.writeString(id, into: &out)
+            out += text[firstKey...]
+            return out
+        }
+        // Is the first member written `"key": value` or `"key":value`?
+        var j = firstKey + 1
+        while j < text.count, text[j] != UInt8(ascii: "\"") {
+            j += text[j] == UInt8(ascii: "\\") ? 2 : 1
+        }
+        var colon = j + 1
+        while colon < text.count, isSpace(text[colon]) { colon += 1 }
+        let spaced = colon + 1 < text.count && text[colon + 1] == UInt8(ascii: " ")
+        var member = idMember + Array((spaced ? ": " : ":").utf8)
+        JSONWriter.writeString(id, into: &member)
+        member.append(UInt8(ascii: ","))
+        member += text[brace + 1..<firstKey]  // the same line break and indent as the next key
+        return Array(text[..<firstKey]) + member + Array(text[firstKey...])
+    }
+
+    private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
+
+    /// Whether a file or folder name takes part in sync at all. Hidden names (editors' swap and lock
+    /// files, `.docsync/`, `.git/`), backup files (`~`), and conflict copies are left alone.
+    public static func isIgnoredName(_ name: String) -> Bool {
+        name.hasPrefix(".") || name.hasSuffix("~") || name.hasPrefix("#") || name.contains(".sync-conflict-")
+    }
+
+    /// Whether a (non-ignored) file name is a document: `*.json`.
+    public static func isDocumentName(_ name: String) -> Bool {
+        name.hasSuffix(".json") && name.count > 5 && !isIgnoredName(name)
+    }
+}

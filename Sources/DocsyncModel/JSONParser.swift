@@ -1,0 +1,296 @@
+/// Why a text is not JSON, and where: the position is 1-based, the column counted in characters.
+public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var line: Int
+    public var column: Int
+    public var reason: String
+
+    public var description: String { "line \(line), column \(column): \(reason)" }
+}
+
+/// A strict RFC 8259 parser over UTF-8 bytes that keeps key order and number literals.
+///
+/// Strict on purpose: a sync tool that guessed at trailing commas or comments would push something
+/// other than what the user sees in the file. Duplicate keys are rejected for the same reason.
+public struct JSONParser: ~Copyable {
+    /// Nesting deeper than this is refused rather than risking the stack on a hostile file.
+    public static let maxDepth = 512
+
+    private let bytes: [UInt8]
+    private var index = 0
+    private var depth = 0
+
+    private init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Parses one JSON text. A leading UTF-8 byte-order mark is tolerated.
+    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
+        parser.skipWhitespace()
+        let value = try parser.parseValue()
+        parser.skipWhitespace()
+        if parser.index < bytes.count {
+            throw parser.error("unexpected text after the end of the JSON value")
+        }
+        return value
+    }
+
+    public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    // MARK: - Grammar
+
+    private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
+        guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw error("unexpected character \(describeCurrent()), expected a value")
+        }
+    }
+
+    private mutating func parseObject() throws(JSONSyntaxError) -> JSONValue {
+        try enterContainer()
+        index += 1
+        var members: [(key: String, value: JSONValue)] = []
+        var seen = Set<String>()
+        skipWhitespace()
+        if peek == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(JSONObject(members))
+        }
+        while true {
+            skipWhitespace()
+            guard peek == UInt8(ascii: "\"") else {
+                throw error("expected a quoted key, found \(describeCurrent())")
+            }
+            let keyStart = index
+            let key = try parseString()
+            if !seen.insert(key).inserted {
+                throw error("duplicate key \"\(key)\"", at: keyStart)
+            }
+            skipWhitespace()
+            guard peek == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\", found \(describeCurrent())") }
+            index += 1
+            skipWhitespace()
+            let value = try parseValue()
+            members.append((key, value))
+            skipWhitespace()
+            switch peek {
+            case UInt8(ascii: ","):
+                index += 1
+                skipWhitespace()
+                if peek == UInt8(ascii: "}") { throw error("trailing comma before '}'") }
+            case UInt8(ascii: "}"):
+                index += 1
+                depth -= 1
+                return .object(JSONObject(members))
+            default:
+                throw error("expected ',' or '}' in object, found \(describeCurrent())")
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONSyntaxError) -> JSONValue {
+        try enterContainer()
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if peek == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            switch peek {
+            case UInt8(ascii: ","):
+                index += 1
+                skipWhitespace()
+                if peek == UInt8(ascii: "]") { throw error("trailing comma before ']'") }
+            case UInt8(ascii: "]"):
+                index += 1
+                depth -= 1
+                return .array(elements)
+            default:
+                throw error("expected ',' or ']' in array, found \(describeCurrent())")
+            }
+        }
+    }
+
+    private mutating func enterContainer() throws(JSONSyntaxError) {
+        depth += 1
+        if depth > Self.maxDepth { throw error("nesting deeper than \(Self.maxDepth) levels") }
+    }
+
+    private mutating func parseNumber() throws(JSONSyntaxError) -> String {
+        let start = index
+        if peek == UInt8(ascii: "-") { index += 1 }
+        guard let first = peek, isDigit(first) else { throw error("expected a digit in number") }
+        if first == UInt8(ascii: "0") {
+            index += 1
+            if let next = peek, isDigit(next) { throw error("leading zeros are not allowed in numbers") }
+        } else {
+            while let c = peek, isDigit(c) { index += 1 }
+        }
+        if peek == UInt8(ascii: ".") {
+            index += 1
+            guard let c = peek, isDigit(c) else { throw error("expected a digit after the decimal point") }
+            while let c = peek, isDigit(c) { index += 1 }
+        }
+        if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
+            index += 1
+            if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { index += 1 }
+            guard let c = peek, isDigit(c) else { throw error("expected a digit in the exponent") }
+            while let c = peek, isDigit(c) { index += 1 }
+        }
+        return String(decoding: bytes[start..<index], as: UTF8.self)
+    }
+
+    private mutating func parseString() throws(JSONSyntaxError) -> String {
+        let quote = index
+        index += 1
+        var runStart = index
+        var scalars: [UInt8] = []
+        scalars.reserveCapacity(16)
+        while true {
+            guard index < bytes.count else { throw error("unterminated string", at: quote) }
+            let c = bytes[index]
+            switch c {
+            case UInt8(ascii: "\""):
+                scalars.append(contentsOf: bytes[runStart..<index])
+                index += 1
+                return try decodeUTF8(scalars, at: quote)
+            case UInt8(ascii: "\\"):
+                scalars.append(contentsOf: bytes[runStart..<index])
+                index += 1
+                try parseEscape(into: &scalars)
+                runStart = index
+            case 0..<0x20:
+                throw error("control character U+\(hex4(UInt16(c))) must be escaped inside a string")
+            default:
+                index += 1
+            }
+        }
+    }
+
+    private mutating func parseEscape(into out: inout [UInt8]) throws(JSONSyntaxError) {
+        guard let c = peek else { throw error("unterminated escape sequence") }
+        index += 1
+        switch c {
+        case UInt8(ascii: "\""): out.append(0x22)
+        case UInt8(ascii: "\\"): out.append(0x5C)
+        case UInt8(ascii: "/"): out.append(0x2F)
+        case UInt8(ascii: "b"): out.append(0x08)
+        case UInt8(ascii: "f"): out.append(0x0C)
+        case UInt8(ascii: "n"): out.append(0x0A)
+        case UInt8(ascii: "r"): out.append(0x0D)
+        case UInt8(ascii: "t"): out.append(0x09)
+        case UInt8(ascii: "u"):
+            let unit = try parseHex4()
+            var scalar: UInt32
+            if (0xD800...0xDBFF).contains(unit) {
+                guard peek == UInt8(ascii: "\\"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") else {
+                    throw error("lone high surrogate \\u\(hex4(unit))")
+                }
+                index += 2
+                let low = try parseHex4()
+                guard (0xDC00...0xDFFF).contains(low) else { throw error("invalid low surrogate \\u\(hex4(low))") }
+                scalar = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(unit) {
+                throw error("lone low surrogate \\u\(hex4(unit))")
+            } else {
+                scalar = UInt32(unit)
+            }
+            out.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
+        default:
+            index -= 1
+            throw error("invalid escape sequence \\\(describeCurrent())")
+        }
+    }
+
+    private mutating func parseHex4() throws(JSONSyntaxError) -> UInt16 {
+        guard index + 4 <= bytes.count else { throw error("incomplete \\u escape") }
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            let c = bytes[index]
+            let digit: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
+            default: throw error("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | UInt16(digit)
+            index += 1
+        }
+        return value
+    }
+
+    private func decodeUTF8(_ utf8: [UInt8], at position: Int) throws(JSONSyntaxError) -> String {
+        guard let s = String(validating: utf8, as: UTF8.self) else {
+            throw error("string is not valid UTF-8", at: position)
+        }
+        return s
+    }
+
+    private mutating func expectLiteral(_ word: String) throws(JSONSyntaxError) {
+        let expected = Array(word.utf8)
+        guard index + expected.count <= bytes.count, bytes[index..<index + expected.count].elementsEqual(expected) else {
+            throw error("unexpected character \(describeCurrent()), expected a value")
+        }
+        index += expected.count
+    }
+
+    // MARK: - Helpers
+
+    private var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    private func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private func describeCurrent() -> String {
+        guard index < bytes.count else { return "end of input" }
+        let c = bytes[index]
+        if c >= 0x21 && c < 0x7F { return "'\(Character(Unicode.Scalar(c)))'" }
+        return "byte 0x\(String(c, radix: 16, uppercase: true))"
+    }
+
+    private func hex4(_ v: UInt16) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 4 - s.count) + s
+    }
+
+    private func error(_ reason: String, at position: Int? = nil) -> JSONSyntaxError {
+        let end = min(position ?? index, bytes.count)
+        var line = 1
+        var column = 1
+        for byte in bytes[0..<end] {
+            if byte == 0x0A {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return JSONSyntaxError(line: line, column: column, reason: reason)
+    }
+}

@@ -1,0 +1,92 @@
+/// Serialises a ``JSONValue`` back to text: numbers as their literal, keys in order, UTF-8 unescaped.
+public enum JSONWriter {
+    public enum Style: Sendable {
+        /// No insignificant whitespace: the wire and storage form.
+        case compact
+        /// Two-space indent, `": "` between key and value, for files people read and diff in git.
+        case pretty
+    }
+
+    public static func bytes(_ value: JSONValue, style: Style = .compact) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(value, into: &out, style: style, indent: 0)
+        return out
+    }
+
+    public static func string(_ value: JSONValue, style: Style = .compact) -> String {
+        String(decoding: bytes(value, style: style), as: UTF8.self)
+    }
+
+    /// The pretty form followed by a newline, as a file on disk should end.
+    public static func fileBytes(_ value: JSONValue) -> [UInt8] {
+        var out = bytes(value, style: .pretty)
+        out.append(0x0A)
+        return out
+    }
+
+    private static func write(_ value: JSONValue, into out: inout [UInt8], style: Style, indent: Int) {
+        switch value {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .number(let literal): out.append(contentsOf: literal.utf8)
+        case .string(let s): writeString(s, into: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            if elements.isEmpty { out.append(UInt8(ascii: "]")); return }
+            for (i, element) in elements.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                newline(into: &out, style: style, indent: indent + 1)
+                write(element, into: &out, style: style, indent: indent + 1)
+            }
+            newline(into: &out, style: style, indent: indent)
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            if object.isEmpty { out.append(UInt8(ascii: "}")); return }
+            for (i, member) in object.members.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                newline(into: &out, style: style, indent: indent + 1)
+                writeString(member.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                if case .pretty = style { out.append(UInt8(ascii: " ")) }
+                write(member.value, into: &out, style: style, indent: indent + 1)
+            }
+            newline(into: &out, style: style, indent: indent)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func newline(into out: inout [UInt8], style: Style, indent: Int) {
+        guard case .pretty = style else { return }
+        out.append(0x0A)
+        out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0..<0x20:
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    public var description: String { JSONWriter.string(self) }
+}

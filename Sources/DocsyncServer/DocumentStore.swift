@@ -1,0 +1,161 @@
+import DocsyncModel
+import Foundation
+import GRDB
+
+/// A write the store refuses, with the HTTP status that says why.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var status: Int
+    public var message: String
+    /// For 409: the document as currently stored.
+    public var current: JSONValue?
+
+    public init(_ status: Int, _ message: String, current: JSONValue? = nil) {
+        self.status = status
+        self.message = message
+        self.current = current
+    }
+
+    public var description: String { message }
+}
+
+/// The reference endpoint's documents, in one SQLite file (embedded, WAL).
+///
+/// Every stored document carries the server-owned fields `updated_at` (RFC 3339 UTC, ms), `rev`
+/// (per-document, strictly increasing) and, for tombstones, `deleted_at`. A global change sequence
+/// `seq` orders all writes; documents are never hard-deleted (sync-ios's tombstones).
+public struct DocumentStore: Sendable {
+    let writer: DatabasePool
+
+    public init(path: String) throws {
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        writer = try DatabasePool(path: path, configuration: config)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE document (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    doc_type TEXT NOT NULL,
+                    body TEXT NOT NULL,          -- the stored document, compact JSON, literal numbers
+                    rev INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,        -- global change sequence of the latest write
+                    updated_at INTEGER NOT NULL, -- Unix ms
+                    deleted_at INTEGER,          -- Unix ms, NULL while live
+                    created_at INTEGER NOT NULL
+                );
+                CREATE INDEX document_type ON document(doc_type, id);
+                CREATE UNIQUE INDEX document_seq ON document(seq);
+                """)
+        }
+        try migrator.migrate(writer)
+    }
+
+    /// Validates a document the client sent: an object with a string `docType` and, when
+    /// `requireID`, a safe string `id`.
+    static func validate(_ value: JSONValue, requireID: Bool) throws(StoreError) -> JSONObject {
+        guard case .object(let object) = value else { throw StoreError(400, "the document must be a JSON object, not \(value.kindName)") }
+        guard let docType = object["docType"] else { throw StoreError(400, "the document has no \"docType\"") }
+        guard case .string(let type) = docType else { throw StoreError(400, "\"docType\" must be a string") }
+        if let why = DocumentRules.docTypeProblem(type) { throw StoreError(400, "invalid \"docType\": \(why)") }
+        if let id = object["id"] {
+            guard case .string(let s) = id, DocumentRules.isSafeIdentifier(s) else {
+                throw StoreError(400, "\"id\" must be a string of letters, digits, '_' and '-' (at most 128)")
+            }
+        } else if requireID {
+            throw StoreError(400, "the document has no \"id\"")
+        }
+        return object
+    }
+
+    /// Upserts `object` by id. `ifMatch` (the revision the write was based on) makes it conditional.
+    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false) async throws -> JSONObject {
+        try await writer.write { db in try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, db: db) }
+    }
+
+    static func put(_ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, db: Database) throws -> JSONObject {
+        var object = input
+        let id = object["id"]!.string!
+        let existing = try Row.fetchOne(db, sql: "SELECT rev, body, created_at FROM document WHERE id = ?", arguments: [id])
+        if mustCreate, existing != nil {
+            throw StoreError(409, "a document with id \(id) exists already; PUT updates it", current: try storedValue(existing))
+        }
+        if let ifMatch {
+            let currentRev: Int64 = existing?["rev"] ?? 0
+            if currentRev != ifMatch {
+                throw StoreError(409, "revision \(ifMatch) is not current (current: \(currentRev))", current: try storedValue(existing))
+            }
+        }
+        let rev: Int64 = (existing?["rev"] ?? 0) + 1
+        let seq = (try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM document") ?? 0) + 1
+        // The change's own time, if the client stamped one (offline work is stamped when it was
+        // made, in server-calibrated time) and it is not in the future; otherwise now.
+        let updatedAt = stamp(object[DocumentRules.updatedAtKey], now: now) ?? now
+        object[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: updatedAt).rfc3339)
+        var deletedAt: Int64?
+        if let d = object[DocumentRules.deletedAtKey], !d.isNull {
+            deletedAt = stamp(d, now: now) ?? now
+            object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: deletedAt!).rfc3339)
+        } else {
+            object[DocumentRules.deletedAtKey] = nil
+        }
+        object[DocumentRules.revKey] = .number(String(rev))
+        let body = JSONWriter.string(.object(object))
+        try db.execute(
+            sql: """
+                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev,
+                    seq = excluded.seq, updated_at = excluded.updated_at, deleted_at = excluded.deleted_at
+                """,
+            arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now])
+        return object
+    }
+
+    /// Marks a document deleted (a tombstone: the document is kept with `deleted_at`).
+    public func delete(id: String, docType: String, now: Int64) async throws -> JSONObject {
+        try await writer.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type FROM document WHERE id = ?", arguments: [id]) else {
+                throw StoreError(404, "no document with id \(id)")
+            }
+            guard row["doc_type"] == docType else { throw StoreError(400, "document \(id) has docType \(row["doc_type"] as String), not \(docType)") }
+            guard case .object(var object) = try JSONParser.parse(row["body"] as String) else { throw StoreError(500, "corrupt stored document") }
+            if let d = object[DocumentRules.deletedAtKey], !d.isNull { return object }  // already a tombstone
+            object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
+            object[DocumentRules.updatedAtKey] = nil
+            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, db: db)
+        }
+    }
+
+    public func get(id: String) async throws -> JSONValue? {
+        try await writer.read { db in
+            try String.fetchOne(db, sql: "SELECT body FROM document WHERE id = ?", arguments: [id]).map { try JSONParser.parse($0) }
+        }
+    }
+
+    /// The stored bodies of one docType, ordered by id, as raw JSON texts (no re-serialisation).
+    public func list(docType: String, includeDeleted: Bool) async throws -> [String] {
+        try await writer.read { db in
+            try String.fetchAll(
+                db,
+                sql: "SELECT body FROM document WHERE doc_type = ? \(includeDeleted ? "" : "AND deleted_at IS NULL") ORDER BY id",
+                arguments: [docType])
+        }
+    }
+
+    public func count() async throws -> Int {
+        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM document") ?? 0 }
+    }
+
+    /// A client stamp the store accepts: a well-formed RFC 3339 time no later than `now` (+2 s for
+    /// rounding and calibration error). A stamp from the future is replaced by `now`.
+    static func stamp(_ value: JSONValue?, now: Int64) -> Int64? {
+        guard let s = value?.string, let t = Timestamp(rfc3339: s) else { return nil }
+        return t.unixMilliseconds <= now + 2000 ? min(t.unixMilliseconds, now) : nil
+    }
+
+    static func storedValue(_ row: Row?) throws -> JSONValue? {
+        guard let body: String = row?["body"] else { return nil }
+        return try JSONParser.parse(body)
+    }
+}

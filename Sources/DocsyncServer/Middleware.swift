@@ -1,0 +1,58 @@
+import DocsyncModel
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// Requires `Authorization: Token token=<token>` (PingPong's scheme) on every request.
+struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let expected: [UInt8]
+
+    init(token: String) { expected = Array("Token token=\(token)".utf8) }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization] else {
+            return ReferenceServer.errorResponse(StoreError(401, "missing Authorization header (expected: Token token=…)"))
+        }
+        guard constantTimeEquals(Array(header.utf8), expected) else {
+            return ReferenceServer.errorResponse(StoreError(401, "invalid token"))
+        }
+        return try await next(request, context)
+    }
+
+    /// Compares without an early exit, so response timing does not leak how much of a guess matched.
+    private func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for i in 0..<max(a.count, b.count) {
+            difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+        }
+        return difference == 0
+    }
+}
+
+/// Stamps every reply with the server's time for client clock calibration (ServerSync's
+/// complementary server side): `X-Sync-UTC` is the UTC in Unix nanoseconds taken as late as possible
+/// (after the handler, just before the head is written), `X-Sync-Duration` the nanoseconds spent.
+/// Outermost, so errors and 401s carry the stamps too.
+struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
+    let wallClock: @Sendable () -> Int64
+    static var utcName: HTTPField.Name { HTTPField.Name("X-Sync-UTC")! }
+    static var durationName: HTTPField.Name { HTTPField.Name("X-Sync-Duration")! }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as HTTPError {
+            response = ReferenceServer.errorResponse(StoreError(Int(error.status.code), error.body ?? error.status.reasonPhrase))
+        } catch {
+            response = ReferenceServer.errorResponse(error)
+        }
+        let elapsed = ContinuousClock.now - start
+        let nanos = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        response.headers[Self.durationName] = String(nanos)
+        response.headers[Self.utcName] = String(wallClock())
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+}

@@ -1,0 +1,178 @@
+import DocsyncClock
+import DocsyncModel
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The reference endpoint, `docsync serve`: PingPong's routes over an embedded ``DocumentStore``.
+///
+/// | route | does |
+/// |---|---|
+/// | `POST /api/document` | creates (id generated if absent; 409 if it exists) |
+/// | `PUT /api/document` | upserts by id (`If-Match: "<rev>"` makes it conditional) |
+/// | `DELETE /api/document` | tombstones `{id, docType}` |
+/// | `GET /api/document/{id}` | one document |
+/// | `GET /api/document/type/{docType}` | all of a type, tombstones unless `?deleted=false` |
+/// | `GET /api/time` | ServerSync's `{"SyncUTC", "SyncDuration"}` |
+///
+/// Replies are `{"data": …}`; errors `{"error": "…"}`. Every request needs
+/// `Authorization: Token token=…`; every reply carries `X-Sync-UTC`, `X-Sync-Duration` and `Date`.
+public struct ReferenceServer: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        public var dataDirectory: String
+        public var token: String
+        /// Largest document body accepted, bytes.
+        public var maxDocumentBytes: Int
+
+        public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = 16 << 20) {
+            self.host = host
+            self.port = port
+            self.dataDirectory = dataDirectory
+            self.token = token
+            self.maxDocumentBytes = maxDocumentBytes
+        }
+    }
+
+    public let configuration: Configuration
+    public let store: DocumentStore
+    let wallClock: @Sendable () -> Int64
+
+    /// - Parameter wallClock: the server's UTC in Unix nanoseconds (tests skew it).
+    public init(configuration: Configuration, wallClock: @escaping @Sendable () -> Int64 = { SystemClockSeam().wallNanoseconds() }) throws {
+        self.configuration = configuration
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        self.store = try DocumentStore(path: configuration.dataDirectory + "/documents.sqlite")
+        self.wallClock = wallClock
+    }
+
+    /// The Hummingbird application. `onRunning` receives the bound address (useful with port 0).
+    public func application(logger: Logger, onRunning: @escaping @Sendable (String, Int) async -> Void = { _, _ in })
+        -> some ApplicationProtocol
+    {
+        let router = Router(context: BasicRequestContext.self)
+        router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock))
+        router.middlewares.add(TokenMiddleware(token: configuration.token))
+        addRoutes(to: router)
+        let host = configuration.host
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "docsync"),
+            onServerRunning: { channel in
+                await onRunning(host, channel.localAddress?.port ?? 0)
+            },
+            logger: logger)
+    }
+
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        let store = self.store
+        let limit = configuration.maxDocumentBytes + 4096
+        let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
+
+        router.put("/api/document") { request, context in
+            try await Self.respond {
+                let object = try DocumentStore.validate(try await Self.json(request, context, limit: limit), requireID: true)
+                var ifMatch: Int64?
+                if let header = request.headers[.ifMatch] {
+                    guard let rev = Int64(header.trimmingCharacters(in: CharacterSet(charactersIn: "\" W/"))) else {
+                        throw StoreError(400, "If-Match must be a quoted revision number, like \"3\"")
+                    }
+                    ifMatch = rev
+                }
+                return .object(try await store.put(object, now: now(), ifMatch: ifMatch))
+            }
+        }
+        router.post("/api/document") { request, context in
+            try await Self.respond(status: .created) {
+                var object = try DocumentStore.validate(try await Self.json(request, context, limit: limit), requireID: false)
+                if object["id"] == nil {
+                    object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
+                }
+                return .object(try await store.put(object, now: now(), mustCreate: true))
+            }
+        }
+        router.delete("/api/document") { request, context in
+            try await Self.respond {
+                guard case .object(let o) = try await Self.json(request, context, limit: limit),
+                      let id = o["id"]?.string, let docType = o["docType"]?.string
+                else { throw StoreError(400, "DELETE needs a body {\"id\": …, \"docType\": …}") }
+                return .object(try await store.delete(id: id, docType: docType, now: now()))
+            }
+        }
+        router.get("/api/document/type/{docType}") { request, context in
+            let docType = context.parameters.get("docType") ?? ""
+            let includeDeleted = request.uri.queryParameters.get("deleted") != "false"
+            do {
+                let bodies = try await store.list(docType: docType, includeDeleted: includeDeleted)
+                // Assemble the array from the stored texts: no parse and re-serialise per document.
+                var buffer = ByteBuffer(string: "{\"data\":[")
+                for (i, body) in bodies.enumerated() {
+                    if i > 0 { buffer.writeString(",") }
+                    buffer.writeString(body)
+                }
+                buffer.writeString("]}")
+                return Self.response(.ok, buffer)
+            } catch {
+                return Self.errorResponse(error)
+            }
+        }
+        router.get("/api/document/{id}") { _, context in
+            try await Self.respond {
+                let id = context.parameters.get("id") ?? ""
+                guard let doc = try await store.get(id: id) else { throw StoreError(404, "no document with id \(id)") }
+                return doc
+            }
+        }
+        router.get("/api/time") { _, _ in
+            // The middleware adds the real stamps as headers; the body repeats them for clients
+            // (ServerSync's) that read JSON. SyncDuration here is the handler's, close to zero.
+            let t = wallClock()
+            return Self.response(.ok, ByteBuffer(string: "{\"SyncUTC\":\(t),\"SyncDuration\":0}"))
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func json(_ request: Request, _ context: BasicRequestContext, limit: Int) async throws -> JSONValue {
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: limit)
+        } catch {
+            throw StoreError(413, "the document is larger than \(limit - 4096) bytes")
+        }
+        do {
+            return try JSONParser.parse(Array(buffer: buffer))
+        } catch {
+            throw StoreError(400, "the body is not valid JSON: \(error)")
+        }
+    }
+
+    static func respond(status: HTTPResponse.Status = .ok, _ body: () async throws -> JSONValue) async throws -> Response {
+        do {
+            let data = try await body()
+            var buffer = ByteBuffer(string: "{\"data\":")
+            buffer.writeBytes(JSONWriter.bytes(data))
+            buffer.writeString("}")
+            return response(status, buffer)
+        } catch {
+            return errorResponse(error)
+        }
+    }
+
+    static func errorResponse(_ error: any Error) -> Response {
+        if let e = error as? StoreError {
+            var object = JSONObject([(key: "error", value: .string(e.message))])
+            if let current = e.current { object["data"] = current }
+            return response(.init(code: e.status), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
+        }
+        let object: JSONValue = ["error": .string("internal error: \(error)")]
+        return response(.internalServerError, ByteBuffer(bytes: JSONWriter.bytes(object)))
+    }
+
+    static func response(_ status: HTTPResponse.Status, _ buffer: ByteBuffer) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+    }
+}

@@ -1,0 +1,240 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Logging
+import Synchronization
+import DocsyncModel
+
+/// Watches a folder tree with the kernel's inotify, called directly (no libinotifytools: it keeps
+/// global state, hides its fd and reports stale paths after a folder rename).
+///
+/// One thread blocks in `ppoll` on the inotify fd, so an idle tree costs no CPU; it keeps the map
+/// from watch descriptors to folders, adds watches for new folders, and feeds an
+/// ``EventAggregator`` whose batches come out of ``start()``'s stream.
+///
+/// Only `IN_CLOSE_WRITE` and `IN_MOVED_TO` announce new content: a file still being written
+/// (`IN_CREATE`, `IN_MODIFY`) is never handed on half-way.
+public final class DirectoryWatcher: Sendable {
+    public let root: String
+    private let settle: Duration
+    private let maxDelay: Duration
+    private let logger: Logger
+    private let state = Mutex<(fd: Int32, wake: Int32, thread: Bool)>((-1, -1, false))
+
+    public init(root: String, settle: Duration = .milliseconds(5), maxDelay: Duration = .milliseconds(100), logger: Logger) {
+        self.root = root
+        self.settle = settle
+        self.maxDelay = maxDelay
+        self.logger = logger
+    }
+
+    /// Adds watches over the whole tree, then returns the batches of changes. Watches are in place
+    /// when this returns, so a scan started afterwards cannot miss a file created meanwhile.
+    public func start() throws(FileSystemError) -> AsyncStream<ChangeBatch> {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else {
+            if errno == EMFILE {
+                throw FileSystemError("inotify_init1 (raise fs.inotify.max_user_instances)", path: root)
+            }
+            throw FileSystemError("inotify_init1", path: root)
+        }
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else {
+            close(fd)
+            throw FileSystemError("pipe", path: root)
+        }
+        for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let loop = WatchLoop(
+            root: root, fd: fd, wake: pipeFDs[0], logger: logger,
+            aggregator: EventAggregator(
+                settleNanoseconds: Self.nanoseconds(settle), maxDelayNanoseconds: Self.nanoseconds(maxDelay)))
+        loop.addWatches(under: "")
+        state.withLock { $0 = (fd, pipeFDs[1], true) }
+        let (stream, continuation) = AsyncStream<ChangeBatch>.makeStream(bufferingPolicy: .unbounded)
+        let thread = Thread {
+            loop.run(continuation)
+            close(loop.fd)
+            close(loop.wake)
+        }
+        thread.name = "docsync-inotify"
+        thread.start()
+        return stream
+    }
+
+    /// Stops the thread and finishes the stream (pending events are flushed first).
+    public func stop() {
+        let wake = state.withLock { s -> Int32 in
+            defer { s.thread = false }
+            return s.thread ? s.wake : -1
+        }
+        guard wake >= 0 else { return }
+        var byte: UInt8 = 1
+        _ = write(wake, &byte, 1)
+        close(wake)
+    }
+
+    static func nanoseconds(_ d: Duration) -> Int64 {
+        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
+    }
+}
+
+/// The watcher thread's state. Owned by that thread alone once started, hence unchecked.
+final class WatchLoop: @unchecked Sendable {
+    let root: String
+    let fd: Int32
+    let wake: Int32
+    let logger: Logger
+    var aggregator: EventAggregator
+    private var pathOf: [Int32: String] = [:]
+    private var wdOf: [String: Int32] = [:]
+    private var warnedLimit = false
+
+    static let mask = UInt32(
+        IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_DELETE_SELF
+            | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+    init(root: String, fd: Int32, wake: Int32, logger: Logger, aggregator: EventAggregator) {
+        self.root = root
+        self.fd = fd
+        self.wake = wake
+        self.logger = logger
+        self.aggregator = aggregator
+    }
+
+    /// Watches `relative` and every folder below it (not hidden, not a symlink).
+    func addWatches(under relative: String) {
+        var stack = [relative]
+        while let dir = stack.popLast() {
+            let abs = dir.isEmpty ? root : root + "/" + dir
+            let wd = inotify_add_watch(fd, abs, Self.mask)
+            if wd < 0 {
+                let code = errno
+                if code == ENOSPC {
+                    if !warnedLimit {
+                        warnedLimit = true
+                        let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8))?
+                            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                        logger.error(
+                            "inotify watch limit reached: fs.inotify.max_user_watches is \(limit). Raise it, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`; until then changes under unwatched folders are only found by a rescan (restart or `docsync sync`).",
+                            metadata: ["file.path": "\(abs)"])
+                    }
+                } else if code != ENOENT && code != ENOTDIR {
+                    logger.warning("cannot watch folder", metadata: ["file.path": "\(abs)", "error": "\(String(cString: strerror(code)))"])
+                }
+                continue
+            }
+            if let old = pathOf[wd], old != dir { wdOf[old] = nil }
+            pathOf[wd] = dir
+            wdOf[dir] = wd
+            guard let entries = FileSystem.list(abs) else { continue }
+            for entry in entries where entry.type == UInt8(DT_DIR) && !DocumentRules.isIgnoredName(entry.name) {
+                stack.append(dir.isEmpty ? entry.name : dir + "/" + entry.name)
+            }
+        }
+    }
+
+    /// Forgets (and, if `remove`, unregisters) the watches on `relative` and below: the folder moved
+    /// away or was deleted. A move within the tree is re-watched under its new name by IN_MOVED_TO.
+    private func dropWatches(under relative: String, remove: Bool) {
+        let prefix = relative + "/"
+        for (dir, wd) in wdOf where dir == relative || dir.hasPrefix(prefix) {
+            if remove { inotify_rm_watch(fd, wd) }
+            wdOf[dir] = nil
+            pathOf[wd] = nil
+        }
+    }
+
+    func run(_ output: AsyncStream<ChangeBatch>.Continuation) {
+        let bufferSize = 256 * 1024
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 8)
+        defer { buffer.deallocate() }
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+        var stopping = false
+        while !stopping {
+            // Sleep until the kernel has events or the pending batch is due; with nothing pending,
+            // indefinitely (an idle tree costs no wakeups). Milliseconds are rounded up.
+            var timeoutMs: Int32 = -1
+            if let deadline = aggregator.deadline {
+                let wait = max(0, deadline - monotonicNow())
+                timeoutMs = Int32(min(Int64(Int32.max), (wait + 999_999) / 1_000_000))
+            }
+            fds[0].revents = 0
+            fds[1].revents = 0
+            let ready = poll(&fds, 2, timeoutMs)
+            if ready < 0 && errno != EINTR {
+                logger.error("inotify poll failed", metadata: ["error": "\(String(cString: strerror(errno)))"])
+                break
+            }
+            if fds[1].revents != 0 { stopping = true }
+            if fds[0].revents != 0 { drain(buffer, bufferSize) }
+            let now = monotonicNow()
+            if let batch = aggregator.due(now: stopping ? Int64.max : now), !batch.isEmpty {
+                output.yield(batch)
+            }
+        }
+        output.finish()
+    }
+
+    private func drain(_ buffer: UnsafeMutableRawPointer, _ size: Int) {
+        while true {
+            let n = read(fd, buffer, size)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return  // EAGAIN: drained
+            }
+            if n == 0 { return }
+            var offset = 0
+            let now = monotonicNow()
+            var overflowed = false
+            while offset + 16 <= n {
+                let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                let nameBytes = UnsafeRawBufferPointer(start: buffer + offset + 16, count: length).prefix(while: { $0 != 0 })
+                offset += 16 + length
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    overflowed = true
+                    continue
+                }
+                handle(wd: wd, mask: mask, name: String(decoding: nameBytes, as: UTF8.self), now: now)
+            }
+            if overflowed {
+                logger.warning("inotify queue overflowed; rescanning the whole tree", metadata: ["file.path": "\(root)"])
+                aggregator.addOverflow(at: now)
+                addWatches(under: "")
+            }
+        }
+    }
+
+    private func handle(wd: Int32, mask: UInt32, name: String, now: Int64) {
+        if mask & UInt32(IN_IGNORED) != 0 {
+            if let dir = pathOf.removeValue(forKey: wd), wdOf[dir] == wd { wdOf[dir] = nil }
+            return
+        }
+        guard let dir = pathOf[wd], !name.isEmpty, !DocumentRules.isIgnoredName(name) else { return }
+        let path = dir.isEmpty ? name : dir + "/" + name
+        if mask & UInt32(IN_ISDIR) != 0 {
+            if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+                addWatches(under: path)
+                aggregator.add(path, at: now)
+            } else if mask & UInt32(IN_MOVED_FROM | IN_DELETE) != 0 {
+                dropWatches(under: path, remove: mask & UInt32(IN_MOVED_FROM) != 0)
+                aggregator.add(path, at: now)
+            }
+            return
+        }
+        if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE) != 0 {
+            aggregator.add(path, at: now)
+        } else if mask & UInt32(IN_ATTRIB) != 0 {
+            aggregator.add(path, attributeOnly: true, at: now)
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+func monotonicNow() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}

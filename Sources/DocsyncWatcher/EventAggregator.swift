@@ -1,0 +1,73 @@
+/// A set of paths that changed, handed to the scanner in one piece.
+public struct ChangeBatch: Sendable, Hashable {
+    /// Paths (relative to the root) whose content may have changed, appeared or vanished.
+    public var paths: Set<String> = []
+    /// Paths that only saw a metadata change (chmod, touch): worth a look only if the file was
+    /// unreadable before. Never a reason to read a file that may still be being written.
+    public var attributeOnly: Set<String> = []
+    /// The kernel dropped events: only a full rescan can tell what happened.
+    public var overflow = false
+
+    public init(paths: Set<String> = [], attributeOnly: Set<String> = [], overflow: Bool = false) {
+        self.paths = paths
+        self.attributeOnly = attributeOnly
+        self.overflow = overflow
+    }
+
+    public var isEmpty: Bool { paths.isEmpty && attributeOnly.isEmpty && !overflow }
+}
+
+/// Coalesces bursts of filesystem events into batches. A pure state machine over a caller-given
+/// monotonic time in nanoseconds, so tests drive it without sleeping.
+///
+/// A batch is due once no event has arrived for `settle` (an editor's save is a rename, a create
+/// and a close within a millisecond or two), or at the latest `maxDelay` after its first event (a
+/// `git checkout` of thousands of files still flows, batch by batch).
+public struct EventAggregator: Sendable {
+    public let settle: Int64
+    public let maxDelay: Int64
+    private var pending = ChangeBatch()
+    private var firstAt: Int64?
+    private var lastAt: Int64 = 0
+
+    public init(settleNanoseconds: Int64, maxDelayNanoseconds: Int64) {
+        self.settle = settleNanoseconds
+        self.maxDelay = maxDelayNanoseconds
+    }
+
+    public mutating func add(_ path: String, attributeOnly: Bool = false, at now: Int64) {
+        if attributeOnly {
+            if !pending.paths.contains(path) { pending.attributeOnly.insert(path) }
+        } else {
+            pending.paths.insert(path)
+            pending.attributeOnly.remove(path)
+        }
+        touch(now)
+    }
+
+    public mutating func addOverflow(at now: Int64) {
+        pending.overflow = true
+        touch(now)
+    }
+
+    private mutating func touch(_ now: Int64) {
+        if firstAt == nil { firstAt = now }
+        lastAt = now
+    }
+
+    /// When the pending batch becomes due, or `nil` when nothing is pending (sleep indefinitely).
+    public var deadline: Int64? {
+        guard let firstAt else { return nil }
+        return min(lastAt + settle, firstAt + maxDelay)
+    }
+
+    /// The pending batch if it is due at `now`, emptying the aggregator.
+    public mutating func due(now: Int64) -> ChangeBatch? {
+        guard let deadline, now >= deadline else { return nil }
+        defer {
+            pending = ChangeBatch()
+            firstAt = nil
+        }
+        return pending
+    }
+}

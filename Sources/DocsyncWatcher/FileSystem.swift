@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DocsyncModel
+
+/// What a stat call tells the scanner about one entry.
+public struct EntryInfo: Sendable, Hashable {
+    public enum Kind: Sendable { case file, directory, symlink, other }
+    public var kind: Kind
+    public var size: Int64
+    public var mtimeNs: Int64
+    public var inode: UInt64
+    public var mode: UInt32
+}
+
+/// A failed system call, with the path and the operation: what a user needs to act on it.
+public struct FileSystemError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var path: String
+    public var code: Int32
+
+    public init(_ operation: String, path: String, code: Int32 = errno) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    public var reason: String { String(cString: strerror(code)) }
+    public var description: String { "\(operation) \(path): \(reason)" }
+}
+
+/// Thin, allocation-light wrappers over the POSIX calls the scanner and writer need.
+public enum FileSystem {
+    /// `lstat` of `path`; `nil` if it does not exist (or vanished meanwhile).
+    public static func info(_ path: String) -> EntryInfo? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        return EntryInfo(st)
+    }
+
+    /// Reads a whole regular file, refusing (without reading) one larger than `maxSize`.
+    public static func read(_ path: String, maxSize: Int) throws(DocumentProblem) -> (bytes: [UInt8], info: EntryInfo) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        let info = EntryInfo(st)
+        guard info.kind == .file else { throw .unreadable("not a regular file") }
+        if info.size > maxSize { throw .tooLarge(size: Int(info.size), limit: maxSize) }
+        var bytes = [UInt8](repeating: 0, count: Int(info.size))
+        var filled = 0
+        while true {
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, bytes.count))) }
+            let n = bytes.withUnsafeMutableBytes { buf in Glibc.read(fd, buf.baseAddress! + filled, buf.count - filled) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable(String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            filled += n
+            if filled > maxSize { throw .tooLarge(size: filled, limit: maxSize) }
+        }
+        bytes.removeLast(bytes.count - filled)
+        return (bytes, info)
+    }
+
+    /// Replaces `path` atomically with `bytes`: a hidden temp file in the same folder, fsync, rename.
+    /// A reader (or a crash) sees the old file or the new one, never a mix. The mode is kept.
+    public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(FileSystemError) {
+        let slash = path.lastIndex(of: "/")
+        let dir = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temp = "\(dir)/.\(name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode & 0o7777))
+        guard fd >= 0 else { throw FileSystemError("create", path: temp) }
+        var ok = false
+        defer {
+            if !ok { unlink(temp) }
+        }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { buf in write(fd, buf.baseAddress! + written, buf.count - written) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = FileSystemError("write", path: temp)
+                close(fd)
+                throw e
+            }
+            written += n
+        }
+        _ = fchmod(fd, mode_t(mode & 0o7777))
+        guard fsync(fd) == 0 else {
+            let e = FileSystemError("fsync", path: temp)
+            close(fd)
+            throw e
+        }
+        close(fd)
+        guard rename(temp, path) == 0 else { throw FileSystemError("rename", path: path) }
+        ok = true
+    }
+
+    /// Creates `path` and its parents (like `mkdir -p`).
+    public static func makeDirectories(_ path: String) throws(FileSystemError) {
+        if let info = info(path), info.kind == .directory { return }
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try makeDirectories(String(path[..<slash]))
+        }
+        if mkdir(path, 0o755) != 0 && errno != EEXIST { throw FileSystemError("mkdir", path: path) }
+    }
+
+    /// Lists a directory's entries (names as raw bytes decoded, `nil` where not UTF-8) without stat.
+    public static func list(_ path: String) -> [(name: String, utf8: Bool, type: UInt8)]? {
+        guard let dir = opendir(path) else { return nil }
+        defer { closedir(dir) }
+        var out: [(String, Bool, UInt8)] = []
+        while let entry = readdir(dir) {
+            let (name, valid) = withUnsafeBytes(of: entry.pointee.d_name) { raw -> (String, Bool) in
+                let bytes = raw.prefix(while: { $0 != 0 })
+                if let s = String(validating: bytes, as: UTF8.self) { return (s, true) }
+                return (String(decoding: bytes, as: UTF8.self), false)
+            }
+            if name == "." || name == ".." { continue }
+            out.append((name, valid, entry.pointee.d_type))
+        }
+        return out
+    }
+}
+
+extension EntryInfo {
+    init(_ st: stat) {
+        let fmt = st.st_mode & S_IFMT
+        let kind: Kind = switch fmt {
+        case S_IFREG: .file
+        case S_IFDIR: .directory
+        case S_IFLNK: .symlink
+        default: .other
+        }
+        self.init(
+            kind: kind, size: Int64(st.st_size),
+            mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+            inode: UInt64(st.st_ino), mode: UInt32(st.st_mode))
+    }
+}

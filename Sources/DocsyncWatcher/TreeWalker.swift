@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DocsyncModel
+
+/// Walks a folder of the synced tree, reporting files and folders by their path relative to the
+/// root. Ignored names (hidden files and folders, editors' backups, conflict copies) are skipped,
+/// and so are symlinks: following them could lead outside the synced root.
+public struct TreeWalker: Sendable {
+    public let root: String
+
+    public init(root: String) { self.root = root }
+
+    public func absolute(_ relative: String) -> String {
+        relative.isEmpty ? root : root + "/" + relative
+    }
+
+    /// A file found by the walk. `nameIsUTF8` is false for names that are not valid UTF-8: they
+    /// can be reported but not synced.
+    public struct Found: Sendable {
+        public var path: String
+        public var info: EntryInfo
+        public var nameIsUTF8: Bool
+    }
+
+    /// Every regular, non-ignored file at or below `relative`, and (through `onDirectory`) every
+    /// folder, parents before children.
+    public func walk(_ relative: String = "", onDirectory: (String) -> Void = { _ in }) -> [Found] {
+        var files: [Found] = []
+        var stack = [relative]
+        while let dir = stack.popLast() {
+            onDirectory(dir)
+            guard let entries = FileSystem.list(absolute(dir)) else { continue }
+            for entry in entries where !DocumentRules.isIgnoredName(entry.name) {
+                let rel = dir.isEmpty ? entry.name : dir + "/" + entry.name
+                if entry.type == UInt8(DT_DIR) {
+                    stack.append(rel)
+                    continue
+                }
+                if entry.type != UInt8(DT_REG) && entry.type != UInt8(DT_UNKNOWN) { continue }
+                guard let info = FileSystem.info(absolute(rel)) else { continue }
+                switch info.kind {
+                case .file: files.append(Found(path: rel, info: info, nameIsUTF8: entry.utf8))
+                case .directory: stack.append(rel)
+                default: break
+                }
+            }
+        }
+        return files
+    }
+}
