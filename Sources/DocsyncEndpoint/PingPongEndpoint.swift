@@ -13,7 +13,7 @@ import NIOHTTP1
 /// clock with the server's `X-Sync-UTC`/`X-Sync-Duration` or `Date` headers go to `clock`.
 public struct PingPongEndpoint: Sendable {
     public let baseURL: String
-    private let authorization: String
+    private var authorization: String
     private let client: HTTPClient
     private let clock: ServerClock?
     public var requestTimeout: TimeAmount = .seconds(30)
@@ -28,6 +28,13 @@ public struct PingPongEndpoint: Sendable {
         self.authorization = "Token token=\(token)"
         self.client = client
         self.clock = clock
+    }
+
+    /// The same endpoint with another token (the token file changed).
+    public func withToken(_ token: String) -> PingPongEndpoint {
+        var copy = self
+        copy.authorization = "Token token=\(token)"
+        return copy
     }
 
     /// Upserts one document; returns the document as the endpoint stored it.

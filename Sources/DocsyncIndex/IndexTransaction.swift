@@ -26,6 +26,19 @@ public struct IndexTransaction {
         return result
     }
 
+    /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,
+    /// without loading hashes and errors (100k files stay a few megabytes).
+    public func allFileStats() throws -> [String: FileSummary] {
+        var result: [String: FileSummary] = [:]
+        let cursor = try Row.fetchCursor(db, sql: "SELECT path, size, mtime_ns, inode, state FROM file")
+        while let row = try cursor.next() {
+            result[row[0]] = FileSummary(
+                stat: FileStat(size: row[1], mtimeNs: row[2], inode: UInt64(bitPattern: row[3])),
+                state: FileRow.State(rawValue: row[4]) ?? .invalid)
+        }
+        return result
+    }
+
     /// Rows at `path` itself or anywhere below it (a folder that vanished takes its files with it).
     public func files(atOrUnder path: String) throws -> [FileRow] {
         try Row.fetchAll(

@@ -87,3 +87,9 @@ public struct OutboxEntry: Sendable, Hashable {
     public var nextAttemptAt: Int64
     public var lastError: String?
 }
+
+/// The part of a file row a rescan needs to decide "unchanged".
+public struct FileSummary: Sendable, Hashable {
+    public var stat: FileStat
+    public var state: FileRow.State
+}

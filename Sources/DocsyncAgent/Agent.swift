@@ -1,0 +1,127 @@
+import AsyncHTTPClient
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import DocsyncWatcher
+import Foundation
+import Logging
+
+/// How an agent is set up: the folder, the endpoint, the token and the limits.
+public struct AgentOptions: Sendable {
+    public var root: String
+    public var endpointURL: String
+    public var token: String
+    /// Where the token came from, re-read when the endpoint rejects it.
+    public var tokenFile: String?
+    public var maxFileSize: Int = DocumentRules.defaultMaxFileSize
+    public var settle: Duration = .milliseconds(5)
+    public var maxDelay: Duration = .milliseconds(100)
+    public var concurrency = 16
+    public var retryPolicy = RetryPolicy()
+
+    public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
+        self.root = root
+        self.endpointURL = endpointURL
+        self.token = token
+        self.tokenFile = tokenFile
+    }
+}
+
+/// The outcome of a one-shot `sync`.
+public struct SyncReport: Sendable {
+    public var scan: ScanSummary
+    public var pending: Int
+    public var invalid: Int
+    public var rejected: Int
+    /// Why documents are still pending, when they are.
+    public var failure: String?
+
+    public var complete: Bool { pending == 0 && rejected == 0 && failure == nil }
+}
+
+/// The sync agent: watcher → scanner → index → pusher → endpoint, for one folder.
+public actor Agent {
+    public let options: AgentOptions
+    public let clock: ServerClock
+    let logger: Logger
+    let index: Index
+    let scanner: Scanner
+    let pusher: Pusher
+    private var watcher: DirectoryWatcher?
+    private var stopRequested = false
+
+    public init(options: AgentOptions, client: HTTPClient, clock: ServerClock = ServerClock(), logger: Logger) throws {
+        var root = options.root
+        while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
+        guard let info = FileSystem.info(root), info.kind == .directory else {
+            throw FileSystemError("open folder", path: root, code: ENOTDIR)
+        }
+        var options = options
+        options.root = root
+        self.options = options
+        self.clock = clock
+        self.logger = logger
+        self.index = try Index.open(root: root)
+        self.scanner = Scanner(root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, logger: logger)
+        let endpoint = PingPongEndpoint(baseURL: options.endpointURL, token: options.token, client: client, clock: clock)
+        let tokenFile = options.tokenFile
+        let initialToken = options.token
+        self.pusher = Pusher(
+            index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
+            concurrency: options.concurrency,
+            reloadToken: {
+                guard let tokenFile, let token = try? readToken(file: tokenFile), token != initialToken else { return nil }
+                return token
+            })
+    }
+
+    /// Watches and pushes until ``stop()``: reconciles the tree with the index first (what changed
+    /// while the agent was not running), then follows the watcher's batches.
+    public func run() async throws {
+        let watcher = DirectoryWatcher(root: options.root, settle: options.settle, maxDelay: options.maxDelay, logger: logger)
+        self.watcher = watcher
+        let batches = try watcher.start()  // watches first, then the scan: nothing slips between
+        if stopRequested { watcher.stop() }
+        let pusher = self.pusher
+        let pushing = Task { await pusher.run() }
+        let summary = try await scanner.fullScan()
+        logger.info(
+            "watching \(options.root)",
+            metadata: ["scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)", "scan.unchanged": "\(summary.unchanged)", "scan.invalid": "\(summary.invalid)"])
+        pusher.wake()
+        for await batch in batches {
+            do {
+                let s = batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch)
+                if s.queued + s.deleted > 0 { pusher.wake() }
+                logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
+            } catch {
+                logger.error("scan failed; will retry with the next change", metadata: ["error": "\(error)"])
+            }
+        }
+        await pusher.stop()
+        await pushing.value
+    }
+
+    /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.
+    public func stop() {
+        stopRequested = true
+        watcher?.stop()
+    }
+
+    /// One full reconcile and push; `complete` only when every valid document is on the server.
+    public func syncOnce() async throws -> SyncReport {
+        let summary = try await scanner.fullScan()
+        let failure = await pusher.drain()
+        let counts = try await index.read { try $0.statusCounts() }
+        return SyncReport(scan: summary, pending: counts.pending, invalid: counts.invalid, rejected: counts.rejected, failure: failure)
+    }
+}
+
+/// Reads a token file: the first line, trimmed. A token never needs to be on a command line.
+public func readToken(file: String) throws -> String {
+    let text = try String(contentsOfFile: file, encoding: .utf8)
+    let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+    guard !token.isEmpty else { throw FileSystemError("read token from", path: file, code: ENODATA) }
+    return token
+}

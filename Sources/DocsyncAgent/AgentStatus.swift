@@ -1,0 +1,76 @@
+import DocsyncIndex
+import DocsyncModel
+
+/// What `docsync status` reports, read from the index alone (the agent need not be running).
+public struct AgentStatus: Sendable {
+    public var counts: StatusCounts
+    public var offlineSince: Int64?
+    public var nextRetryAt: Int64?
+    public var lastError: String?
+    public var paused: String?
+    public var invalidFiles: [(path: String, reason: String)]
+    public var rejected: [(id: String, path: String?, reason: String)]
+
+    public static func read(root: String) async throws -> AgentStatus {
+        let index = try Index.open(root: root)
+        return try await index.read { tx in
+            AgentStatus(
+                counts: try tx.statusCounts(),
+                offlineSince: try tx.meta("offline_since").flatMap { Int64($0) },
+                nextRetryAt: try tx.meta("next_retry_at").flatMap { Int64($0) },
+                lastError: try tx.meta("last_error") ?? tx.lastOutboxError(),
+                paused: try tx.meta("paused"),
+                invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
+                rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) })
+        }
+    }
+
+    /// The JSON form: stable keys, for scripts.
+    public func json(now: Int64) -> JSONValue {
+        func ts(_ ms: Int64?) -> JSONValue { ms.map { .string(Timestamp(unixMilliseconds: $0).rfc3339) } ?? .null }
+        func str(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
+        let nextIn: JSONValue = nextRetryAt.map { .number(String(format3(Double(max(0, $0 - now)) / 1000))) } ?? .null
+        return .object(JSONObject([
+            ("synced", .number(String(counts.synced))),
+            ("pending", .number(String(counts.pending))),
+            ("invalid", .number(String(counts.invalid))),
+            ("rejected", .number(String(counts.rejected))),
+            ("live", .number(String(counts.live))),
+            ("tombstones", .number(String(counts.tombstones))),
+            ("offline_since", ts(offlineSince)),
+            ("next_retry_in_s", offlineSince == nil ? .null : nextIn),
+            ("last_error", str(lastError)),
+            ("paused", str(paused)),
+            ("invalid_files", .array(invalidFiles.map { .object(JSONObject([("path", .string($0.path)), ("reason", .string($0.reason))])) })),
+            ("rejected_documents", .array(rejected.map {
+                .object(JSONObject([("id", .string($0.id)), ("path", str($0.path)), ("reason", .string($0.reason))]))
+            })),
+        ].map { (key: $0.0, value: $0.1) }))
+    }
+
+    /// The human form.
+    public func text(now: Int64) -> String {
+        var lines = ["synced: \(counts.synced), pending: \(counts.pending), invalid: \(counts.invalid), rejected: \(counts.rejected), tombstones: \(counts.tombstones)"]
+        if let paused { lines.append("paused: \(paused)") }
+        if let offlineSince {
+            var line = "offline since \(Timestamp(unixMilliseconds: offlineSince).rfc3339), \(counts.pending) pending"
+            if let nextRetryAt { line += ", next try in \(format3(Double(max(0, nextRetryAt - now)) / 1000)) s" }
+            lines.append(line)
+        }
+        if let lastError, counts.pending > 0 { lines.append("last error: \(lastError)") }
+        if !invalidFiles.isEmpty {
+            lines.append("invalid files:")
+            lines += invalidFiles.map { "  \($0.path): \($0.reason)" }
+        }
+        if !rejected.isEmpty {
+            lines.append("rejected by the endpoint:")
+            lines += rejected.map { "  \($0.path ?? $0.id): \($0.reason)" }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+func format3(_ v: Double) -> String {
+    let scaled = (v * 10).rounded() / 10
+    return scaled == scaled.rounded() ? String(Int(scaled)) : String(scaled)
+}

@@ -1,0 +1,253 @@
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import Foundation
+import Logging
+
+/// Drains the outbox into the endpoint.
+///
+/// Rounds of up to `batchSize` due entries go out with `concurrency` requests in flight; their
+/// outcomes are committed in one transaction (an acknowledged entry leaves the outbox in the same
+/// transaction that records what the server now holds). Failures are sorted by kind:
+/// - transient (unreachable, 5xx, 429) with nothing getting through: the endpoint is offline; wait
+///   with backoff, then probe with one entry until it answers, then drain everything at once;
+/// - transient for some entries while others succeed: that entry alone backs off;
+/// - 401/403: pause all pushing with one message until the token changes or the agent restarts;
+/// - other 4xx: that document is rejected with the server's message until its file changes.
+actor Pusher {
+    let index: Index
+    private(set) var endpoint: PingPongEndpoint
+    let clock: ServerClock
+    let logger: Logger
+    let policy: RetryPolicy
+    let concurrency: Int
+    let batchSize: Int
+    let signal = WakeSignal()
+    /// Re-reads the token (from its file) when pushing was paused by a 401/403; `nil` = no change.
+    let reloadToken: @Sendable () -> String?
+    private var stopping = false
+
+    private(set) var offlineSince: Int64?
+    private var consecutiveFailures = 0
+    private var nextTry: ContinuousClock.Instant?
+    private(set) var paused: String?
+    private(set) var lastError: String?
+
+    init(
+        index: Index, endpoint: PingPongEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy = RetryPolicy(),
+        concurrency: Int = 16, batchSize: Int = 256, reloadToken: @escaping @Sendable () -> String? = { nil }
+    ) {
+        self.index = index
+        self.endpoint = endpoint
+        self.clock = clock
+        self.logger = logger
+        self.policy = policy
+        self.concurrency = concurrency
+        self.batchSize = batchSize
+        self.reloadToken = reloadToken
+    }
+
+    nonisolated func wake() { signal.signal() }
+
+    /// Ends `run` after the round in flight: requests already sent are answered and recorded.
+    func stop() {
+        stopping = true
+        signal.signal()
+    }
+
+    /// Pushes until stopped, sleeping while there is nothing due.
+    func run() async {
+        await restoreState()
+        while !stopping {
+            let outcome = await pushRound()
+            if stopping { break }
+            switch outcome {
+            case .progressed: continue
+            case .idle(let wait): await signal.wait(timeout: wait)
+            }
+        }
+    }
+
+    /// Pushes until the outbox is empty or an attempt fails; for one-shot `sync`.
+    /// Returns the failure that stopped it, if any.
+    func drain() async -> String? {
+        while true {
+            let outcome = await pushRound(oneShot: true)
+            if let paused { return paused }
+            if case .idle = outcome {
+                let pending = (try? await index.read { try $0.pendingCount() }) ?? 0
+                return pending == 0 ? nil : (lastError ?? "\(pending) changes could not be delivered")
+            }
+        }
+    }
+
+    enum Outcome {
+        case progressed
+        case idle(Duration?)
+    }
+
+    private func pushRound(oneShot: Bool = false) async -> Outcome {
+        if paused != nil {
+            if let token = reloadToken() {
+                endpoint = endpoint.withToken(token)
+                logger.info("token changed; resuming pushing")
+                paused = nil
+                try? await index.write { try $0.setMeta("paused", nil) }
+            } else {
+                return oneShot ? .idle(nil) : .idle(.seconds(2))
+            }
+        }
+        if let nextTry, !oneShot {
+            let now = ContinuousClock.now
+            if now < nextTry { return .idle(nextTry - now) }
+        }
+        let offline = offlineSince != nil
+        let now = clock.now()
+        let due: [OutboxEntry]
+        do {
+            due = try await index.read { [batchSize] tx in try tx.dueEntries(now: now, limit: offline ? 1 : batchSize) }
+        } catch {
+            logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
+            return .idle(.seconds(1))
+        }
+        if due.isEmpty {
+            if oneShot { return .idle(nil) }
+            let next = try? await index.read { try $0.nextAttemptAt() }
+            return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
+        }
+        let results = await send(due)
+        return await record(results, oneShot: oneShot)
+    }
+
+    private func send(_ entries: [OutboxEntry]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)] {
+        await withTaskGroup(of: (OutboxEntry, Result<JSONValue, EndpointError>).self) { group in
+            var results: [(OutboxEntry, Result<JSONValue, EndpointError>)] = []
+            var iterator = entries.makeIterator()
+            let endpoint = self.endpoint
+            func start(_ entry: OutboxEntry) {
+                group.addTask {
+                    do throws(EndpointError) {
+                        return (entry, .success(try await endpoint.put(Array(entry.payload.utf8))))
+                    } catch {
+                        return (entry, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<concurrency { if let e = iterator.next() { start(e) } }
+            for await result in group {
+                results.append(result)
+                if let e = iterator.next() { start(e) }
+            }
+            return results
+        }
+    }
+
+    private func record(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)], oneShot: Bool) async -> Outcome {
+        let successes = results.filter { if case .success = $0.1 { true } else { false } }.count
+        let now = clock.now()
+        var transient: [(OutboxEntry, EndpointError)] = []
+        var unauthorized: EndpointError?
+        var retryAfter: Duration?
+        for (entry, result) in results {
+            guard case .failure(let error) = result else { continue }
+            switch error {
+            case .unauthorized: unauthorized = error
+            case .unavailable(_, _, let after):
+                if let after { retryAfter = max(retryAfter ?? .zero, after) }
+                transient.append((entry, error))
+            default:
+                if error.isTransient { transient.append((entry, error)) }
+            }
+        }
+        let wentOffline = successes == 0 && !transient.isEmpty
+        consecutiveFailures = wentOffline ? consecutiveFailures + 1 : 0
+        let backoff = policy.delay(afterFailures: max(consecutiveFailures, 1), retryAfter: retryAfter, unit: Double.random(in: 0..<1))
+        let backoffMs = Int64(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)
+        let cameBack = successes > 0 && offlineSince != nil
+        let endpointURL = endpoint.baseURL
+        let offlineSinceValue = wentOffline ? (offlineSince ?? now) : nil
+        let rejected: [(String, String)]
+        do {
+            rejected = try await index.write { [transient, unauthorized] tx in
+                var rejected: [(String, String)] = []
+                for (entry, result) in results {
+                    switch result {
+                    case .success(let stored):
+                        try Self.acknowledge(entry, stored: stored, tx: tx)
+                    case .failure(.rejected(let status, let message)):
+                        try tx.removeEntry(key: entry.key, version: entry.version)
+                        if var doc = try tx.document(id: entry.docID), doc.bodyHash == entry.bodyHash || entry.bodyHash.hasPrefix("deleted:") {
+                            doc.state = .rejected
+                            doc.error = "\(status): \(message)"
+                            try tx.upsertDocument(doc)
+                            rejected.append((doc.path ?? doc.id, doc.error!))
+                        }
+                    case .failure(.unauthorized):
+                        break  // stays queued as it is
+                    case .failure(let error):
+                        let next = wentOffline ? 0 : now + backoffMs
+                        try tx.recordFailure(key: entry.key, version: entry.version, error: error.description, nextAttemptAt: next)
+                    }
+                }
+                if cameBack { try tx.rescheduleAll(at: 0) }
+                try tx.setMeta("offline_since", offlineSinceValue.map(String.init))
+                try tx.setMeta("next_retry_at", wentOffline ? String(now + backoffMs) : nil)
+                if let unauthorized {
+                    try tx.setMeta("paused", "token rejected by \(endpointURL): \(unauthorized)")
+                }
+                try tx.setMeta("last_error", transient.first.map { $0.1.description } ?? unauthorized?.description)
+                return rejected
+            }
+        } catch {
+            logger.error("cannot record push results in the index", metadata: ["error": "\(error)"])
+            return .idle(.seconds(1))
+        }
+        for (path, message) in rejected {
+            logger.error("document rejected by the endpoint; fix the file to retry: \(message)", metadata: ["file.path": "\(path)"])
+        }
+        if let unauthorized, paused == nil {
+            paused = "token rejected by \(endpointURL)"
+            logger.error("token rejected by \(endpointURL); pushing is paused until the token file changes or the agent restarts", metadata: ["error": "\(unauthorized)"])
+        }
+        if cameBack {
+            logger.info("endpoint reachable again; delivering queued changes", metadata: ["endpoint": "\(endpointURL)"])
+        }
+        if wentOffline {
+            if offlineSince == nil {
+                logger.warning("endpoint unavailable; changes stay queued and are retried", metadata: ["error": "\(transient[0].1)", "endpoint": "\(endpointURL)"])
+            }
+            offlineSince = offlineSinceValue
+            lastError = transient[0].1.description
+            nextTry = ContinuousClock.now + backoff
+            return oneShot ? .idle(nil) : .idle(backoff)
+        }
+        offlineSince = nil
+        nextTry = nil
+        if successes > 0 { lastError = nil }
+        if paused != nil { return .idle(.seconds(2)) }
+        if oneShot && !transient.isEmpty { lastError = transient[0].1.description; return .idle(nil) }
+        return .progressed
+    }
+
+    /// Records an acknowledged write: the entry leaves the outbox if it is still the version sent,
+    /// and the document remembers what the server holds.
+    static func acknowledge(_ entry: OutboxEntry, stored: JSONValue, tx: IndexTransaction) throws {
+        let current = try tx.removeEntry(key: entry.key, version: entry.version)
+        guard var doc = try tx.document(id: entry.docID) else { return }
+        doc.pushedHash = entry.bodyHash
+        if case .number(let rev) = stored.object?[DocumentRules.revKey] { doc.serverRev = Int64(rev) }
+        if current {
+            doc.state = .synced
+            doc.error = nil
+        }
+        try tx.upsertDocument(doc)
+    }
+
+    private func restoreState() async {
+        let saved = try? await index.read { tx in (try tx.meta("offline_since"), try tx.meta("paused")) }
+        offlineSince = saved?.0.flatMap { Int64($0) }
+        // A pause is not carried over a restart: restarting is how a user says "try the token again".
+        if saved?.1 != nil { try? await index.write { try $0.setMeta("paused", nil) } }
+    }
+}

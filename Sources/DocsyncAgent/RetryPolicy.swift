@@ -1,0 +1,27 @@
+/// How long to wait after a transient failure: exponential backoff with jitter, honouring the
+/// server's `Retry-After`. Pure: the caller supplies the randomness, so tests can pin it.
+public struct RetryPolicy: Sendable, Hashable {
+    public var initial: Duration
+    public var cap: Duration
+    /// Each delay is scaled by a factor drawn from `1 - jitter ... 1 + jitter`, so agents that
+    /// lost the same server do not come back in lockstep.
+    public var jitter: Double
+
+    public init(initial: Duration = .milliseconds(500), cap: Duration = .seconds(60), jitter: Double = 0.2) {
+        self.initial = initial
+        self.cap = cap
+        self.jitter = jitter
+    }
+
+    /// The wait after the `failures`-th consecutive failure (1-based); `unit` is a random number
+    /// in `0..<1`.
+    public func delay(afterFailures failures: Int, retryAfter: Duration? = nil, unit: Double) -> Duration {
+        let exponent = min(max(failures - 1, 0), 30)
+        var base = initial * (1 << exponent)
+        if base > cap { base = cap }
+        let factor = 1 - jitter + 2 * jitter * unit
+        var delay = base * factor
+        if let retryAfter, retryAfter > delay { delay = retryAfter }
+        return delay
+    }
+}

@@ -1,0 +1,389 @@
+import DocsyncClock
+import DocsyncIndex
+import DocsyncModel
+import DocsyncWatcher
+import Foundation
+import Logging
+
+/// What one reconcile pass did, for logs, `sync`'s summary and tests.
+public struct ScanSummary: Sendable, Hashable {
+    public var queued = 0
+    public var moved = 0
+    public var deleted = 0
+    public var unchanged = 0
+    public var invalid = 0
+    public var idsAssigned = 0
+    public var read = 0
+    public var bytesRead = 0
+}
+
+/// Turns what is on disk into index state and outbox entries.
+///
+/// Given the paths a watcher batch names (or the whole tree, at start and after an inotify
+/// overflow), it stats them, reads only those whose size/mtime/inode changed, and applies the
+/// document rules: ids assigned and written back, moves recognised by id, copies given fresh ids,
+/// vanished files turned into tombstones. Each chunk of files is committed in one transaction
+/// together with the outbox entries it creates.
+struct Scanner: Sendable {
+    let root: String
+    let index: Index
+    let clock: ServerClock
+    let maxFileSize: Int
+    let logger: Logger
+    let walker: TreeWalker
+
+    /// Files read and committed per transaction: large enough to amortise the commit, small enough
+    /// that an import of 100k files shows progress and keeps memory flat.
+    static let chunkSize = 512
+
+    init(root: String, index: Index, clock: ServerClock, maxFileSize: Int, logger: Logger) {
+        self.root = root
+        self.index = index
+        self.clock = clock
+        self.maxFileSize = maxFileSize
+        self.logger = logger
+        self.walker = TreeWalker(root: root)
+    }
+
+    // MARK: - Gathering
+
+    /// A document-named file seen on disk.
+    struct Seen {
+        var path: String
+        var info: EntryInfo
+        var nameIsUTF8: Bool
+        var force: Bool
+    }
+
+    /// Reconciles the whole tree with the index.
+    func fullScan() async throws -> ScanSummary {
+        let found = walker.walk().filter { DocumentRules.isDocumentName(lastComponent($0.path)) }
+        let known = try await index.read { try $0.allFileStats() }
+        var vanished = Set(known.keys)
+        var seen: [Seen] = []
+        seen.reserveCapacity(found.count)
+        var summary = ScanSummary()
+        for f in found {
+            vanished.remove(f.path)
+            if let k = known[f.path], k.stat == FileStat(f.info), k.state == .ok {
+                summary.unchanged += 1
+                continue
+            }
+            seen.append(Seen(path: f.path, info: f.info, nameIsUTF8: f.nameIsUTF8, force: false))
+        }
+        try await apply(seen: seen, vanished: vanished, summary: &summary)
+        return summary
+    }
+
+    /// Reconciles the paths a watcher batch named.
+    func scan(_ batch: ChangeBatch) async throws -> ScanSummary {
+        var seen: [String: Seen] = [:]
+        var vanished = Set<String>()
+        var walkedFolders: [String] = []
+        for path in batch.paths {
+            let abs = walker.absolute(path)
+            guard let info = FileSystem.info(abs) else {
+                vanished.insert(path)
+                continue
+            }
+            switch info.kind {
+            case .directory:
+                walkedFolders.append(path)
+                for f in walker.walk(path) where DocumentRules.isDocumentName(lastComponent(f.path)) {
+                    seen[f.path] = Seen(path: f.path, info: f.info, nameIsUTF8: f.nameIsUTF8, force: false)
+                }
+            case .file where DocumentRules.isDocumentName(lastComponent(path)):
+                seen[path] = Seen(path: path, info: info, nameIsUTF8: true, force: false)
+            default:
+                vanished.insert(path)  // replaced by something that is not a document
+            }
+        }
+        let attributeOnly = batch.attributeOnly.subtracting(batch.paths)
+        let (known, expanded) = try await index.read { [seen, vanished, walkedFolders] tx -> ([String: FileRow], Set<String>) in
+            var known: [String: FileRow] = [:]
+            for path in seen.keys { if let row = try tx.file(at: path) { known[path] = row } }
+            var expanded = Set<String>()
+            // A path that vanished may have been a folder: everything the index had under it went too.
+            for path in vanished { for row in try tx.files(atOrUnder: path) { expanded.insert(row.path) } }
+            // A folder that was walked may have lost files the watcher never reported (a rename
+            // into it replaced its contents, an event lost): they are gone as well.
+            for folder in walkedFolders { for row in try tx.files(atOrUnder: folder) where seen[row.path] == nil { expanded.insert(row.path) } }
+            for path in attributeOnly {
+                if let row = try tx.file(at: path), row.state == .invalid { known[path] = row }
+            }
+            return (known, expanded)
+        }
+        // A chmod that makes an unreadable file readable arrives as an attribute change only.
+        for path in attributeOnly where known[path] != nil && seen[path] == nil {
+            if let info = FileSystem.info(walker.absolute(path)), info.kind == .file {
+                seen[path] = Seen(path: path, info: info, nameIsUTF8: true, force: true)
+            }
+        }
+        var summary = ScanSummary()
+        var changed: [Seen] = []
+        for s in seen.values {
+            if !s.force, let k = known[s.path], k.stat == FileStat(s.info), k.state == .ok {
+                summary.unchanged += 1
+            } else {
+                changed.append(s)
+            }
+        }
+        try await apply(seen: changed, vanished: expanded, summary: &summary)
+        return summary
+    }
+
+    // MARK: - Applying
+
+    /// A file read from disk, judged against the document rules.
+    struct Observed: Sendable {
+        var path: String
+        var info: EntryInfo
+        var bytes: [UInt8]
+        var hash: String
+        var result: Result<JSONObject, DocumentProblem>
+    }
+
+    private func apply(seen: [Seen], vanished: Set<String>, summary: inout ScanSummary) async throws {
+        var vanished = vanished
+        // Files whose index row already holds their id go first, so that of an original and its
+        // copy, the original keeps the id.
+        let ordered = seen.sorted { $0.path < $1.path }
+        var start = 0
+        repeat {
+            let chunk = Array(ordered[start..<min(start + Self.chunkSize, ordered.count)])
+            start += Self.chunkSize
+            let observed = chunk.map(observe)
+            for o in observed { summary.read += 1; summary.bytesRead += o.bytes.count }
+            let isLast = start >= ordered.count
+            let result = try await commit(observed, vanished: isLast ? vanished : [], claimedVanished: vanished)
+            summary.queued += result.queued
+            summary.moved += result.moved
+            summary.deleted += result.deleted
+            summary.unchanged += result.unchanged
+            summary.invalid += result.invalid
+            summary.idsAssigned += result.idsAssigned
+            vanished.subtract(result.claimed)
+        } while start < ordered.count
+    }
+
+    private func observe(_ s: Seen) -> Observed {
+        let abs = walker.absolute(s.path)
+        if !s.nameIsUTF8 {
+            return Observed(path: s.path, info: s.info, bytes: [], hash: "", result: .failure(.nameNotUTF8))
+        }
+        do throws(DocumentProblem) {
+            let (bytes, info) = try FileSystem.read(abs, maxSize: maxFileSize)
+            let hash = ContentHash.sha256Hex(bytes)
+            let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
+            return Observed(path: s.path, info: info, bytes: bytes, hash: hash, result: result)
+        } catch {
+            return Observed(path: s.path, info: s.info, bytes: [], hash: "", result: .failure(error))
+        }
+    }
+
+    struct CommitResult: Sendable {
+        var queued = 0, moved = 0, deleted = 0, unchanged = 0, invalid = 0, idsAssigned = 0
+        var claimed = Set<String>()
+    }
+
+    /// Writes one chunk's outcome in a single transaction. `claimedVanished` are vanished paths a
+    /// move in this chunk may claim; `vanished` the ones to tombstone now (the last chunk's turn).
+    private func commit(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>) async throws -> CommitResult {
+        // Ids have to be written into files before the transaction that records them: a crash in
+        // between leaves a file with an id the index does not know yet, which the next scan adopts.
+        var prepared: [Observed] = []
+        var assigned = 0
+        let plan = try await index.read { tx in try self.planIDs(observed, tx: tx, vanished: claimedVanished) }
+        for (o, needsID) in zip(observed, plan) {
+            guard needsID, case .success = o.result else {
+                prepared.append(o)
+                continue
+            }
+            prepared.append(writeID(into: o))
+            assigned += 1
+        }
+        let stamp = clock.now()
+        let maxFileSize = self.maxFileSize
+        var result = try await index.write { [prepared] tx in
+            try Self.record(prepared, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
+        }
+        result.counts.idsAssigned = assigned
+        for (path, reason) in result.newProblems {
+            logger.warning("invalid document, not synced: \(reason)", metadata: ["file.path": "\(path)"])
+        }
+        return result.counts
+    }
+
+    /// For each observed file, whether it needs a fresh id: it has none, or its id is already
+    /// taken by another file that still exists (it is a copy).
+    private func planIDs(_ observed: [Observed], tx: IndexTransaction, vanished: Set<String>) throws -> [Bool] {
+        func declared(_ o: Observed) -> String?? {
+            guard case .success(let object) = o.result else { return .none }
+            do {
+                return .some(try DocumentRules.declaredID(of: object))
+            } catch {
+                return .none  // an invalid id is reported, not replaced
+            }
+        }
+        var declaredAt: [String: String] = [:]
+        for o in observed { if case .some(.some(let id)) = declared(o) { declaredAt[o.path] = id } }
+        // Files whose index row already holds the id they declare go first: of an original and
+        // its copy, the original keeps the id.
+        var holders = Set<Int>()
+        for i in observed.indices {
+            if let id = declaredAt[observed[i].path], try tx.file(at: observed[i].path)?.docID == id { holders.insert(i) }
+        }
+        let order = observed.indices.sorted { holders.contains($0) && !holders.contains($1) }
+        var claimed = Set<String>()
+        var plan = [Bool](repeating: false, count: observed.count)
+        for i in order {
+            guard case .some(let maybeID) = declared(observed[i]) else { continue }
+            guard let id = maybeID, !claimed.contains(id) else {
+                plan[i] = true  // no id yet, or a second file in this batch with the same one
+                continue
+            }
+            if let holder = try tx.file(forDocument: id), holder.path != observed[i].path,
+               !vanished.contains(holder.path), FileSystem.info(walker.absolute(holder.path)) != nil,
+               observed.contains(where: { $0.path == holder.path }) ? declaredAt[holder.path] == id : true
+            {
+                plan[i] = true  // the file that has this id is still there and keeps it: this one is a copy
+                continue
+            }
+            claimed.insert(id)
+        }
+        return plan
+    }
+
+    /// Inserts a fresh UUID into the file, atomically, unless the file changed since it was read.
+    private func writeID(into o: Observed) -> Observed {
+        let id = UUID().uuidString.lowercased()
+        let abs = walker.absolute(o.path)
+        let text = DocumentRules.insertingID(id, into: o.bytes)
+        // Re-read just before replacing: if the user saved again meanwhile, their version wins and
+        // the next event brings it back here.
+        guard let current = try? FileSystem.read(abs, maxSize: maxFileSize), current.bytes == o.bytes else {
+            return Observed(path: o.path, info: o.info, bytes: o.bytes, hash: o.hash, result: .failure(.unreadable("changed while being read; will retry")))
+        }
+        do {
+            try FileSystem.atomicWrite(text, to: abs, mode: o.info.mode)
+        } catch {
+            return Observed(
+                path: o.path, info: o.info, bytes: o.bytes, hash: o.hash,
+                result: .failure(.unreadable("cannot write the assigned id into the file: \(error.reason)")))
+        }
+        let info = FileSystem.info(abs) ?? o.info
+        let parsed = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(text, maxSize: Int.max) }
+        logger.info("assigned id", metadata: ["file.path": "\(o.path)", "doc.id": "\(id)"])
+        return Observed(path: o.path, info: info, bytes: text, hash: ContentHash.sha256Hex(text), result: parsed)
+    }
+
+    struct RecordResult: Sendable {
+        var counts = CommitResult()
+        var newProblems: [(String, String)] = []
+    }
+
+    private static func record(
+        _ observed: [Observed], vanished: Set<String>, movable: Set<String>, stamp: Int64, maxFileSize: Int, tx: IndexTransaction
+    ) throws -> RecordResult {
+        var r = RecordResult()
+        var claimedIDs = Set<String>()
+        var displaced: [String] = []  // ids whose file now holds another document
+        for o in observed {
+            let previous = try tx.file(at: o.path)
+            let document: (id: String, docType: String, object: JSONObject)
+            do throws(DocumentProblem) {
+                let object = try o.result.get()
+                guard let id = try DocumentRules.declaredID(of: object) else { throw .badID("no id could be assigned") }
+                if claimedIDs.contains(id) { throw .duplicateID(id, otherPath: "another file in this batch") }
+                document = (id, try DocumentRules.docType(of: object, relativePath: o.path), object)
+            } catch {
+                let reason = error.description
+                if previous?.error != reason { r.newProblems.append((o.path, reason)) }
+                try tx.upsertFile(FileRow(
+                    path: o.path, docID: previous?.docID, docType: previous?.docType, hash: o.hash.isEmpty ? nil : o.hash,
+                    stat: FileStat(o.info), state: .invalid, error: reason))
+                r.counts.invalid += 1
+                continue
+            }
+            claimedIDs.insert(document.id)
+            if let old = previous?.docID, old != document.id { displaced.append(old) }
+            // The file that held this id before, elsewhere: a move, its old row goes.
+            if let holder = try tx.file(forDocument: document.id), holder.path != o.path {
+                try tx.deleteFile(at: holder.path)
+                r.counts.claimed.insert(holder.path)
+                r.counts.moved += 1
+            }
+            try tx.upsertFile(FileRow(
+                path: o.path, docID: document.id, docType: document.docType, hash: o.hash, stat: FileStat(o.info),
+                state: .ok, error: nil))
+            let body = wireBody(document.object, docType: document.docType)
+            let bodyText = JSONWriter.string(.object(body))
+            let bodyHash = ContentHash.sha256Hex(bodyText.utf8)
+            var row = try tx.document(id: document.id)
+                ?? DocumentRow(id: document.id, docType: document.docType, path: o.path, body: bodyText, bodyHash: "")
+            if row.bodyHash == bodyHash && row.deletedAt == nil {
+                if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
+                r.counts.unchanged += 1
+                continue
+            }
+            row.docType = document.docType
+            row.path = o.path
+            row.body = bodyText
+            row.bodyHash = bodyHash
+            row.updatedAt = stamp
+            row.deletedAt = nil
+            row.state = .pending
+            row.error = nil
+            try tx.upsertDocument(row)
+            var payload = body
+            payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
+            try enqueue(row, payload: payload, stamp: stamp, tx: tx)
+            r.counts.queued += 1
+        }
+        for path in vanished where !r.counts.claimed.contains(path) {
+            guard let previous = try tx.file(at: path) else { continue }
+            try tx.deleteFile(at: path)
+            if let id = previous.docID, !claimedIDs.contains(id) { displaced.append(id) }
+        }
+        for id in displaced where !claimedIDs.contains(id) {
+            guard try tx.file(forDocument: id) == nil, var row = try tx.document(id: id), row.deletedAt == nil else { continue }
+            row.path = nil
+            row.deletedAt = stamp
+            row.updatedAt = stamp
+            row.state = .pending
+            try tx.upsertDocument(row)
+            guard case .object(var payload) = try JSONParser.parse(row.body) else { continue }
+            payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
+            payload[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
+            try enqueue(row, payload: payload, stamp: stamp, tx: tx)
+            r.counts.deleted += 1
+        }
+        return r
+    }
+
+    private static func enqueue(_ row: DocumentRow, payload: JSONObject, stamp: Int64, tx: IndexTransaction) throws {
+        try tx.enqueue(
+            key: "doc:\(row.id)", docID: row.id, kind: "put", payload: JSONWriter.string(.object(payload)),
+            bodyHash: row.deletedAt == nil ? row.bodyHash : "deleted:" + row.bodyHash, queuedAt: stamp)
+    }
+
+    /// The document as sent: the file's object without the sync layer's own fields, with the
+    /// docType written out when it came from the folder.
+    static func wireBody(_ object: JSONObject, docType: String) -> JSONObject {
+        var body = object
+        for key in DocumentRules.reservedKeys { body[key] = nil }
+        if body["docType"] == nil { body["docType"] = .string(docType) }
+        return body
+    }
+}
+
+func lastComponent(_ path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return path }
+    return String(path[path.index(after: slash)...])
+}
+
+extension FileStat {
+    init(_ info: EntryInfo) {
+        self.init(size: info.size, mtimeNs: info.mtimeNs, inode: info.inode)
+    }
+}

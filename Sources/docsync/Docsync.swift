@@ -1,0 +1,14 @@
+import ArgumentParser
+
+@main
+struct Docsync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "docsync",
+        abstract: "Keep a folder of JSON documents in sync with a document server.",
+        discussion: """
+            Every *.json file under the folder is one document: a JSON object with an "id" (assigned \
+            and written into the file if missing) and a "docType" (from the field, else the first \
+            folder under the root). Tokens come from --token-file or DOCSYNC_TOKEN, never the command line.
+            """,
+        subcommands: [Up.self, Watch.self, Sync.self, Status.self, Serve.self, ClockCommand.self])
+}

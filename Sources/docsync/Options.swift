@@ -1,0 +1,79 @@
+import ArgumentParser
+import DocsyncAgent
+import Foundation
+import Logging
+
+/// Where the agent's endpoint is and how to authenticate to it.
+struct EndpointOptions: ParsableArguments {
+    @Option(help: "The endpoint's base URL, e.g. http://127.0.0.1:8080.")
+    var endpoint: String
+
+    @Option(help: "A file whose first line is the token (else the DOCSYNC_TOKEN environment variable).")
+    var tokenFile: String?
+
+    func validate() throws {
+        guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {
+            throw ValidationError("--endpoint must be an http:// or https:// URL, got '\(endpoint)'")
+        }
+    }
+
+    func token() throws -> String {
+        try resolveToken(file: tokenFile)
+    }
+}
+
+func resolveToken(file: String?) throws -> String {
+    if let file {
+        do {
+            return try readToken(file: file)
+        } catch {
+            throw ValidationError("cannot read the token from \(file): \(error)")
+        }
+    }
+    if let env = ProcessInfo.processInfo.environment["DOCSYNC_TOKEN"], !env.isEmpty { return env }
+    throw ValidationError("no token: pass --token-file FILE or set DOCSYNC_TOKEN")
+}
+
+/// Logging and limits shared by the commands that run the agent.
+struct AgentTuning: ParsableArguments {
+    @Option(help: "Largest document file synced, in bytes.")
+    var maxFileSize: Int = 16 << 20
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error.")
+    var logLevel: Logger.Level = .info
+
+    func apply(to options: inout AgentOptions) {
+        options.maxFileSize = maxFileSize
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Sets up swift-log once per process: human-readable lines on stderr, stdout kept for output.
+func bootstrapLogging(_ level: Logger.Level) -> Logger {
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
+    }
+    var logger = Logger(label: "docsync")
+    logger.logLevel = level
+    return logger
+}
+
+/// The folder argument, made absolute.
+func absolutePath(_ path: String) -> String {
+    let url = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+    return url.standardizedFileURL.path
+}
+
+/// Writes a line to stdout and flushes it: scripts and tests read it as it happens.
+func emit(_ line: String) {
+    var bytes = Array((line + "\n").utf8)
+    var written = 0
+    while written < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(STDOUT_FILENO, $0.baseAddress! + written, $0.count - written) }
+        if n <= 0 { return }
+        written += n
+    }
+}

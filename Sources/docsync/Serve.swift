@@ -1,0 +1,61 @@
+import ArgumentParser
+import DocsyncServer
+import Foundation
+import Logging
+import ServiceLifecycle
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the reference endpoint (PingPong routes, documents in embedded SQLite).",
+        discussion: "Prints the URL it listens on as its first line of output. With --port 0 it binds a free port.")
+
+    @Option(help: "Folder for the endpoint's data (created if missing).")
+    var data: String
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one.")
+    var port = 8080
+
+    @Option(help: "A file whose first line is the token clients must send (else DOCSYNC_TOKEN, else one is generated into DATA/token).")
+    var tokenFile: String?
+
+    @Option(help: "Largest document accepted, in bytes.")
+    var maxDocumentSize = 16 << 20
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error.")
+    var logLevel: Logger.Level = .info
+
+    func run() async throws {
+        let logger = bootstrapLogging(logLevel)
+        let dataDirectory = absolutePath(data)
+        let token: String
+        if tokenFile != nil || ProcessInfo.processInfo.environment["DOCSYNC_TOKEN"] != nil {
+            token = try resolveToken(file: tokenFile)
+        } else {
+            let (generated, file, _) = try ensureToken(in: dataDirectory)
+            token = generated
+            logger.notice("no token given; clients must send the one stored in \(file)")
+        }
+        let server = try ReferenceServer(configuration: .init(
+            host: host, port: port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize))
+        let app = server.application(logger: logger) { host, port in emit("http://\(host):\(port)") }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+}
+
+/// The token stored in `directory/token`, generated (32 random bytes, hex, mode 0600) if absent.
+/// Returns the token, its file, and whether it was created now.
+func ensureToken(in directory: String) throws -> (String, String, Bool) {
+    let file = directory + "/token"
+    if let token = try? resolveToken(file: file) { return (token, file, false) }
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    var generator = SystemRandomNumberGenerator()
+    let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    guard FileManager.default.createFile(atPath: file, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
+        throw ValidationError("cannot write the token file \(file)")
+    }
+    return (token, file, true)
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import DocsyncAgent
+import DocsyncServer
+import Foundation
+import Logging
+import ServiceLifecycle
+
+struct Up: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the reference endpoint and sync a folder into it, in one process.",
+        discussion: "The embedded default for a first try: the endpoint's data lives in DIR/.docsync/server/, its token is generated once and printed.")
+
+    @Argument(help: "The synced folder.")
+    var directory: String
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one.")
+    var port = 8080
+
+    @OptionGroup var tuning: AgentTuning
+
+    func run() async throws {
+        let logger = bootstrapLogging(tuning.logLevel)
+        let root = absolutePath(directory)
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let dataDirectory = root + "/.docsync/server"
+        let (token, tokenFile, _) = try ensureToken(in: dataDirectory)
+        let server = try ReferenceServer(configuration: .init(host: host, port: port, dataDirectory: dataDirectory, token: token))
+        let (started, startedContinuation) = AsyncStream<String>.makeStream()
+        let app = server.application(logger: logger) { host, port in
+            let url = "http://\(host):\(port)"
+            emit(url)
+            // `up` is the newcomer's command: showing the token once, on the terminal, is the point.
+            emit("token: \(token)  (stored in \(tokenFile))")
+            emit("syncing \(root) → \(url)/api/document")
+            startedContinuation.yield(url)
+            startedContinuation.finish()
+        }
+        let client = makeHTTPClient()
+        let service = AgentService {
+            var iterator = started.makeAsyncIterator()
+            guard let url = await iterator.next() else { return nil }
+            var options = AgentOptions(root: root, endpointURL: url, token: token, tokenFile: tokenFile)
+            tuning.apply(to: &options)
+            return try Agent(options: options, client: client, logger: logger)
+        }
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: app), .init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+}
