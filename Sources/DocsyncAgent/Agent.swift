@@ -109,6 +109,11 @@ public actor Agent {
         watcher?.stop()
     }
 
+    /// Test seam: stop reading inotify events so the kernel queue overflows (see DirectoryWatcher).
+    package func setWatcherSuspended(_ value: Bool) {
+        watcher?.setSuspended(value)
+    }
+
     /// One full reconcile and push; `complete` only when every valid document is on the server.
     public func syncOnce() async throws -> SyncReport {
         let summary = try await scanner.fullScan()

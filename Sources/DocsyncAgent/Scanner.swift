@@ -258,7 +258,7 @@ struct Scanner: Sendable {
     private func writeID(into o: Observed) -> Observed {
         let id = UUID().uuidString.lowercased()
         let abs = walker.absolute(o.path)
-        let text = DocumentRules.insertingID(id, into: o.bytes)
+        let text = DocumentRules.settingID(id, in: o.bytes)
         // Re-read just before replacing: if the user saved again meanwhile, their version wins and
         // the next event brings it back here.
         guard let current = try? FileSystem.read(abs, maxSize: maxFileSize), current.bytes == o.bytes else {

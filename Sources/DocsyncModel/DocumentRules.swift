@@ -139,6 +139,17 @@ public enum DocumentRules {
         return Array(text[..<firstKey]) + member + Array(text[firstKey...])
     }
 
+    /// Returns `text` with its id set to `id`: the existing `"id"` value replaced in place, or a
+    /// new first member inserted when there is none.
+    public static func settingID(_ id: String, in text: [UInt8]) -> [UInt8] {
+        guard let spans = try? JSONParser.topLevelMemberSpans(text), let span = spans.first(where: { $0.key == "id" }) else {
+            return insertingID(id, into: text)
+        }
+        var value: [UInt8] = []
+        JSONWriter.writeString(id, into: &value)
+        return Array(text[..<span.value.lowerBound]) + value + Array(text[span.value.upperBound...])
+    }
+
     private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
 
     /// Whether a file or folder name takes part in sync at all. Hidden names (editors' swap and lock

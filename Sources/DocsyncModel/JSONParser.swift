@@ -18,6 +18,9 @@ public struct JSONParser: ~Copyable {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
+    /// Byte ranges of the top-level object's member values, when asked for.
+    private var recordSpans = false
+    private var spans: [(key: String, value: Range<Int>)] = []
 
     private init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -38,6 +41,17 @@ public struct JSONParser: ~Copyable {
 
     public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         try parse(Array(text.utf8))
+    }
+
+    /// The byte range of each member value of the top-level object, in order: what an in-place edit
+    /// of one member (replacing a copied file's id) needs to leave every other byte alone.
+    public static func topLevelMemberSpans(_ bytes: [UInt8]) throws(JSONSyntaxError) -> [(key: String, value: Range<Int>)] {
+        var parser = JSONParser(bytes: bytes)
+        parser.recordSpans = true
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
+        parser.skipWhitespace()
+        _ = try parser.parseValue()
+        return parser.spans
     }
 
     // MARK: - Grammar
@@ -81,7 +95,9 @@ public struct JSONParser: ~Copyable {
             guard peek == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\", found \(describeCurrent())") }
             index += 1
             skipWhitespace()
+            let valueStart = index
             let value = try parseValue()
+            if recordSpans && depth == 1 { spans.append((key, valueStart..<index)) }
             members.append((key, value))
             skipWhitespace()
             switch peek {

@@ -21,6 +21,9 @@ public final class DirectoryWatcher: Sendable {
     private let maxDelay: Duration
     private let logger: Logger
     private let state = Mutex<(fd: Int32, wake: Int32, thread: Bool)>((-1, -1, false))
+    /// While set, the thread leaves the kernel's queue alone (tests use it to make the queue
+    /// overflow for real, the way a stalled process would).
+    let suspended = SharedFlag()
 
     public init(root: String, settle: Duration = .milliseconds(5), maxDelay: Duration = .milliseconds(100), logger: Logger) {
         self.root = root
@@ -46,7 +49,7 @@ public final class DirectoryWatcher: Sendable {
         }
         for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let loop = WatchLoop(
-            root: root, fd: fd, wake: pipeFDs[0], logger: logger,
+            root: root, fd: fd, wake: pipeFDs[0], logger: logger, suspended: suspended,
             aggregator: EventAggregator(
                 settleNanoseconds: Self.nanoseconds(settle), maxDelayNanoseconds: Self.nanoseconds(maxDelay)))
         loop.addWatches(under: "")
@@ -69,9 +72,19 @@ public final class DirectoryWatcher: Sendable {
             return s.thread ? s.wake : -1
         }
         guard wake >= 0 else { return }
-        var byte: UInt8 = 1
+        var byte = UInt8(ascii: "S")
         _ = write(wake, &byte, 1)
         close(wake)
+    }
+
+    /// Stops or resumes reading the kernel's event queue. For tests: events pile up in the kernel
+    /// while suspended, up to `fs.inotify.max_queued_events`, then overflow.
+    package func setSuspended(_ value: Bool) {
+        suspended.set(value)
+        let wake = state.withLock { $0.thread ? $0.wake : -1 }
+        guard wake >= 0 else { return }
+        var byte = UInt8(ascii: "R")
+        _ = write(wake, &byte, 1)
     }
 
     static func nanoseconds(_ d: Duration) -> Int64 {
@@ -85,6 +98,7 @@ final class WatchLoop: @unchecked Sendable {
     let fd: Int32
     let wake: Int32
     let logger: Logger
+    let suspended: SharedFlag
     var aggregator: EventAggregator
     private var pathOf: [Int32: String] = [:]
     private var wdOf: [String: Int32] = [:]
@@ -94,11 +108,12 @@ final class WatchLoop: @unchecked Sendable {
         IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_DELETE_SELF
             | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
-    init(root: String, fd: Int32, wake: Int32, logger: Logger, aggregator: EventAggregator) {
+    init(root: String, fd: Int32, wake: Int32, logger: Logger, suspended: SharedFlag, aggregator: EventAggregator) {
         self.root = root
         self.fd = fd
         self.wake = wake
         self.logger = logger
+        self.suspended = suspended
         self.aggregator = aggregator
     }
 
@@ -161,12 +176,17 @@ final class WatchLoop: @unchecked Sendable {
             }
             fds[0].revents = 0
             fds[1].revents = 0
+            fds[0].events = suspended.value ? 0 : Int16(POLLIN)
             let ready = poll(&fds, 2, timeoutMs)
             if ready < 0 && errno != EINTR {
                 logger.error("inotify poll failed", metadata: ["error": "\(String(cString: strerror(errno)))"])
                 break
             }
-            if fds[1].revents != 0 { stopping = true }
+            if fds[1].revents != 0 {
+                var byte: UInt8 = 0
+                let n = read(wake, &byte, 1)
+                if n <= 0 || byte == UInt8(ascii: "S") { stopping = true }
+            }
             if fds[0].revents != 0 { drain(buffer, bufferSize) }
             let now = monotonicNow()
             if let batch = aggregator.due(now: stopping ? Int64.max : now), !batch.isEmpty {
@@ -237,4 +257,11 @@ func monotonicNow() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+/// A boolean shared between threads.
+final class SharedFlag: Sendable {
+    private let storage = Mutex(false)
+    var value: Bool { storage.withLock { $0 } }
+    func set(_ v: Bool) { storage.withLock { $0 = v } }
 }

@@ -1,0 +1,103 @@
+import Foundation
+
+/// The built `docsync` binary, run as a child process: what end-to-end tests and the benchmark
+/// drive. Output goes to files in `logDirectory`, so nothing blocks on a full pipe.
+public final class DocsyncProcess: @unchecked Sendable {
+    public let process: Process
+    public let stdoutPath: String
+    public let stderrPath: String
+
+    /// The `docsync` executable next to the running test or benchmark binary (same build folder),
+    /// or `$DOCSYNC_BIN`.
+    public static var binary: String {
+        if let bin = ProcessInfo.processInfo.environment["DOCSYNC_BIN"] { return bin }
+        let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = me.deletingLastPathComponent()
+        // Inside an .xctest bundle the runner may sit a level deeper.
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("docsync").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return me.deletingLastPathComponent().appendingPathComponent("docsync").path
+    }
+
+    public init(_ arguments: [String], environment: [String: String] = [:], logDirectory: String, name: String, prefix: [String] = []) throws {
+        process = Process()
+        if prefix.isEmpty {
+            process.executableURL = URL(fileURLWithPath: Self.binary)
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: prefix[0])
+            process.arguments = Array(prefix.dropFirst()) + [Self.binary] + arguments
+        }
+        var env = ProcessInfo.processInfo.environment
+        env["DOCSYNC_TOKEN"] = nil
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        stdoutPath = logDirectory + "/\(name).out"
+        stderrPath = logDirectory + "/\(name).err"
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// The first line of output, once it has been written.
+    public func firstLine(timeout: Duration = .seconds(30)) async throws -> String {
+        var line: String?
+        _ = await eventually(timeout: timeout, every: .milliseconds(10)) {
+            if let first = stdout.split(separator: "\n").first { line = String(first) }
+            return line != nil || !isRunning
+        }
+        guard let line else { throw ProcessFailure("no output from docsync \(process.arguments ?? []); stderr: \(stderr)") }
+        return line
+    }
+
+    public func signal(_ sig: Int32) {
+        if isRunning { kill(process.processIdentifier, sig) }
+    }
+
+    /// Waits for the process to exit; returns its status.
+    @discardableResult
+    public func wait(timeout: Duration = .seconds(60)) async -> Int32? {
+        guard await eventually(timeout: timeout, every: .milliseconds(10), { !isRunning }) else { return nil }
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL if it has not gone after `grace`.
+    public func stop(grace: Duration = .seconds(10)) async {
+        signal(SIGTERM)
+        if await wait(timeout: grace) == nil {
+            signal(SIGKILL)
+            await wait()
+        }
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+public struct ProcessFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ d: String) { description = d }
+}
+
+/// Runs `docsync` to completion and returns (status, stdout, stderr).
+public func runDocsync(_ arguments: [String], environment: [String: String] = [:], logDirectory: String) async throws -> (Int32, String, String) {
+    let p = try DocsyncProcess(arguments, environment: environment, logDirectory: logDirectory, name: "run-\(UUID().uuidString.prefix(6))")
+    guard let status = await p.wait(timeout: .seconds(120)) else {
+        p.signal(SIGKILL)
+        throw ProcessFailure("docsync \(arguments) did not finish")
+    }
+    return (status, p.stdout, p.stderr)
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// A fresh folder under the system temp directory, removed by `remove()`.
+public struct TempFolder: Sendable {
+    public let path: String
+
+    public init(_ label: String = "docsync") throws {
+        let base = ProcessInfo.processInfo.environment["DOCSYNC_TEST_TMP"] ?? NSTemporaryDirectory()
+        let path = (base as NSString).appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        self.path = path
+    }
+
+    public func url(_ relative: String) -> URL { URL(fileURLWithPath: path + "/" + relative) }
+
+    public func file(_ relative: String) -> String { path + "/" + relative }
+
+    /// Writes `text` to `relative` (creating folders), the way `echo … > file` does: in place.
+    public func write(_ relative: String, _ text: String) throws {
+        let url = self.url(relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
+    public func read(_ relative: String) throws -> String {
+        try String(contentsOf: url(relative), encoding: .utf8)
+    }
+
+    public func bytes(_ relative: String) throws -> Data {
+        try Data(contentsOf: url(relative))
+    }
+
+    public func exists(_ relative: String) -> Bool {
+        FileManager.default.fileExists(atPath: file(relative))
+    }
+
+    public func move(_ from: String, _ to: String) throws {
+        let target = url(to)
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        guard rename(file(from), file(to)) == 0 else { throw CocoaError(.fileWriteUnknown) }
+    }
+
+    public func remove(_ relative: String) throws {
+        try FileManager.default.removeItem(atPath: file(relative))
+    }
+
+    public func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
+/// Tests wait for what a user would see, never for a fixed time.
+@discardableResult
+public func eventually(
+    timeout: Duration = .seconds(20), every interval: Duration = .milliseconds(20),
+    _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if try await condition() { return true }
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: interval)
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import DocsyncModel
+import Testing
+
+@Suite struct JSONRoundTripTests {
+    @Test func numbersKeepTheirLiteralText() throws {
+        let text = #"{"big":12345678901234567890123456789,"dec":0.10,"exp":1.5E+300,"neg":-0,"small":1e-400}"#
+        let value = try JSONParser.parse(text)
+        #expect(JSONWriter.string(value) == text)
+        #expect(value.object?["big"] == .number("12345678901234567890123456789"))
+    }
+
+    @Test func keyOrderIsKept() throws {
+        let text = #"{"z":1,"a":2,"m":{"y":[3,{"b":1,"a":2}],"c":null}}"#
+        #expect(JSONWriter.string(try JSONParser.parse(text)) == text)
+    }
+
+    @Test func stringsSurviveWithUnicodeUnescaped() throws {
+        let value = try JSONParser.parse(#"{"s":"caf\u00e9 \ud83d\ude00 \"q\" \\ \n\t/ 日本"}"#)
+        #expect(value.object?["s"] == .string("café 😀 \"q\" \\ \n\t/ 日本"))
+        let again = try JSONParser.parse(JSONWriter.string(value))
+        #expect(again == value)
+        #expect(JSONWriter.string(value).contains("café 😀"))
+    }
+
+    @Test func prettyFormIsTwoSpaceIndented() throws {
+        let value = try JSONParser.parse(#"{"a":[1,2],"b":{},"c":[]}"#)
+        #expect(String(decoding: JSONWriter.fileBytes(value), as: UTF8.self) == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {},\n  \"c\": []\n}\n")
+    }
+
+    @Test(arguments: [
+        ("{\"a\":1,}", 1, 8, "trailing comma"),
+        ("{\n  \"a\": tru\n}", 2, 8, "unexpected character"),
+        ("{\"a\":01}", 1, 7, "leading zeros"),
+        ("[1,2", 1, 5, "expected ',' or ']'"),
+        ("{\"a\":1}{}", 1, 8, "unexpected text after"),
+        ("{\"a\":1,\"a\":2}", 1, 8, "duplicate key"),
+        ("\"\\ud800\"", 1, 8, "lone high surrogate"),
+    ])
+    func syntaxErrorsSayWhereAndWhy(text: String, line: Int, column: Int, reason: String) {
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(text) }
+        do {
+            _ = try JSONParser.parse(text)
+        } catch {
+            #expect(error.line == line)
+            #expect(error.column == column)
+            #expect(error.reason.contains(reason), "\(error.reason)")
+        }
+    }
+
+    @Test func deepNestingIsRefusedNotACrash() {
+        let text = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(text) }
+    }
+}
+
+@Suite struct IdentityRuleTests {
+    @Test(arguments: [
+        ("{\"docType\":\"note\"}", "{\"id\":\"X1\",\"docType\":\"note\"}"),
+        ("{\n  \"docType\": \"note\",\n  \"t\": 1\n}\n", "{\n  \"id\": \"X1\",\n  \"docType\": \"note\",\n  \"t\": 1\n}\n"),
+        ("{}", "{\"id\": \"X1\"}"),
+        ("  { }\n", "  {\"id\": \"X1\"}\n"),
+        ("{\t\"a\" : 1}", "{\t\"id\": \"X1\",\t\"a\" : 1}"),
+        ("{ \"a\":1}", "{ \"id\":\"X1\", \"a\":1}"),
+        ("\u{FEFF}{\"a\": 1}", "\u{FEFF}{\"id\": \"X1\",\"a\": 1}"),
+    ])
+    func idIsInsertedLeavingTheRestOfTheTextAlone(before: String, after: String) throws {
+        let result = String(decoding: DocumentRules.insertingID("X1", into: Array(before.utf8)), as: UTF8.self)
+        #expect(result == after)
+        let object = try DocumentRules.parseObject(Array(result.utf8))
+        #expect(object["id"] == "X1")
+        #expect(object.keys.first == "id")
+    }
+
+    @Test func aCopysIDIsReplacedInPlace() throws {
+        let before = "{\n  \"title\": \"x\",\n  \"id\" : \"orig\",\n  \"n\": [1, {\"id\": \"inner\"}]\n}\n"
+        let after = String(decoding: DocumentRules.settingID("fresh", in: Array(before.utf8)), as: UTF8.self)
+        #expect(after == before.replacingOccurrences(of: "\"orig\"", with: "\"fresh\""))
+    }
+
+    @Test func safeIdentifiers() {
+        #expect(DocumentRules.isSafeIdentifier("89e37da1-f045-4d6f-bfa2-1917461543a2"))
+        #expect(DocumentRules.isSafeIdentifier("INV_2026-001"))
+        #expect(DocumentRules.isSafeIdentifier(String(repeating: "a", count: 128)))
+        for bad in ["", "-lead", "_lead", "a/b", "../x", "a b", "ü", String(repeating: "a", count: 129), "a\u{0}b"] {
+            #expect(!DocumentRules.isSafeIdentifier(bad), "\(bad)")
+        }
+    }
+
+    @Test func declaredIDMustBeASafeString() throws {
+        #expect(try DocumentRules.declaredID(of: JSONObject([("id", "abc")])) == "abc")
+        #expect(try DocumentRules.declaredID(of: JSONObject([("x", 1)])) == nil)
+        #expect(throws: DocumentProblem.self) { try DocumentRules.declaredID(of: JSONObject([("id", 42)])) }
+        #expect(throws: DocumentProblem.self) { try DocumentRules.declaredID(of: JSONObject([("id", "../../etc")])) }
+    }
+}
+
+@Suite struct DocTypeRuleTests {
+    @Test func fieldWins() throws {
+        #expect(try DocumentRules.docType(of: JSONObject([("docType", "note")]), relativePath: "invoices/a.json") == "note")
+    }
+
+    @Test func firstFolderUnderTheRootOtherwise() throws {
+        #expect(try DocumentRules.docType(of: JSONObject(), relativePath: "invoices/2026/a.json") == "invoices")
+    }
+
+    @Test func aFileAtTheRootWithoutOneIsAnError() {
+        #expect(throws: DocumentProblem.noDocType) { try DocumentRules.docType(of: JSONObject(), relativePath: "a.json") }
+    }
+
+    @Test func aNonStringDocTypeIsAnError() {
+        #expect(throws: DocumentProblem.self) { try DocumentRules.docType(of: JSONObject([("docType", 3)]), relativePath: "x/a.json") }
+        #expect(throws: DocumentProblem.self) { try DocumentRules.docType(of: JSONObject([("docType", "a/b")]), relativePath: "x/a.json") }
+    }
+
+    @Test func binaryAndNonObjectFilesAreRefused() {
+        #expect(throws: DocumentProblem.binary) { try DocumentRules.parseObject([0x7B, 0x00, 0x7D]) }
+        #expect(throws: DocumentProblem.binary) { try DocumentRules.parseObject([0x7B, 0xFF, 0x7D]) }
+        #expect(throws: DocumentProblem.notAnObject(kind: "an array")) { try DocumentRules.parseObject(Array("[1]".utf8)) }
+        #expect(throws: DocumentProblem.tooLarge(size: 10, limit: 5)) { try DocumentRules.parseObject(Array("{\"a\":1234}".utf8), maxSize: 5) }
+    }
+
+    @Test func ignoredNames() {
+        for name in [".a.json.swp", ".#a.json", "a.json~", "#a.json#", "4913", "a.sync-conflict-20260101-000000.json"] {
+            #expect(!DocumentRules.isDocumentName(name), "\(name)")
+        }
+        #expect(DocumentRules.isDocumentName("a.json"))
+        #expect(!DocumentRules.isDocumentName(".json"))
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test func formatsRFC3339WithMilliseconds() {
+        #expect(Timestamp(unixMilliseconds: 0).rfc3339 == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp(unixMilliseconds: 1_795_000_000_123).rfc3339 == "2026-11-18T11:06:40.123Z")
+        #expect(Timestamp(unixMilliseconds: -1).rfc3339 == "1969-12-31T23:59:59.999Z")
+    }
+
+    @Test func parsesWhatItWritesAndOffsets() {
+        for ms: Int64 in [0, 1_795_000_000_123, 951_782_400_000, -86_400_001] {
+            #expect(Timestamp(rfc3339: Timestamp(unixMilliseconds: ms).rfc3339)?.unixMilliseconds == ms)
+        }
+        #expect(Timestamp(rfc3339: "2026-11-18T12:06:40.5+01:00")?.unixMilliseconds == 1_795_000_000_500)
+        #expect(Timestamp(rfc3339: "2026-11-18 09:26:40Z") == nil)
+        #expect(Timestamp(rfc3339: "yesterday") == nil)
+    }
+}

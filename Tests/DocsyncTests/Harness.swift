@@ -1,0 +1,160 @@
+import AsyncHTTPClient
+@testable import DocsyncAgent
+import DocsyncIndex
+import DocsyncModel
+import DocsyncServer
+import DocsyncTestSupport
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Log lines kept in memory, so tests can assert what the user was told (and how often).
+final class CapturedLogs: Sendable {
+    let lines = Mutex<[String]>([])
+
+    var all: [String] { lines.withLock { $0 } }
+
+    func count(containing text: String) -> Int { all.filter { $0.contains(text) }.count }
+
+    func logger(_ label: String = "test", level: Logger.Level = .info) -> Logger {
+        var logger = Logger(label: label) { _ in CapturingHandler(sink: self) }
+        logger.logLevel = level
+        return logger
+    }
+}
+
+struct CapturingHandler: LogHandler {
+    let sink: CapturedLogs
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        let meta = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        sink.lines.withLock { $0.append("\(event.level) \(event.message) \(meta)") }
+    }
+}
+
+/// The reference endpoint running in this process on 127.0.0.1, port 0.
+final class TestServer: Sendable {
+    let url: String
+    let token: String
+    let data: TempFolder
+    let group: ServiceGroup
+    let task: Task<Void, any Error>
+    let api: APIClient
+
+    static func start(token: String = "test-token-123", wallClock: (@Sendable () -> Int64)? = nil) async throws -> TestServer {
+        let data = try TempFolder("server")
+        let configuration = ReferenceServer.Configuration(port: 0, dataDirectory: data.path, token: token)
+        let server = try wallClock.map { try ReferenceServer(configuration: configuration, wallClock: $0) }
+            ?? ReferenceServer(configuration: configuration)
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        var logger = Logger(label: "server")
+        logger.logLevel = .warning
+        let app = server.application(logger: logger) { _, port in continuation.yield(port) }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw ProcessFailure("server did not start") }
+        return TestServer(url: "http://127.0.0.1:\(port)", token: token, data: data, group: group, task: task)
+    }
+
+    init(url: String, token: String, data: TempFolder, group: ServiceGroup, task: Task<Void, any Error>) {
+        self.url = url
+        self.token = token
+        self.data = data
+        self.group = group
+        self.task = task
+        self.api = APIClient(baseURL: url, token: token)
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+        data.remove()
+    }
+}
+
+/// An agent running in this process on a temp folder.
+final class TestAgent: Sendable {
+    let agent: Agent
+    let folder: TempFolder
+    let task: Task<Void, any Error>
+    let index: Index
+    let logs: CapturedLogs
+
+    static func start(folder: TempFolder, endpoint: String, token: String, configure: (inout AgentOptions) -> Void = { _ in }) async throws -> TestAgent {
+        let logs = CapturedLogs()
+        var options = AgentOptions(root: folder.path, endpointURL: endpoint, token: token)
+        options.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(500))
+        configure(&options)
+        let agent = try Agent(options: options, client: .shared, logger: logs.logger())
+        let task = Task { try await agent.run() }
+        return TestAgent(agent: agent, folder: folder, task: task, index: try Index.open(root: folder.path), logs: logs)
+    }
+
+    init(agent: Agent, folder: TempFolder, task: Task<Void, any Error>, index: Index, logs: CapturedLogs) {
+        self.agent = agent
+        self.folder = folder
+        self.task = task
+        self.index = index
+        self.logs = logs
+    }
+
+    func stop() async throws {
+        await agent.stop()
+        try await task.value
+    }
+
+    /// The index row of `path`, once it exists with content hash of what is on disk now.
+    func row(_ path: String) async throws -> FileRow? {
+        try await index.read { try $0.file(at: path) }
+    }
+
+    /// Waits until the index agrees with the file on disk (same size and mtime) and nothing is pending.
+    func settled(timeout: Duration = .seconds(20)) async throws -> Bool {
+        try await eventually(timeout: timeout) {
+            let found = TreeWalkerProbe.documents(in: folder.path)
+            return try await index.read { tx in
+                let rows = try tx.allFileStats()
+                guard rows.count == found.count, try tx.pendingCount() == 0 else { return false }
+                return found.allSatisfy { rows[$0.key]?.stat == $0.value }
+            }
+        }
+    }
+}
+
+/// What a walk of the tree sees, to compare with the index.
+enum TreeWalkerProbe {
+    static func documents(in root: String) -> [String: FileStat] {
+        var out: [String: FileStat] = [:]
+        for f in DocsyncWatcherProbe.walk(root) { out[f.0] = f.1 }
+        return out
+    }
+}
+
+import DocsyncWatcher
+
+enum DocsyncWatcherProbe {
+    static func walk(_ root: String) -> [(String, FileStat)] {
+        TreeWalker(root: root).walk()
+            .filter { DocumentRules.isDocumentName(String($0.path.split(separator: "/").last ?? "")) }
+            .map { ($0.path, FileStat(size: $0.info.size, mtimeNs: $0.info.mtimeNs, inode: $0.info.inode)) }
+    }
+}
+
+/// Reads a document file's id.
+func idOf(_ folder: TempFolder, _ path: String) throws -> String? {
+    try DocumentRules.parseObject(Array(folder.bytes(path))).object?["id"]?.string
+}
+
+extension JSONObject {
+    var object: JSONObject? { self }
+}

@@ -1,0 +1,181 @@
+import DocsyncIndex
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// Real inotify on real temp folders, with the agent and the reference endpoint in this process:
+/// each case ends with the index and the server in the state a user expects.
+@Suite struct WatcherTests {
+    /// Runs `body` with a server and an agent watching a fresh folder (after `prepare`).
+    func withAgent(prepare: (TempFolder) throws -> Void = { _ in }, _ body: (TempFolder, TestAgent, TestServer) async throws -> Void) async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("watch")
+        try prepare(folder)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        do {
+            try await body(folder, agent, server)
+        } catch {
+            try? await agent.stop()
+            await server.stop()
+            folder.remove()
+            throw error
+        }
+        try await agent.stop()
+        await server.stop()
+        folder.remove()
+    }
+
+    @Test func createdFileIsIndexedWithAnIDAndPushed() async throws {
+        try await withAgent { folder, agent, server in
+            try folder.write("notes/hello.json", #"{"docType":"note","title":"hello"}"#)
+            #expect(try await agent.settled())
+            let id = try #require(try idOf(folder, "notes/hello.json"))
+            let row = try #require(try await agent.row("notes/hello.json"))
+            #expect(row.docID == id && row.docType == "note" && row.state == .ok)
+            let docs = try await server.api.documents(type: "note")
+            #expect(docs[id]?["title"] == "hello")
+        }
+    }
+
+    @Test func editInPlaceIsOneUpdate() async throws {
+        try await withAgent { folder, agent, server in
+            try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":1}"#)
+            #expect(try await agent.settled())
+            try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":2}"#)
+            #expect(try await eventually { try await server.api.documents(type: "note")["a1"]?["n"] == .number("2") })
+            #expect(try await server.api.documents(type: "note")["a1"]?["rev"] == .number("2"))
+        }
+    }
+
+    @Test func tempFileAndRenameSaveIsOneChangeOfTheRealFile() async throws {
+        try await withAgent { folder, agent, server in
+            try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":1}"#)
+            #expect(try await agent.settled())
+            try folder.write("notes/.a.json.tmp123", #"{"id":"a1","docType":"note","n":2}"#)
+            try folder.move("notes/.a.json.tmp123", "notes/a.json")
+            #expect(try await eventually { try await server.api.documents(type: "note")["a1"]?["n"] == .number("2") })
+            #expect(try await agent.settled())
+            let doc = try #require(try await server.api.documents(type: "note")["a1"])
+            #expect(doc["rev"] == .number("2"))
+            #expect(doc["deleted_at"] == nil)
+        }
+    }
+
+    @Test func vimStyleSaveIsOneChange() async throws {
+        try await withAgent { folder, agent, server in
+            try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":1}"#)
+            try folder.write("notes/.a.json.swp", "vim swap")
+            #expect(try await agent.settled())
+            // vim with 'backupcopy=no': probe file 4913, original renamed to a backup, new file
+            // written under the real name, backup removed.
+            try folder.write("notes/4913", "")
+            try folder.remove("notes/4913")
+            try folder.move("notes/a.json", "notes/a.json~")
+            try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":2}"#)
+            try folder.remove("notes/a.json~")
+            #expect(try await eventually { try await server.api.documents(type: "note")["a1"]?["n"] == .number("2") })
+            #expect(try await agent.settled())
+            let doc = try #require(try await server.api.documents(type: "note")["a1"])
+            #expect(doc["rev"] == .number("2"), "one write, no tombstone in between")
+            #expect(doc["deleted_at"] == nil)
+            #expect(try await server.api.documents(type: "note").count == 1)
+        }
+    }
+
+    @Test func moveAcrossFoldersKeepsTheIdentity() async throws {
+        try await withAgent { folder, agent, server in
+            try folder.write("notes/a.json", #"{"docType":"note","n":1}"#)
+            #expect(try await agent.settled())
+            let id = try #require(try idOf(folder, "notes/a.json"))
+            try folder.move("notes/a.json", "archive/2026/a.json")
+            #expect(try await eventually { try await agent.row("archive/2026/a.json")?.docID == id })
+            #expect(try await agent.settled())
+            #expect(try await agent.row("notes/a.json") == nil)
+            let doc = try #require(try await server.api.documents(type: "note")[id])
+            #expect(doc["deleted_at"] == nil)
+            #expect(doc["rev"] == .number("1"), "a move of unchanged content is not a write")
+        }
+    }
+
+    @Test func folderRenameMovesEveryFileInside() async throws {
+        try await withAgent(prepare: { folder in
+            for i in 0..<5 { try folder.write("projects/alpha/doc\(i).json", #"{"docType":"project","i":\#(i)}"#) }
+            try folder.write("projects/alpha/sub/deep.json", #"{"docType":"project","deep":true}"#)
+        }) { folder, agent, server in
+            #expect(try await agent.settled())
+            var ids: [String: String] = [:]
+            for i in 0..<5 { ids["doc\(i).json"] = try idOf(folder, "projects/alpha/doc\(i).json") }
+            ids["sub/deep.json"] = try idOf(folder, "projects/alpha/sub/deep.json")
+            try folder.move("projects/alpha", "projects/beta")
+            #expect(try await agent.settled())
+            for (name, id) in ids {
+                #expect(try await agent.row("projects/beta/\(name)")?.docID == id)
+            }
+            // Files created in the renamed folder afterwards are seen under its new name.
+            try folder.write("projects/beta/sub/new.json", #"{"docType":"project"}"#)
+            #expect(try await eventually { try await agent.row("projects/beta/sub/new.json") != nil })
+            let docs = try await server.api.documents(type: "project")
+            #expect(docs.count == 7)
+            #expect(docs.values.allSatisfy { $0["deleted_at"] == nil })
+        }
+    }
+
+    @Test func newNestedFoldersAreWatchedAndScanned() async throws {
+        try await withAgent { folder, agent, _ in
+            try FileManager.default.createDirectory(atPath: folder.file("a/b/c"), withIntermediateDirectories: true)
+            try folder.write("a/b/c/x.json", #"{"v":1}"#)
+            #expect(try await eventually { try await agent.row("a/b/c/x.json")?.docType == "a" })
+            try folder.write("a/b/c/x.json", #"{"v":2}"#)
+            #expect(try await agent.settled())
+            let row = try #require(try await agent.row("a/b/c/x.json"))
+            let doc = try await agent.index.read { try $0.document(id: row.docID!) }
+            #expect(doc?.body.contains("\"v\":2") == true)
+        }
+    }
+
+    @Test func deleteSendsATombstone() async throws {
+        try await withAgent { folder, agent, server in
+            try folder.write("notes/a.json", #"{"id":"gone","docType":"note"}"#)
+            #expect(try await agent.settled())
+            try folder.remove("notes/a.json")
+            #expect(try await eventually { try await server.api.documents(type: "note")["gone"]?["deleted_at"] != nil })
+            let stamp = try #require(try await server.api.documents(type: "note")["gone"]?["deleted_at"]?.string)
+            #expect(Timestamp(rfc3339: stamp) != nil)
+            #expect(try await agent.row("notes/a.json") == nil)
+        }
+    }
+
+    @Test func aCopiedFileGetsAFreshID() async throws {
+        try await withAgent { folder, agent, server in
+            try folder.write("notes/a.json", #"{"id":"orig","docType":"note"}"#)
+            #expect(try await agent.settled())
+            try FileManager.default.copyItem(atPath: folder.file("notes/a.json"), toPath: folder.file("notes/b.json"))
+            #expect(try await eventually { try idOf(folder, "notes/b.json") != "orig" })
+            #expect(try idOf(folder, "notes/a.json") == "orig")
+            #expect(try await agent.settled())
+            #expect(try await server.api.documents(type: "note").count == 2)
+        }
+    }
+
+    @Test func burstThatOverflowsTheKernelQueueEndsComplete() async throws {
+        try await withAgent { folder, agent, server in
+            try FileManager.default.createDirectory(atPath: folder.file("burst"), withIntermediateDirectories: true)
+            #expect(try await agent.settled())
+            await agent.agent.setWatcherSuspended(true)
+            let limit = Int((try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 16384
+            let count = max(20_000, limit + 1000)
+            for i in 0..<count {
+                try Data(#"{"docType":"burst","i":\#(i)}"#.utf8).write(to: folder.url("burst/f\(i).json"))
+            }
+            await agent.agent.setWatcherSuspended(false)
+            #expect(try await eventually(timeout: .seconds(240)) { agent.logs.count(containing: "queue overflowed") >= 1 })
+            #expect(try await agent.settled(timeout: .seconds(240)))
+            let rows = try await agent.index.read { try $0.allFileStats() }
+            #expect(rows.count == count)
+            let docs = try await server.api.documents(type: "burst")
+            #expect(docs.count == count)
+        }
+    }
+}
