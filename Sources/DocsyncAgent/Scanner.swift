@@ -219,6 +219,9 @@ struct Scanner: Sendable {
     private func planIDs(_ observed: [Observed], tx: IndexTransaction, vanished: Set<String>) throws -> [Bool] {
         func declared(_ o: Observed) -> String?? {
             guard case .success(let object) = o.result else { return .none }
+            // A file that cannot become a document anyway (no usable docType) is reported as it
+            // is: no id is written into it.
+            guard (try? DocumentRules.docType(of: object, relativePath: o.path)) != nil else { return .none }
             do {
                 return .some(try DocumentRules.declaredID(of: object))
             } catch {
@@ -293,9 +296,10 @@ struct Scanner: Sendable {
             let document: (id: String, docType: String, object: JSONObject)
             do throws(DocumentProblem) {
                 let object = try o.result.get()
+                let docType = try DocumentRules.docType(of: object, relativePath: o.path)
                 guard let id = try DocumentRules.declaredID(of: object) else { throw .badID("no id could be assigned") }
                 if claimedIDs.contains(id) { throw .duplicateID(id, otherPath: "another file in this batch") }
-                document = (id, try DocumentRules.docType(of: object, relativePath: o.path), object)
+                document = (id, docType, object)
             } catch {
                 let reason = error.description
                 if previous?.error != reason { r.newProblems.append((o.path, reason)) }

@@ -217,7 +217,13 @@ final class WatchLoop: @unchecked Sendable {
                     overflowed = true
                     continue
                 }
-                handle(wd: wd, mask: mask, name: String(decoding: nameBytes, as: UTF8.self), now: now)
+                if let name = String(validating: nameBytes, as: UTF8.self) {
+                    handle(wd: wd, mask: mask, name: name, now: now)
+                } else if let dir = pathOf[wd] {
+                    // A name that is not UTF-8 cannot be addressed by a path string: rescan its
+                    // folder, where the walk reports it (as invalid) by its raw entry.
+                    aggregator.add(dir, at: now)
+                }
             }
             if overflowed {
                 logger.warning("inotify queue overflowed; rescanning the whole tree", metadata: ["file.path": "\(root)"])

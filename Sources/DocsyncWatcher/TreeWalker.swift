@@ -38,6 +38,14 @@ public struct TreeWalker: Sendable {
                     continue
                 }
                 if entry.type != UInt8(DT_REG) && entry.type != UInt8(DT_UNKNOWN) { continue }
+                if !entry.utf8 {
+                    // Its name cannot be turned back into a path string: report it from the
+                    // directory entry alone, so the user learns why it is not synced.
+                    if entry.type == UInt8(DT_REG) {
+                        files.append(Found(path: rel, info: EntryInfo(kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0), nameIsUTF8: false))
+                    }
+                    continue
+                }
                 guard let info = FileSystem.info(absolute(rel)) else { continue }
                 switch info.kind {
                 case .file: files.append(Found(path: rel, info: info, nameIsUTF8: entry.utf8))

@@ -115,6 +115,7 @@ import Testing
             // Files created in the renamed folder afterwards are seen under its new name.
             try folder.write("projects/beta/sub/new.json", #"{"docType":"project"}"#)
             #expect(try await eventually { try await agent.row("projects/beta/sub/new.json") != nil })
+            #expect(try await agent.settled())
             let docs = try await server.api.documents(type: "project")
             #expect(docs.count == 7)
             #expect(docs.values.allSatisfy { $0["deleted_at"] == nil })
@@ -170,7 +171,7 @@ import Testing
                 try Data(#"{"docType":"burst","i":\#(i)}"#.utf8).write(to: folder.url("burst/f\(i).json"))
             }
             await agent.agent.setWatcherSuspended(false)
-            #expect(try await eventually(timeout: .seconds(240)) { agent.logs.count(containing: "queue overflowed") >= 1 })
+            #expect(await eventually(timeout: .seconds(240)) { agent.logs.count(containing: "queue overflowed") >= 1 })
             #expect(try await agent.settled(timeout: .seconds(240)))
             let rows = try await agent.index.read { try $0.allFileStats() }
             #expect(rows.count == count)

@@ -1,0 +1,134 @@
+import DocsyncModel
+import DocsyncTestSupport
+import Testing
+
+/// The reference endpoint over real HTTP on 127.0.0.1, route by route.
+@Suite struct EndpointTests {
+    func withServer(_ body: (TestServer) async throws -> Void) async throws {
+        let server = try await TestServer.start()
+        do { try await body(server) } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    @Test func putUpsertsAndWrapsTheStoredDocument() async throws {
+        try await withServer { server in
+            let reply = try await server.api.request("PUT", "/api/document", body: #"{"id":"n1","docType":"note","big":123456789012345678901234,"x":1.50}"#)
+            #expect(reply.status == 200)
+            let data = try #require(reply.json?.object?["data"]?.object)
+            #expect(data.keys == ["id", "docType", "big", "x", "updated_at", "rev"])
+            #expect(data["big"] == .number("123456789012345678901234"))
+            #expect(data["x"] == .number("1.50"))
+            let stamp = try #require(data["updated_at"]?.string)
+            #expect(stamp.hasSuffix("Z") && stamp.count == 24, "RFC 3339 UTC with milliseconds: \(stamp)")
+            let again = try await server.api.request("PUT", "/api/document", body: #"{"id":"n1","docType":"note","x":2}"#)
+            #expect(again.json?.object?["data"]?.object?["rev"] == .number("2"))
+            #expect(again.json?.object?["data"]?.object?["big"] == nil, "PUT replaces the whole document")
+        }
+    }
+
+    @Test func postCreatesWithAGeneratedIDAndRefusesAnExistingOne() async throws {
+        try await withServer { server in
+            let created = try await server.api.request("POST", "/api/document", body: #"{"docType":"note","t":"x"}"#)
+            #expect(created.status == 201)
+            let id = try #require(created.json?.object?["data"]?.object?["id"]?.string)
+            #expect(DocumentRules.isSafeIdentifier(id))
+            let duplicate = try await server.api.request("POST", "/api/document", body: #"{"id":"\#(id)","docType":"note"}"#)
+            #expect(duplicate.status == 409)
+        }
+    }
+
+    @Test func getByIDAndByType() async throws {
+        try await withServer { server in
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note"}"#)
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"b","docType":"note"}"#)
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"c","docType":"task"}"#)
+            let one = try await server.api.request("GET", "/api/document/a")
+            #expect(one.status == 200 && one.json?.object?["data"]?.object?["id"] == "a")
+            #expect(try await server.api.request("GET", "/api/document/nope").status == 404)
+            let notes = try await server.api.documents(type: "note")
+            #expect(Set(notes.keys) == ["a", "b"])
+        }
+    }
+
+    @Test func deleteKeepsATombstoneThatListingsCanLeaveOut() async throws {
+        try await withServer { server in
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","t":1}"#)
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"b","docType":"note"}"#)
+            let deleted = try await server.api.request("DELETE", "/api/document", body: #"{"id":"a","docType":"note"}"#)
+            #expect(deleted.status == 200)
+            let tombstone = try #require(deleted.json?.object?["data"]?.object)
+            #expect(tombstone["deleted_at"]?.string != nil)
+            #expect(tombstone["t"] == .number("1"), "the document is kept")
+            #expect(try await server.api.documents(type: "note").count == 2)
+            let live = try await server.api.request("GET", "/api/document/type/note?deleted=false")
+            guard case .array(let docs)? = live.json?.object?["data"] else { Issue.record("no array"); return }
+            #expect(docs.count == 1 && docs[0].object?["id"] == "b")
+            #expect(try await server.api.request("DELETE", "/api/document", body: #"{"id":"zz","docType":"note"}"#).status == 404)
+        }
+    }
+
+    @Test func everyRouteNeedsTheToken() async throws {
+        try await withServer { server in
+            let routes = [("GET", "/api/document/a", nil), ("GET", "/api/document/type/note", nil), ("GET", "/api/time", nil),
+                          ("PUT", "/api/document", #"{"id":"a","docType":"n"}"#), ("POST", "/api/document", #"{"docType":"n"}"#),
+                          ("DELETE", "/api/document", #"{"id":"a","docType":"n"}"#)]
+            for (method, path, body) in routes {
+                let missing = try await server.api.request(method, path, body: body, token: .some(nil))
+                #expect(missing.status == 401, "\(method) \(path)")
+                #expect(missing.json?.object?["error"]?.string?.contains("Authorization") == true)
+                let wrong = try await server.api.request(method, path, body: body, token: "wrong-token")
+                #expect(wrong.status == 401, "\(method) \(path)")
+                #expect(wrong.json?.object?["error"] == "invalid token")
+            }
+            #expect(try await server.api.documents(type: "n").isEmpty, "nothing was written without a token")
+        }
+    }
+
+    @Test(arguments: [
+        ("PUT", #"{"id":"a"}"#, "no \"docType\""),
+        ("PUT", #"{"docType":"note"}"#, "no \"id\""),
+        ("POST", #"{"title":"x"}"#, "no \"docType\""),
+        ("PUT", #"{"id":"../x","docType":"note"}"#, "\"id\" must be"),
+        ("PUT", #"[1]"#, "must be a JSON object"),
+        ("PUT", #"{"id":"a","docType":"note",}"#, "not valid JSON"),
+    ])
+    func badDocumentsGet400WithAClearMessage(method: String, body: String, message: String) async throws {
+        try await withServer { server in
+            let reply = try await server.api.request(method, "/api/document", body: body)
+            #expect(reply.status == 400)
+            let error = try #require(reply.json?.object?["error"]?.string)
+            #expect(error.contains(message), "\(error)")
+        }
+    }
+
+    @Test func staleRevisionGets409WithTheCurrentDocument() async throws {
+        try await withServer { server in
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","v":1}"#)
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","v":2}"#)
+            let stale = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","v":3}"#, headers: [("If-Match", "\"1\"")])
+            #expect(stale.status == 409)
+            #expect(stale.json?.object?["data"]?.object?["v"] == .number("2"))
+            let fresh = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","v":3}"#, headers: [("If-Match", "\"2\"")])
+            #expect(fresh.status == 200)
+        }
+    }
+
+    @Test func repliesCarryTheServersClock() async throws {
+        try await withServer { server in
+            let reply = try await server.api.request("GET", "/api/time")
+            #expect(reply.status == 200)
+            let utc = try #require(reply.header("X-Sync-UTC").flatMap { Int64($0) })
+            #expect(abs(utc / 1_000_000_000 - Int64(Date().timeIntervalSince1970)) < 5)
+            #expect(reply.header("X-Sync-Duration").flatMap { Int64($0) } != nil)
+            #expect(reply.header("Date") != nil)
+            #expect(reply.json?.object?["SyncUTC"] != nil && reply.json?.object?["SyncDuration"] != nil)
+            let unauthorized = try await server.api.request("GET", "/api/time", token: .some(nil))
+            #expect(unauthorized.header("X-Sync-UTC") != nil, "even errors are samples")
+        }
+    }
+}
+
+import Foundation

@@ -1,0 +1,80 @@
+import DocsyncIndex
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// The SQLite index on a real file.
+@Suite struct IndexTests {
+    func withIndex(_ body: (Index) async throws -> Void) async throws {
+        let folder = try TempFolder("index")
+        defer { folder.remove() }
+        try await body(try Index.open(root: folder.path))
+    }
+
+    @Test func openingCreatesTheStateFolderWithItsGitignoreAndMigrates() throws {
+        let folder = try TempFolder("index")
+        defer { folder.remove() }
+        _ = try Index.open(root: folder.path)
+        #expect(try folder.read(".docsync/.gitignore") == "*\n")
+        #expect(Index.exists(root: folder.path))
+        _ = try Index.open(root: folder.path)  // reopening runs no migration twice
+    }
+
+    @Test func outboxCollapsesToTheLatestStatePerDocument() async throws {
+        try await withIndex { index in
+            for n in 1...10 {
+                try await index.write { tx in
+                    try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "{\"n\":\(n)}", bodyHash: "h\(n)", queuedAt: Int64(n))
+                }
+            }
+            try await index.write { try $0.enqueue(key: "doc:b", docID: "b", kind: "put", payload: "{}", bodyHash: "hb", queuedAt: 11) }
+            let due = try await index.read { try $0.dueEntries(now: 100, limit: 10) }
+            #expect(due.map(\.key) == ["doc:a", "doc:b"], "order by first queued")
+            #expect(due[0].payload == "{\"n\":10}")
+            #expect(due[0].version == 10)
+        }
+    }
+
+    @Test func anAcknowledgementOfAnOlderVersionLeavesTheNewerQueued() async throws {
+        try await withIndex { index in
+            try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v1", bodyHash: "h1", queuedAt: 1) }
+            let sent = try #require(try await index.read { try $0.dueEntries(now: 10, limit: 1) }.first)
+            try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v2", bodyHash: "h2", queuedAt: 2) }
+            let removed = try await index.write { try $0.removeEntry(key: sent.key, version: sent.version) }
+            #expect(!removed)
+            #expect(try await index.read { try $0.outboxEntry(key: "doc:a")?.payload } == "v2")
+        }
+    }
+
+    @Test func failuresBackOffPerEntry() async throws {
+        try await withIndex { index in
+            try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v1", bodyHash: "h1", queuedAt: 1) }
+            try await index.write { try $0.recordFailure(key: "doc:a", version: 1, error: "boom", nextAttemptAt: 500) }
+            #expect(try await index.read { try $0.dueEntries(now: 499, limit: 5) }.isEmpty)
+            #expect(try await index.read { try $0.dueEntries(now: 500, limit: 5) }.count == 1)
+            #expect(try await index.read { try $0.outboxEntry(key: "doc:a")?.attempts } == 1)
+            #expect(try await index.read { try $0.nextAttemptAt() } == 500)
+        }
+    }
+
+    @Test func filesUnderAFolderAreFoundByPrefixOnly() async throws {
+        try await withIndex { index in
+            let stat = FileStat(size: 1, mtimeNs: 1, inode: 1)
+            for path in ["a/x.json", "a/b/y.json", "ab/z.json", "a.json"] {
+                try await index.write { try $0.upsertFile(FileRow(path: path, docID: nil, docType: nil, hash: nil, stat: stat, state: .ok, error: nil)) }
+            }
+            let under = try await index.read { try $0.files(atOrUnder: "a") }.map(\.path).sorted()
+            #expect(under == ["a/b/y.json", "a/x.json"])
+        }
+    }
+
+    @Test func aDocumentIDBelongsToOneFile() async throws {
+        try await withIndex { index in
+            let stat = FileStat(size: 1, mtimeNs: 1, inode: 1)
+            try await index.write { try $0.upsertFile(FileRow(path: "a.json", docID: "x", docType: "t", hash: nil, stat: stat, state: .ok, error: nil)) }
+            await #expect(throws: (any Error).self) {
+                try await index.write { try $0.upsertFile(FileRow(path: "b.json", docID: "x", docType: "t", hash: nil, stat: stat, state: .ok, error: nil)) }
+            }
+        }
+    }
+}
