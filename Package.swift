@@ -51,6 +51,7 @@ let package = Package(
         .target(name: "DocsyncAgent", dependencies: [
             "DocsyncModel", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // The reference endpoint (`docsync serve`): Hummingbird 2 over an embedded SQLite store.
@@ -75,6 +76,8 @@ let package = Package(
         // Helpers shared by the tests and the benchmark: processes, temp folders, polling, fault endpoints.
         .target(name: "DocsyncTestSupport", dependencies: [
             "DocsyncModel",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -6,6 +6,7 @@ import DocsyncModel
 import DocsyncWatcher
 import Foundation
 import Logging
+import NIOCore
 
 /// How an agent is set up: the folder, the endpoint, the token and the limits.
 public struct AgentOptions: Sendable {
@@ -18,6 +19,8 @@ public struct AgentOptions: Sendable {
     public var settle: Duration = .milliseconds(5)
     public var maxDelay: Duration = .milliseconds(100)
     public var concurrency = 16
+    /// How long one request may take before it counts as failed (and is retried).
+    public var requestTimeout: Duration = .seconds(30)
     public var retryPolicy = RetryPolicy()
 
     public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
@@ -64,7 +67,8 @@ public actor Agent {
         self.logger = logger
         self.index = try Index.open(root: root)
         self.scanner = Scanner(root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, logger: logger)
-        let endpoint = PingPongEndpoint(baseURL: options.endpointURL, token: options.token, client: client, clock: clock)
+        var endpoint = PingPongEndpoint(baseURL: options.endpointURL, token: options.token, client: client, clock: clock)
+        endpoint.requestTimeout = .nanoseconds(Int64(options.requestTimeout.components.seconds) * 1_000_000_000 + options.requestTimeout.components.attoseconds / 1_000_000_000)
         let tokenFile = options.tokenFile
         let initialToken = options.token
         self.pusher = Pusher(

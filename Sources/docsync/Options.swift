@@ -39,11 +39,20 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Largest document file synced, in bytes.")
     var maxFileSize: Int = 16 << 20
 
+    @Option(help: "Seconds one request to the endpoint may take before it is retried.")
+    var requestTimeout: Double = 30
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
 
+    func validate() throws {
+        guard maxFileSize > 0 else { throw ValidationError("--max-file-size must be positive") }
+        guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be positive") }
+    }
+
     func apply(to options: inout AgentOptions) {
         options.maxFileSize = maxFileSize
+        options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000))
     }
 }
 

@@ -158,3 +158,35 @@ func idOf(_ folder: TempFolder, _ path: String) throws -> String? {
 extension JSONObject {
     var object: JSONObject? { self }
 }
+
+/// The folder as the server should hold it: each file's object by id (sync fields aside).
+/// Throws while any file has no id yet: the agent has not seen it.
+func folderDocuments(_ root: String) throws -> [String: JSONObject] {
+    var out: [String: JSONObject] = [:]
+    for (path, _) in DocsyncWatcherProbe.walk(root) {
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: root + "/" + path)))
+        var object = try DocumentRules.parseObject(bytes)
+        guard let id = object["id"]?.string else { throw ProcessFailure("\(path) has no id yet") }
+        for key in DocumentRules.reservedKeys { object[key] = nil }
+        if object["docType"] == nil, let folder = path.split(separator: "/").first, path.contains("/") { object["docType"] = .string(String(folder)) }
+        out[id] = object
+    }
+    return out
+}
+
+/// Whether the server's live documents of `types` are exactly the folder's (same ids, same
+/// content), and its tombstones exactly `deleted`.
+func serverMatchesFolder(_ root: String, api: APIClient, types: [String], deleted: Set<String> = []) async -> Bool {
+    guard let expected = try? folderDocuments(root) else { return false }
+    var live: [String: JSONObject] = [:]
+    var tombstones = Set<String>()
+    for type in types {
+        guard let docs = try? await api.documents(type: type) else { return false }
+        for (id, var doc) in docs {
+            if doc["deleted_at"] != nil { tombstones.insert(id); continue }
+            for key in DocumentRules.reservedKeys { doc[key] = nil }
+            live[id] = doc
+        }
+    }
+    return live == expected && tombstones == deleted
+}

@@ -1,0 +1,130 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// What the proxy does with one request.
+public enum Fault: Sendable, Hashable {
+    /// Forward to the real endpoint and relay its reply.
+    case pass
+    /// Answer with this status and a JSON error, without forwarding.
+    case status(Int, message: String = "injected", retryAfter: Int? = nil)
+    /// Wait, then forward (a request timeout shorter than this sees no reply at all).
+    case stall(Duration)
+    /// Forward (so the server applies the write), then send half a reply and drop the connection:
+    /// the client never learns that its write succeeded.
+    case dropMidReply
+}
+
+/// A real HTTP server on 127.0.0.1 between the agent and the reference endpoint that misbehaves on
+/// schedule: refuses (not started, or stopped), stalls, drops connections mid-reply, answers
+/// 500/429/401/400. A fake on purpose: the real server cannot fail on demand.
+public final class FaultProxy: Sendable {
+    public let upstream: String
+    private let plan = Mutex<(queue: [Fault], rule: (@Sendable (String, String) -> Fault)?)>(([], nil))
+    private let log = Mutex<[(method: String, path: String, at: ContinuousClock.Instant, fault: Fault)]>([])
+    private let running = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
+    private let boundPort = Mutex(0)
+    public var port: Int { boundPort.withLock { $0 } }
+
+    public init(upstream: String) { self.upstream = upstream }
+
+    public var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Faults for the next requests to `/api/document…`, in order; then `rule`, then `.pass`.
+    public func schedule(_ faults: [Fault]) { plan.withLock { $0.queue += faults } }
+
+    /// A standing rule for document requests (method, body) once the queue is empty.
+    public func setRule(_ rule: (@Sendable (String, String) -> Fault)?) { plan.withLock { $0.rule = rule } }
+
+    /// Every document request seen, with what was done to it.
+    public var requests: [(method: String, path: String, at: ContinuousClock.Instant, fault: Fault)] { log.withLock { $0 } }
+
+    /// Starts listening on `port` (0: any free port; the same port again after `stop()`).
+    public func start(port: Int = 0) async throws {
+        let router = Router()
+        let upstream = self.upstream
+        let proxy = self
+        router.addMiddleware { ProxyMiddleware(proxy: proxy, upstream: upstream) }
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        var logger = Logger(label: "fault-proxy")
+        logger.logLevel = .critical
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let bound = await iterator.next() else { throw ProcessFailure("fault proxy did not start") }
+        boundPort.withLock { $0 = bound }
+        running.withLock { $0 = (group, task) }
+    }
+
+    /// Stops listening: connections are refused until `start(port:)` again.
+    public func stop() async {
+        guard let (group, task) = running.withLock({ s -> (ServiceGroup, Task<Void, any Error>)? in defer { s = nil }; return s }) else { return }
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+
+    func next(method: String, path: String, body: String) -> Fault {
+        guard path.hasPrefix("/api/document") else { return .pass }
+        let fault = plan.withLock { p -> Fault in
+            if !p.queue.isEmpty { return p.queue.removeFirst() }
+            return p.rule?(method, body) ?? .pass
+        }
+        log.withLock { $0.append((method, path, ContinuousClock.now, fault)) }
+        return fault
+    }
+}
+
+struct ProxyMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let proxy: FaultProxy
+    let upstream: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(upTo: 1 << 30)
+        let fault = proxy.next(method: request.method.rawValue, path: request.uri.path, body: String(buffer: body))
+        switch fault {
+        case .status(let code, let message, let retryAfter):
+            var headers: HTTPFields = [.contentType: "application/json"]
+            if let retryAfter { headers[HTTPField.Name("Retry-After")!] = String(retryAfter) }
+            return Response(status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"\(message)\"}")))
+        case .stall(let duration):
+            try await Task.sleep(for: duration)
+            return try await forward(request, body: body)
+        case .pass:
+            return try await forward(request, body: body)
+        case .dropMidReply:
+            let full = try await forward(request, body: body)
+            return Response(
+                status: full.status, headers: [.contentType: "application/json", .contentLength: "100000"],
+                body: ResponseBody { writer in
+                    try await writer.write(ByteBuffer(string: "{\"data\":{\"id\":"))
+                    throw CancellationError()  // the connection is closed mid-body
+                })
+        }
+    }
+
+    func forward(_ request: Request, body: ByteBuffer) async throws -> Response {
+        var out = HTTPClientRequest(url: upstream + (request.uri.string))
+        out.method = .init(rawValue: request.method.rawValue)
+        for field in request.headers where field.name != .contentLength {
+            out.headers.add(name: field.name.rawName, value: field.value)
+        }
+        if body.readableBytes > 0 { out.body = .bytes(body) }
+        let reply = try await HTTPClient.shared.execute(out, timeout: .seconds(30))
+        let bytes = try await reply.body.collect(upTo: 1 << 30)
+        var headers = HTTPFields()
+        for h in reply.headers where h.name.lowercased() != "content-length" && h.name.lowercased() != "transfer-encoding" {
+            if let name = HTTPField.Name(h.name) { headers.append(HTTPField(name: name, value: h.value)) }
+        }
+        return Response(status: .init(code: Int(reply.status.code)), headers: headers, body: .init(byteBuffer: bytes))
+    }
+}

@@ -1,0 +1,149 @@
+import DocsyncAgent
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// The agent against an endpoint that fails on purpose (a real HTTP proxy on loopback in front of
+/// the reference endpoint). Every case ends with the server holding exactly the folder.
+@Suite struct FaultTests {
+    struct Rig {
+        let server: TestServer
+        let proxy: FaultProxy
+        let folder: TempFolder
+        let agent: TestAgent
+
+        static func start(startProxy: Bool = true, token: String? = nil, tokenFile: String? = nil) async throws -> Rig {
+            let server = try await TestServer.start()
+            let proxy = FaultProxy(upstream: server.url)
+            try await proxy.start()
+            if !startProxy { await proxy.stop() }
+            let folder = try TempFolder("fault")
+            let agent = try await TestAgent.start(folder: folder, endpoint: proxy.url, token: token ?? server.token) {
+                $0.requestTimeout = .seconds(1)
+                $0.tokenFile = tokenFile
+            }
+            return Rig(server: server, proxy: proxy, folder: folder, agent: agent)
+        }
+
+        func matches(types: [String] = ["note"], deleted: Set<String> = []) async -> Bool {
+            await eventually(timeout: .seconds(30)) { await serverMatchesFolder(folder.path, api: server.api, types: types, deleted: deleted) }
+        }
+
+        func finish() async {
+            try? await agent.stop()
+            await proxy.stop()
+            await server.stop()
+            folder.remove()
+        }
+    }
+
+    func writeNotes(_ folder: TempFolder, _ range: Range<Int>) throws {
+        for i in range { try folder.write("notes/n\(i).json", #"{"id":"n\#(i)","docType":"note","i":\#(i)}"#) }
+    }
+
+    @Test func serverErrorsAreRetriedUntilTheEndpointRecovers() async throws {
+        let rig = try await Rig.start()
+        rig.proxy.schedule(Array(repeating: .status(500, message: "database on fire"), count: 6))
+        try writeNotes(rig.folder, 0..<10)
+        #expect(await rig.matches())
+        let faults = rig.proxy.requests.filter { $0.fault != .pass }
+        #expect(faults.count == 6)
+        #expect(try await rig.server.api.documents(type: "note").count == 10)
+        await rig.finish()
+    }
+
+    @Test func tooManyRequestsWaitsForRetryAfter() async throws {
+        let rig = try await Rig.start()
+        rig.proxy.schedule([.status(429, message: "slow down", retryAfter: 1)])
+        try writeNotes(rig.folder, 0..<1)
+        #expect(await rig.matches())
+        let puts = rig.proxy.requests.filter { $0.method == "PUT" }
+        #expect(puts.count == 2)
+        #expect(puts[1].at - puts[0].at >= .seconds(1), "Retry-After: 1 honoured")
+        await rig.finish()
+    }
+
+    @Test func rejectedTokenPausesPushingUntilTheTokenFileChanges() async throws {
+        let tokens = try TempFolder("tokens")
+        defer { tokens.remove() }
+        try tokens.write("token", "wrong-token\n")
+        let rig = try await Rig.start(token: "wrong-token", tokenFile: tokens.file("token"))
+        try writeNotes(rig.folder, 0..<20)
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.paused?.contains("token rejected by \(rig.proxy.url)") == true })
+        let attempts = rig.proxy.requests.count
+        #expect(attempts <= 20, "one attempt per document at most, no retry storm")
+        // Absence over time can only be checked over time: nothing more is sent while paused.
+        try await Task.sleep(for: .seconds(1))
+        #expect(rig.proxy.requests.count == attempts)
+        #expect(rig.agent.logs.count(containing: "token rejected by") == 1)
+        try tokens.write("token", rig.server.token + "\n")
+        #expect(await rig.matches())
+        #expect(try await AgentStatus.read(root: rig.folder.path).paused == nil)
+        await rig.finish()
+    }
+
+    @Test func aRejectedDocumentIsReportedAndTheRestKeepFlowing() async throws {
+        let rig = try await Rig.start()
+        rig.proxy.setRule { _, body in body.contains("poison") ? .status(400, message: "poison is not allowed here") : .pass }
+        try writeNotes(rig.folder, 0..<10)
+        try rig.folder.write("notes/bad.json", #"{"id":"bad","docType":"note","x":"poison"}"#)
+        #expect(await eventually { (try? await rig.server.api.documents(type: "note").count) == 10 })
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.rejected.first?.reason == "400: poison is not allowed here" })
+        let status = try await AgentStatus.read(root: rig.folder.path)
+        #expect(status.rejected.first?.path == "notes/bad.json")
+        #expect(status.counts.pending == 0, "not retried while unchanged")
+        try rig.folder.write("notes/bad.json", #"{"id":"bad","docType":"note","x":"fine"}"#)
+        #expect(await rig.matches())
+        #expect(try await AgentStatus.read(root: rig.folder.path).rejected.isEmpty)
+        await rig.finish()
+    }
+
+    @Test func aReplyLostMidWayIsRetriedWithoutADuplicate() async throws {
+        let rig = try await Rig.start()
+        rig.proxy.schedule([.dropMidReply, .dropMidReply, .dropMidReply])
+        try writeNotes(rig.folder, 0..<5)
+        #expect(await rig.matches())
+        #expect(try await rig.agent.settled())
+        let docs = try await rig.server.api.documents(type: "note")
+        #expect(docs.count == 5)
+        #expect(rig.proxy.requests.filter { $0.fault == .dropMidReply }.count == 3)
+        // The server applied each dropped write; the agent, never told, sent it again: same id.
+        #expect(docs.values.filter { $0["rev"] == .number("2") }.count == 3)
+        await rig.finish()
+    }
+
+    @Test func aStalledRequestTimesOutAndIsRetried() async throws {
+        let rig = try await Rig.start()
+        rig.proxy.schedule([.stall(.seconds(3))])
+        try writeNotes(rig.folder, 0..<1)
+        #expect(await rig.matches())
+        #expect(rig.proxy.requests.count >= 2)
+        await rig.finish()
+    }
+
+    @Test func refusedConnectionsQueueWorkUntilTheEndpointAnswersAgain() async throws {
+        let rig = try await Rig.start(startProxy: false)
+        try writeNotes(rig.folder, 0..<10)
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.offlineSince != nil })
+        let editedAt = Int64(Date().timeIntervalSince1970 * 1000)
+        try rig.folder.write("notes/n3.json", #"{"id":"n3","docType":"note","i":3,"edited":"offline"}"#)
+        try rig.folder.remove("notes/n4.json")
+        #expect(await eventually {
+            (try? await rig.agent.index.read { try $0.document(id: "n4")?.deletedAt }) != nil
+        })
+        let status = try await AgentStatus.read(root: rig.folder.path)
+        #expect(status.counts.pending == 10)
+        #expect(status.text(now: editedAt).contains("offline since"))
+        try await Task.sleep(for: .milliseconds(300))  // so delivery time and observation time differ
+        let cameBackAt = Int64(Date().timeIntervalSince1970 * 1000)
+        try await rig.proxy.start(port: rig.proxy.port)
+        #expect(await rig.matches(deleted: ["n4"]))
+        let edited = try #require(try await rig.server.api.documents(type: "note")["n3"])
+        let stamp = try #require(edited["updated_at"]?.string.flatMap { Timestamp(rfc3339: $0) })
+        #expect(stamp.unixMilliseconds < cameBackAt, "stamped when the edit was seen, not when it was delivered")
+        #expect(stamp.unixMilliseconds >= editedAt - 5)
+        #expect(try await AgentStatus.read(root: rig.folder.path).offlineSince == nil)
+        await rig.finish()
+    }
+}
