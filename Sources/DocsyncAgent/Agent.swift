@@ -21,6 +21,8 @@ public struct AgentOptions: Sendable {
     public var concurrency = 16
     /// How long one request may take before it counts as failed (and is retried).
     public var requestTimeout: Duration = .seconds(30)
+    /// When no traffic has refreshed the clock estimate for this long, ask `/api/time`.
+    public var clockMaxAge: Duration = .seconds(600)
     public var retryPolicy = RetryPolicy()
 
     public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
@@ -51,8 +53,10 @@ public actor Agent {
     let index: Index
     let scanner: Scanner
     let pusher: Pusher
+    let endpoint: PingPongEndpoint
     private var watcher: DirectoryWatcher?
     private var stopRequested = false
+    private let calibratorWake = WakeSignal()
 
     public init(options: AgentOptions, client: HTTPClient, clock: ServerClock = ServerClock(), logger: Logger) throws {
         var root = options.root
@@ -71,6 +75,7 @@ public actor Agent {
         endpoint.requestTimeout = .nanoseconds(Int64(options.requestTimeout.components.seconds) * 1_000_000_000 + options.requestTimeout.components.attoseconds / 1_000_000_000)
         let tokenFile = options.tokenFile
         let initialToken = options.token
+        self.endpoint = endpoint
         self.pusher = Pusher(
             index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             concurrency: options.concurrency,
@@ -88,7 +93,9 @@ public actor Agent {
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
         if stopRequested { watcher.stop() }
         let pusher = self.pusher
+        await calibrateClock()
         let pushing = Task { await pusher.run() }
+        let calibrating = Task { await self.keepClockCalibrated() }
         let summary = try await scanner.fullScan()
         logger.info(
             "watching \(options.root)",
@@ -105,12 +112,58 @@ public actor Agent {
         }
         await pusher.stop()
         await pushing.value
+        calibratorWake.signal()
+        await calibrating.value
+        await saveCalibration()
     }
 
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.
     public func stop() {
         stopRequested = true
         watcher?.stop()
+        calibratorWake.signal()
+    }
+
+    // MARK: - Clock
+
+    /// Restores this boot's stored calibration, and asks `/api/time` when there is none or it is
+    /// older than `clockMaxAge`. An unreachable endpoint leaves the clock uncalibrated (local time).
+    func calibrateClock() async {
+        if let saved = try? await index.read({ try $0.meta("clock") }), let calibration = Calibration.decode(saved) {
+            clock.restore(calibration)
+        }
+        if (clock.estimateAge ?? .seconds(Int64.max / 2_000_000_000)) >= options.clockMaxAge {
+            do throws(EndpointError) {
+                _ = try await endpoint.time()
+            } catch {
+                logger.debug("no clock sample from the endpoint", metadata: ["error": "\(error)"])
+            }
+        }
+        if clock.isCalibrated {
+            await saveCalibration()
+        } else {
+            logger.notice("clock not calibrated against the endpoint yet; stamping changes with local time")
+        }
+    }
+
+    /// Keeps the estimate fresh when no traffic does: sleeps until it turns `clockMaxAge` old
+    /// (no polling in between), then asks `/api/time`.
+    func keepClockCalibrated() async {
+        while !stopRequested {
+            let age = clock.estimateAge ?? options.clockMaxAge
+            let wait = max(options.clockMaxAge - age, .seconds(1))
+            await calibratorWake.wait(timeout: wait)
+            if stopRequested { return }
+            if (clock.estimateAge ?? options.clockMaxAge) >= options.clockMaxAge {
+                _ = try? await endpoint.time()
+                await saveCalibration()
+            }
+        }
+    }
+
+    func saveCalibration() async {
+        guard let snapshot = clock.snapshot() else { return }
+        try? await index.write { try $0.setMeta("clock", snapshot.encoded()) }
     }
 
     /// Test seam: stop reading inotify events so the kernel queue overflows (see DirectoryWatcher).
@@ -120,8 +173,10 @@ public actor Agent {
 
     /// One full reconcile and push; `complete` only when every valid document is on the server.
     public func syncOnce() async throws -> SyncReport {
+        await calibrateClock()
         let summary = try await scanner.fullScan()
         let failure = await pusher.drain()
+        await saveCalibration()
         let counts = try await index.read { try $0.statusCounts() }
         return SyncReport(scan: summary, pending: counts.pending, invalid: counts.invalid, rejected: counts.rejected, failure: failure)
     }

@@ -1,3 +1,4 @@
+import DocsyncClock
 import DocsyncIndex
 import DocsyncModel
 
@@ -10,6 +11,8 @@ public struct AgentStatus: Sendable {
     public var paused: String?
     public var invalidFiles: [(path: String, reason: String)]
     public var rejected: [(id: String, path: String?, reason: String)]
+    /// The last stored clock calibration (`nil`: never calibrated, changes carry local time).
+    public var clock: Calibration?
 
     public static func read(root: String) async throws -> AgentStatus {
         let index = try Index.open(root: root)
@@ -21,7 +24,8 @@ public struct AgentStatus: Sendable {
                 lastError: try tx.meta("last_error") ?? tx.lastOutboxError(),
                 paused: try tx.meta("paused"),
                 invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
-                rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) })
+                rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) },
+                clock: try tx.meta("clock").flatMap(Calibration.decode))
         }
     }
 
@@ -42,9 +46,25 @@ public struct AgentStatus: Sendable {
             ("last_error", str(lastError)),
             ("paused", str(paused)),
             ("invalid_files", .array(invalidFiles.map { .object(JSONObject([("path", .string($0.path)), ("reason", .string($0.reason))])) })),
+            ("clock", clockJSON),
             ("rejected_documents", .array(rejected.map {
                 .object(JSONObject([("id", .string($0.id)), ("path", str($0.path)), ("reason", .string($0.reason))]))
             })),
+        ].map { (key: $0.0, value: $0.1) }))
+    }
+
+    /// Server minus local wall clock, ms, for a calibration made on this boot.
+    var clockOffsetMs: Double? {
+        guard let clock, clock.bootID == Calibration.currentBootID() else { return nil }
+        let seam = SystemClockSeam()
+        return Double(clock.offset + seam.bootNanoseconds() - seam.wallNanoseconds()) / 1_000_000
+    }
+
+    var clockJSON: JSONValue {
+        guard let clock, let offset = clockOffsetMs else { return .object(JSONObject([(key: "calibrated", value: false)])) }
+        return .object(JSONObject([
+            ("calibrated", true), ("offset_ms", .number(String(offset))), ("bound_ms", .number(String(Double(clock.bound) / 1_000_000))),
+            ("source", .string(clock.source.rawValue)),
         ].map { (key: $0.0, value: $0.1) }))
     }
 
@@ -58,6 +78,11 @@ public struct AgentStatus: Sendable {
             lines.append(line)
         }
         if let lastError, counts.pending > 0 { lines.append("last error: \(lastError)") }
+        if let clock, let offset = clockOffsetMs {
+            lines.append("clock: server \(offset >= 0 ? "+" : "")\(format3(offset)) ms from local, ±\(format3(Double(clock.bound) / 1_000_000)) ms (\(clock.source.rawValue))")
+        } else {
+            lines.append("clock: not calibrated (changes stamped with local time)")
+        }
         if !invalidFiles.isEmpty {
             lines.append("invalid files:")
             lines += invalidFiles.map { "  \($0.path): \($0.reason)" }

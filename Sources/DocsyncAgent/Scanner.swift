@@ -57,7 +57,7 @@ struct Scanner: Sendable {
 
     /// Reconciles the whole tree with the index.
     func fullScan() async throws -> ScanSummary {
-        let found = walker.walk().filter { DocumentRules.isDocumentName(lastComponent($0.path)) }
+        let found = walker.walk(removeStaleTemporaries: true).filter { DocumentRules.isDocumentName(lastComponent($0.path)) }
         let known = try await index.read { try $0.allFileStats() }
         var vanished = Set(known.keys)
         var seen: [Seen] = []

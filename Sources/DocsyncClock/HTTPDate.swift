@@ -6,15 +6,12 @@ public enum HTTPDate {
 
     public static func parse(_ text: String) -> Int64? {
         let tokens = text.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
-        if tokens.count == 5, tokens[4] == "GMT" {
+        if tokens.count == 4, tokens[3] == "GMT" {
             let dateParts = tokens[1].split(separator: "-").map(String.init)
-            if dateParts.count == 3 {
-                // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT. Two-digit years within 50 years of now
-                // per RFC 7231: 00-69 → 20xx, 70-99 → 19xx.
-                guard let yy = Int64(dateParts[2]), dateParts[2].count == 2 else { return nil }
-                return make(year: yy < 70 ? 2000 + yy : 1900 + yy, month: dateParts[1], day: dateParts[0], time: tokens[2])
-            }
-            return nil
+            // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT. Two-digit years per RFC 7231's rule of
+            // thumb for this century: 00-69 → 20xx, 70-99 → 19xx.
+            guard dateParts.count == 3, dateParts[2].count == 2, let yy = Int64(dateParts[2]) else { return nil }
+            return make(year: yy < 70 ? 2000 + yy : 1900 + yy, month: dateParts[1], day: dateParts[0], time: tokens[2])
         }
         if tokens.count == 6, tokens[5] == "GMT" {
             // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT

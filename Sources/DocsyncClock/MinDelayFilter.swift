@@ -4,16 +4,16 @@
 /// the tightest bound (δ/2); slow samples are dominated, never averaged in. The bound grows with
 /// the sample's age by the worst drift a quartz clock shows (`driftPPM`).
 ///
-/// Outliers: implausible samples are dropped; a sample whose interval `offset ± bound` does not
-/// overlap the best sample's is not believed unless a majority of the window agrees with it (a
-/// server whose clock was stepped is followed once its new time is confirmed).
+/// Outliers: implausible samples are dropped, and only the largest group of mutually consistent
+/// samples (overlapping `offset ± bound` intervals) is considered, so a sample from a lying or
+/// stepped server clock is ignored until most of the window agrees with it.
 public struct MinDelayFilter: ClockEstimator {
     public var window: Int
     public var maxAgeNanoseconds: Int64
     public var driftPPM: Int64
     private var samples: [ClockSample] = []
 
-    public init(window: Int = 8, maxAge: Duration = .seconds(3600), driftPPM: Int64 = 15) {
+    public init(window: Int = 16, maxAge: Duration = .seconds(3600), driftPPM: Int64 = 15) {
         self.window = window
         self.maxAgeNanoseconds = maxAge.components.seconds * 1_000_000_000
         self.driftPPM = driftPPM
@@ -34,17 +34,16 @@ public struct MinDelayFilter: ClockEstimator {
 
     public func estimate(at bootNow: Int64) -> ClockEstimate? {
         let recent = samples.filter { bootNow - $0.receivedAt <= maxAgeNanoseconds }
-        guard let best = recent.min(by: { $0.delay < $1.delay }) else { return nil }
-        // The chosen sample must be consistent with most of the window; if most samples disagree
-        // with it (its interval misses theirs), the server's clock moved: use the newest majority.
-        let agreeing = recent.filter { overlaps($0, best) }
-        let chosen: ClockSample
-        if agreeing.count * 2 >= recent.count {
-            chosen = best
-        } else {
-            let newest = recent.last!
-            chosen = recent.filter { overlaps($0, newest) }.min(by: { $0.delay < $1.delay }) ?? newest
+        guard !recent.isEmpty else { return nil }
+        // Every honest sample's interval `offset ± bound` holds the true offset, so honest samples
+        // overlap one another. Keep the largest group that does (a lying or stepped minority is
+        // left out; a step confirmed by the majority wins), then its quickest sample.
+        var cluster: [ClockSample] = []
+        for candidate in recent {
+            let group = recent.filter { overlaps($0, candidate) }
+            if group.count > cluster.count { cluster = group }
         }
+        let chosen = cluster.min { $0.delay < $1.delay }!
         let age = max(0, bootNow - chosen.receivedAt)
         return ClockEstimate(
             offset: chosen.offset,

@@ -34,6 +34,8 @@ public final class ServerClock: Sendable {
         var filter: MinDelayFilter = MinDelayFilter()
         var ema: EMAEstimator = EMAEstimator()
         var method: Method
+        /// A calibration restored from the index, used until the first fresh sample.
+        var prior: Calibration?
         /// Wall minus boot when last looked at: a jump means the wall clock was stepped.
         var wallMinusBoot: Int64?
     }
@@ -69,18 +71,48 @@ public final class ServerClock: Sendable {
         state.withLock {
             $0.filter.reset()
             $0.ema.reset()
+            $0.prior = nil
         }
+    }
+
+    /// Adopts a stored calibration if it was made on this boot (else ignores it, returning false).
+    @discardableResult
+    public func restore(_ calibration: Calibration, bootID: String? = Calibration.currentBootID()) -> Bool {
+        guard calibration.bootID == bootID, calibration.sampledAt <= seam.bootNanoseconds() else { return false }
+        state.withLock { $0.prior = calibration }
+        return true
     }
 
     /// The current estimate, or `nil` while uncalibrated.
     public var estimate: ClockEstimate? {
         let boot = seam.bootNanoseconds()
         return state.withLock { s in
-            switch s.method {
+            let fresh: ClockEstimate? = switch s.method {
             case .minDelay: s.filter.estimate(at: boot)
             case .ema: s.ema.estimate(at: boot)
             }
+            if let fresh { return fresh }
+            guard let p = s.prior else { return nil }
+            let age = max(0, boot - p.sampledAt)
+            return ClockEstimate(
+                offset: p.offset, bound: p.bound + age / 1_000_000 * s.filter.driftPPM, minDelay: p.minDelay,
+                samples: p.samples, source: p.source, sampledAt: p.sampledAt)
         }
+    }
+
+    /// The bound of the sample behind the estimate, without drift (for storing).
+    var sampleBound: Int64? {
+        let boot = seam.bootNanoseconds()
+        return state.withLock { s in
+            guard let e = s.filter.estimate(at: boot) else { return s.prior?.bound }
+            return e.bound - max(0, boot - e.sampledAt) / 1_000_000 * s.filter.driftPPM
+        }
+    }
+
+    /// How old the estimate's sample is, or `nil` while uncalibrated.
+    public var estimateAge: Duration? {
+        guard let e = estimate else { return nil }
+        return .nanoseconds(max(0, seam.bootNanoseconds() - e.sampledAt))
     }
 
     public var isCalibrated: Bool { estimate != nil }

@@ -29,6 +29,18 @@ public final class FaultProxy: Sendable {
     private let log = Mutex<[(method: String, path: String, at: ContinuousClock.Instant, fault: Fault)]>([])
     private let running = Mutex<(group: ServiceGroup, task: Task<Void, any Error>)?>(nil)
     private let boundPort = Mutex(0)
+    private let latency = Mutex<(@Sendable () -> (request: Duration, reply: Duration))?>(nil)
+    private let stripSync = Mutex(false)
+
+    /// Adds delay to every request (before forwarding) and reply (after the server answered):
+    /// a slow, asymmetric network path for clock tests.
+    public func setLatency(_ f: (@Sendable () -> (request: Duration, reply: Duration))?) { latency.withLock { $0 = f } }
+
+    /// Drops `X-Sync-UTC`/`X-Sync-Duration` from replies: an endpoint that only sends `Date`.
+    public func setStripSyncHeaders(_ value: Bool) { stripSync.withLock { $0 = value } }
+
+    func currentLatency() -> (request: Duration, reply: Duration)? { latency.withLock { $0 }?() }
+    var stripsSyncHeaders: Bool { stripSync.withLock { $0 } }
     public var port: Int { boundPort.withLock { $0 } }
 
     public init(upstream: String) { self.upstream = upstream }
@@ -90,6 +102,18 @@ struct ProxyMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var request = request
         let body = try await request.collectBody(upTo: 1 << 30)
+        let delays = proxy.currentLatency()
+        if let delays { try await Task.sleep(for: delays.request) }
+        var response = try await respond(request, body: body)
+        if proxy.stripsSyncHeaders {
+            response.headers[HTTPField.Name("X-Sync-UTC")!] = nil
+            response.headers[HTTPField.Name("X-Sync-Duration")!] = nil
+        }
+        if let delays { try await Task.sleep(for: delays.reply) }
+        return response
+    }
+
+    func respond(_ request: Request, body: ByteBuffer) async throws -> Response {
         let fault = proxy.next(method: request.method.rawValue, path: request.uri.path, body: String(buffer: body))
         switch fault {
         case .status(let code, let message, let retryAfter):
@@ -128,3 +152,4 @@ struct ProxyMiddleware: RouterMiddleware {
         return Response(status: .init(code: Int(reply.status.code)), headers: headers, body: .init(byteBuffer: bytes))
     }
 }
+

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import DocsyncModel
+import Foundation
 
 /// What a stat call tells the scanner about one entry.
 public struct EntryInfo: Sendable, Hashable {
@@ -98,6 +99,15 @@ public enum FileSystem {
         close(fd)
         guard rename(temp, path) == 0 else { throw FileSystemError("rename", path: path) }
         ok = true
+    }
+
+    /// Whether `name` is a temp file of ``atomicWrite(_:to:mode:)`` whose writer is gone (killed
+    /// between writing and renaming): `.<name>.docsync-<pid>-<random>.tmp` with no such process.
+    public static func isStaleTemporary(_ name: String) -> Bool {
+        guard name.hasPrefix("."), name.hasSuffix(".tmp"), let marker = name.range(of: ".docsync-", options: .backwards) else { return false }
+        let rest = name[marker.upperBound...].dropLast(4)
+        guard let pid = rest.split(separator: "-").first.flatMap({ Int32($0) }) else { return false }
+        return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
     }
 
     /// Creates `path` and its parents (like `mkdir -p`).

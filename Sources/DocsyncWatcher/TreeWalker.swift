@@ -25,13 +25,17 @@ public struct TreeWalker: Sendable {
 
     /// Every regular, non-ignored file at or below `relative`, and (through `onDirectory`) every
     /// folder, parents before children.
-    public func walk(_ relative: String = "", onDirectory: (String) -> Void = { _ in }) -> [Found] {
+    public func walk(_ relative: String = "", removeStaleTemporaries: Bool = false, onDirectory: (String) -> Void = { _ in }) -> [Found] {
         var files: [Found] = []
         var stack = [relative]
         while let dir = stack.popLast() {
             onDirectory(dir)
             guard let entries = FileSystem.list(absolute(dir)) else { continue }
-            for entry in entries where !DocumentRules.isIgnoredName(entry.name) {
+            for entry in entries {
+                if DocumentRules.isIgnoredName(entry.name) {
+                    if removeStaleTemporaries, FileSystem.isStaleTemporary(entry.name) { unlink(absolute(dir.isEmpty ? entry.name : dir + "/" + entry.name)) }
+                    continue
+                }
                 let rel = dir.isEmpty ? entry.name : dir + "/" + entry.name
                 if entry.type == UInt8(DT_DIR) {
                     stack.append(rel)

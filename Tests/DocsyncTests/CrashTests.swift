@@ -99,6 +99,8 @@ import Testing
         let tombstoneCount = onServer.values.filter { $0["deleted_at"] != nil }.count
         #expect(onServer.count == inFolder.count + tombstoneCount, "seed \(seed): no document created twice")
         #expect(inFolder.count == model.files.count, "every file is a valid document with an id")
+        let leftovers = FileManager.default.enumerator(atPath: docs.path)?.compactMap { $0 as? String }.filter { $0.contains(".docsync-") && $0.hasSuffix(".tmp") } ?? []
+        #expect(leftovers.isEmpty, "no temp file of an interrupted id write is left behind: \(leftovers)")
         await final.stop()
         #expect(final.process.terminationStatus == 0)
         await server.stop()

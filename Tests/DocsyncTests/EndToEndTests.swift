@@ -109,6 +109,7 @@ import Testing
         #expect(status["pending"] == .number("5"))
         #expect(status["last_error"]?.string?.contains("unreachable") == true)
         #expect(status["offline_since"]?.string != nil)
+        #expect(status["next_retry_in_s"] != .null)
         let (code2, out2, err2) = try await runDocsync(["sync", s.docs.path, "--endpoint", s.url, "--token-file", s.tokenFile], logDirectory: s.work.path)
         #expect(code2 == 0, "\(out2) \(err2)")
         #expect(out2.contains("in sync"))

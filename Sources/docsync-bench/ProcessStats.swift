@@ -1,0 +1,47 @@
+import Foundation
+
+/// What `/proc` says about a process: CPU time, peak memory, bytes read, wakeups.
+struct ProcessStats {
+    var cpuSeconds: Double
+    var peakRSSBytes: Int
+    /// Bytes the process asked `read(2)` for (`rchar`): files, sockets and the index alike.
+    var readBytes: Int
+    /// Voluntary context switches over all threads: how often it went to sleep and woke again.
+    var wakeups: Int
+
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    static func read(pid: Int32) -> ProcessStats? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command name: state is field 3, utime 14 and stime 15 (1-based, whole line).
+        guard fields.count > 13, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+        let io = (try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)) ?? ""
+        let rchar = io.split(separator: "\n").first { $0.hasPrefix("rchar:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) } ?? 0
+        var wakeups = 0
+        if let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") {
+            for task in tasks {
+                let s = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+                wakeups += s.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+                    .flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
+            }
+        }
+        return ProcessStats(cpuSeconds: (utime + stime) / ticksPerSecond, peakRSSBytes: hwm * 1024, readBytes: rchar, wakeups: wakeups)
+    }
+}
+
+/// Nanoseconds on the monotonic clock.
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    let rank = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))
+    return sorted[rank]
+}
