@@ -40,10 +40,13 @@ public final class ServerClock: Sendable {
         var wallMinusBoot: Int64?
     }
 
-    public init(seam: any ClockSeam = SystemClockSeam(), method: Method = .minDelay, logger: Logger? = nil) {
+    /// - Parameter window: how many recent samples the min-delay filter chooses from.
+    public init(seam: any ClockSeam = SystemClockSeam(), method: Method = .minDelay, window: Int = 16, logger: Logger? = nil) {
         self.seam = seam
         self.logger = logger
-        self.state = Mutex(State(method: method))
+        var state = State(method: method)
+        state.filter.window = window
+        self.state = Mutex(state)
     }
 
     /// Feeds one sample.

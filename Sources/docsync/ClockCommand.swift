@@ -26,7 +26,7 @@ struct ClockCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let clock = ServerClock(method: method)
+        let clock = ServerClock(method: method, window: max(16, samples))
         let client = makeHTTPClient()
         let api = PingPongEndpoint(baseURL: endpoint.endpoint, token: try endpoint.token(), client: client, clock: clock)
         var failure: EndpointError?

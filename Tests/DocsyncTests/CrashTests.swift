@@ -9,6 +9,7 @@ import Testing
 ///
 /// 25 rounds by default (CI); `DOCSYNC_CRASH_ROUNDS=500` for a long local run,
 /// `DOCSYNC_CRASH_SEED=<n>` to replay one.
+extension HeavySuites {
 @Suite(.serialized) struct CrashTests {
     struct Model {
         var rng: SeededGenerator
@@ -136,6 +137,7 @@ import Testing
             }
         }
     }
+}
 }
 
 /// SplitMix64: small, fast, and the same sequence for the same seed everywhere.

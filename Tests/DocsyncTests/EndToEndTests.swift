@@ -5,6 +5,7 @@ import Testing
 
 /// The built `docsync` binary, as a user runs it: `serve` on port 0 and `watch` on a temp folder,
 /// as separate processes talking HTTP over loopback.
+extension HeavySuites {
 @Suite(.serialized) struct EndToEndTests {
     struct Setup {
         let work: TempFolder
@@ -147,4 +148,5 @@ import Testing
         await up.stop()
         #expect(up.process.terminationStatus == 0, "\(up.stderr)")
     }
+}
 }

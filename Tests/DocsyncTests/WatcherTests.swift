@@ -6,7 +6,8 @@ import Testing
 
 /// Real inotify on real temp folders, with the agent and the reference endpoint in this process:
 /// each case ends with the index and the server in the state a user expects.
-@Suite struct WatcherTests {
+extension HeavySuites {
+@Suite(.serialized) struct WatcherTests {
     /// Runs `body` with a server and an agent watching a fresh folder (after `prepare`).
     func withAgent(prepare: (TempFolder) throws -> Void = { _ in }, _ body: (TempFolder, TestAgent, TestServer) async throws -> Void) async throws {
         let server = try await TestServer.start()
@@ -179,4 +180,5 @@ import Testing
             #expect(docs.count == count)
         }
     }
+}
 }
