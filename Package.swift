@@ -70,6 +70,7 @@ let package = Package(
         ]),
         .executableTarget(name: "docsync-bench", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncTestSupport",
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

@@ -99,7 +99,10 @@ public actor Agent {
         let summary = try await scanner.fullScan()
         logger.info(
             "watching \(options.root)",
-            metadata: ["scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)", "scan.unchanged": "\(summary.unchanged)", "scan.invalid": "\(summary.invalid)"])
+            metadata: [
+                "scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)", "scan.unchanged": "\(summary.unchanged)",
+                "scan.invalid": "\(summary.invalid)", "scan.bytes_read": "\(summary.bytesRead)",
+            ])
         pusher.wake()
         for await batch in batches {
             do {

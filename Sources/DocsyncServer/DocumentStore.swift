@@ -42,7 +42,8 @@ public struct DocumentStore: Sendable {
                     seq INTEGER NOT NULL,        -- global change sequence of the latest write
                     updated_at INTEGER NOT NULL, -- Unix ms
                     deleted_at INTEGER,          -- Unix ms, NULL while live
-                    created_at INTEGER NOT NULL
+                    created_at INTEGER NOT NULL,
+                    stored_at INTEGER NOT NULL   -- Unix ns of the latest write (for latency measurements)
                 );
                 CREATE INDEX document_type ON document(doc_type, id);
                 CREATE UNIQUE INDEX document_seq ON document(seq);
@@ -103,13 +104,67 @@ public struct DocumentStore: Sendable {
         let body = JSONWriter.string(.object(object))
         try db.execute(
             sql: """
-                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev,
-                    seq = excluded.seq, updated_at = excluded.updated_at, deleted_at = excluded.deleted_at
+                    seq = excluded.seq, updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
+                    stored_at = excluded.stored_at
                 """,
-            arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now])
+            arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now, storedAtNanoseconds()])
         return object
+    }
+
+    /// The outcome of one `/api/sync` call.
+    public struct SyncOutcome: Sendable {
+        /// Stored versions of the documents the request sent.
+        public var stored: [JSONObject] = []
+        public var errors: [JSONObject] = []
+        /// Documents changed since the cursor that the request did not send itself.
+        public var changes: [String] = []
+        public var cursor: Int64 = 0
+        /// More changes wait beyond `cursor` (ask again).
+        public var more = false
+    }
+
+    /// sync-rails' batch call: upserts every document (each may carry `rev`, the revision it was
+    /// based on), then lists what changed since `since`, all in one transaction so the cursor
+    /// never skips a concurrent write.
+    public func sync(since: Int64, documents: [JSONValue], now: Int64, limit: Int) async throws -> SyncOutcome {
+        try await writer.write { db in
+            var outcome = SyncOutcome()
+            var sent = Set<String>()
+            for value in documents {
+                let id = value.object?["id"]?.string
+                do {
+                    let object = try Self.validate(value, requireID: true)
+                    var base: Int64?
+                    if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
+                    sent.insert(id!)
+                    outcome.stored.append(try Self.put(object, now: now, ifMatch: base, mustCreate: false, db: db))
+                } catch let error as StoreError {
+                    var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
+                    if let current = error.current { entry["current"] = current }
+                    outcome.errors.append(entry)
+                }
+            }
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, body, seq FROM document WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit + 1])
+            outcome.more = rows.count > limit
+            for row in rows.prefix(limit) where !sent.contains(row["id"] as String) {
+                outcome.changes.append(row["body"])
+            }
+            if outcome.more {
+                outcome.cursor = rows[limit - 1]["seq"]
+            } else {
+                outcome.cursor = max(since, try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM document") ?? 0)
+            }
+            return outcome
+        }
+    }
+
+    /// The latest change sequence.
+    public func latestSeq() async throws -> Int64 {
+        try await writer.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM document") ?? 0 }
     }
 
     /// Marks a document deleted (a tombstone: the document is kept with `deleted_at`).
@@ -143,8 +198,14 @@ public struct DocumentStore: Sendable {
         }
     }
 
-    public func count() async throws -> Int {
-        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM document") ?? 0 }
+    /// Counts for `/api/stats`: all documents, tombstones, and the latest change sequence.
+    public func stats() async throws -> (documents: Int, tombstones: Int, seq: Int64) {
+        try await writer.read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COUNT(*) AS n, COUNT(deleted_at) AS t, COALESCE(MAX(seq), 0) AS s FROM document
+                """)!
+            return (row["n"], row["t"], row["s"])
+        }
     }
 
     /// A client stamp the store accepts: a well-formed RFC 3339 time no later than `now` (+2 s for
@@ -158,4 +219,11 @@ public struct DocumentStore: Sendable {
         guard let body: String = row?["body"] else { return nil }
         return try JSONParser.parse(body)
     }
+}
+
+/// The real clock's Unix nanoseconds: when a write was stored, for measuring sync latency.
+func storedAtNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }

@@ -15,6 +15,8 @@ import NIOCore
 /// | `GET /api/document/{id}` | one document |
 /// | `GET /api/document/type/{docType}` | all of a type, tombstones unless `?deleted=false` |
 /// | `GET /api/time` | ServerSync's `{"SyncUTC", "SyncDuration"}` |
+/// | `GET /api/stats` | `{"documents", "tombstones", "seq"}` |
+/// | `POST /api/sync` | batch upsert + changes since a cursor (sync-rails' shape), optional long poll |
 ///
 /// Replies are `{"data": …}`; errors `{"error": "…"}`. Every request needs
 /// `Authorization: Token token=…`; every reply carries `X-Sync-UTC`, `X-Sync-Duration` and `Date`.
@@ -38,6 +40,7 @@ public struct ReferenceServer: Sendable {
 
     public let configuration: Configuration
     public let store: DocumentStore
+    let feed = ChangeFeed()
     let wallClock: @Sendable () -> Int64
 
     /// - Parameter wallClock: the server's UTC in Unix nanoseconds (tests skew it).
@@ -68,6 +71,7 @@ public struct ReferenceServer: Sendable {
 
     func addRoutes(to router: Router<BasicRequestContext>) {
         let store = self.store
+        let feed = self.feed
         let limit = configuration.maxDocumentBytes + 4096
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
 
@@ -81,7 +85,9 @@ public struct ReferenceServer: Sendable {
                     }
                     ifMatch = rev
                 }
-                return .object(try await store.put(object, now: now(), ifMatch: ifMatch))
+                let stored = try await store.put(object, now: now(), ifMatch: ifMatch)
+                feed.published(try await store.latestSeq())
+                return .object(stored)
             }
         }
         router.post("/api/document") { request, context in
@@ -90,7 +96,9 @@ public struct ReferenceServer: Sendable {
                 if object["id"] == nil {
                     object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
                 }
-                return .object(try await store.put(object, now: now(), mustCreate: true))
+                let stored = try await store.put(object, now: now(), mustCreate: true)
+                feed.published(try await store.latestSeq())
+                return .object(stored)
             }
         }
         router.delete("/api/document") { request, context in
@@ -98,7 +106,9 @@ public struct ReferenceServer: Sendable {
                 guard case .object(let o) = try await Self.json(request, context, limit: limit),
                       let id = o["id"]?.string, let docType = o["docType"]?.string
                 else { throw StoreError(400, "DELETE needs a body {\"id\": …, \"docType\": …}") }
-                return .object(try await store.delete(id: id, docType: docType, now: now()))
+                let stored = try await store.delete(id: id, docType: docType, now: now())
+                feed.published(try await store.latestSeq())
+                return .object(stored)
             }
         }
         router.get("/api/document/type/{docType}") { request, context in
@@ -123,6 +133,61 @@ public struct ReferenceServer: Sendable {
                 let id = context.parameters.get("id") ?? ""
                 guard let doc = try await store.get(id: id) else { throw StoreError(404, "no document with id \(id)") }
                 return doc
+            }
+        }
+        router.post("/api/sync") { request, context in
+            do {
+                guard case .object(let body) = try await Self.json(request, context, limit: 256 << 20) else {
+                    throw StoreError(400, "the body must be {\"since\": <cursor>, \"documents\": [...]}")
+                }
+                var since: Int64 = 0
+                if let s = body["since"], !s.isNull {
+                    guard case .number(let n) = s, let v = Int64(n), v >= 0 else { throw StoreError(400, "\"since\" must be a cursor from an earlier reply (or 0)") }
+                    since = v
+                }
+                var documents: [JSONValue] = []
+                if let d = body["documents"] {
+                    guard case .array(let list) = d else { throw StoreError(400, "\"documents\" must be an array") }
+                    documents = list
+                }
+                var wait: Duration = .zero
+                if case .number(let w)? = body["wait"], let seconds = Double(w) { wait = .milliseconds(Int64(min(max(seconds, 0), 60) * 1000)) }
+                let pageSize = 1000
+                var outcome = try await store.sync(since: since, documents: documents, now: now(), limit: pageSize)
+                if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
+                if documents.isEmpty && outcome.changes.isEmpty && !outcome.more && wait > .zero {
+                    // Long poll: hold the request until something changes (or the wait ends).
+                    await feed.wait(after: outcome.cursor, timeout: wait)
+                    outcome = try await store.sync(since: since, documents: [], now: now(), limit: pageSize)
+                }
+                var buffer = ByteBuffer(string: "{\"documents\":{\"success\":[")
+                var first = true
+                for doc in outcome.stored {
+                    if !first { buffer.writeString(",") }
+                    first = false
+                    buffer.writeBytes(JSONWriter.bytes(.object(doc)))
+                }
+                for text in outcome.changes {
+                    if !first { buffer.writeString(",") }
+                    first = false
+                    buffer.writeString(text)
+                }
+                buffer.writeString("],\"error\":")
+                buffer.writeBytes(JSONWriter.bytes(.array(outcome.errors.map { .object($0) })))
+                buffer.writeString("},\"cursor\":\(outcome.cursor),\"more\":\(outcome.more)}")
+                return Self.response(.ok, buffer)
+            } catch {
+                return Self.errorResponse(error)
+            }
+        }
+        router.get("/api/stats") { _, _ in
+            try await Self.respond {
+                let s = try await store.stats()
+                var object = JSONObject()
+                object["documents"] = .number(String(s.documents))
+                object["tombstones"] = .number(String(s.tombstones))
+                object["seq"] = .number(String(s.seq))
+                return .object(object)
             }
         }
         router.get("/api/time") { _, _ in

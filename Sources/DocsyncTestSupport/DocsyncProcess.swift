@@ -22,15 +22,17 @@ public final class DocsyncProcess: @unchecked Sendable {
         return me.deletingLastPathComponent().appendingPathComponent("docsync").path
     }
 
-    public init(_ arguments: [String], environment: [String: String] = [:], logDirectory: String, name: String, prefix: [String] = []) throws {
+    /// Runs `docsync arguments`, behind `prefix` (e.g. setpriv) when given.
+    public convenience init(_ arguments: [String], environment: [String: String] = [:], logDirectory: String, name: String, prefix: [String] = []) throws {
+        let command = prefix + [Self.binary] + arguments
+        try self.init(executable: command[0], arguments: Array(command.dropFirst()), environment: environment, logDirectory: logDirectory, name: name)
+    }
+
+    /// Runs any executable the same way (the benchmark's baselines).
+    public init(executable: String, arguments: [String], environment: [String: String] = [:], logDirectory: String, name: String) throws {
         process = Process()
-        if prefix.isEmpty {
-            process.executableURL = URL(fileURLWithPath: Self.binary)
-            process.arguments = arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: prefix[0])
-            process.arguments = Array(prefix.dropFirst()) + [Self.binary] + arguments
-        }
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["DOCSYNC_TOKEN"] = nil
         for (k, v) in environment { env[k] = v }

@@ -1,0 +1,215 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DocsyncClock
+import DocsyncTestSupport
+import Foundation
+import GRDB
+import NIOCore
+
+/// Measures docsync against what a user would write instead, in one run on loopback: the real
+/// `docsync serve` and `docsync watch` as processes, the `inotifywait` + `curl` loop, and the
+/// server's own ingest limit (the same documents PUT straight from an in-process HTTP client).
+@main
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "docsync-bench",
+        abstract: "Benchmark docsync (release build) against an inotifywait+curl loop and the server's raw ingest limit.")
+
+    @Option(help: "Documents in the initial import (about 1 KiB each).")
+    var docs = 10_000
+
+    @Option(help: "Single-document saves in the latency run.")
+    var saves = 1_000
+
+    @Option(help: "Saves per second in the latency run.")
+    var rate = 20
+
+    @Option(help: "Seconds the idle agent is observed.")
+    var idleSeconds = 60
+
+    @Option(help: "Documents the inotifywait+curl loop imports (it is slow; its rate is what is compared).")
+    var baselineDocs = 2_000
+
+    @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
+    var quick = false
+
+    @Option(help: "Also write the results as JSON to this file.")
+    var json: String?
+
+    mutating func validate() throws {
+        if quick {
+            docs = 1_000
+            saves = 100
+            idleSeconds = 5
+            baselineDocs = 200
+        }
+        guard docs > saves else { throw ValidationError("--docs must exceed --saves (saves edit imported documents)") }
+        guard FileManager.default.isExecutableFile(atPath: DocsyncProcess.binary) else {
+            throw ValidationError("no docsync binary next to the benchmark (\(DocsyncProcess.binary)); build with `swift build -c release`")
+        }
+    }
+
+    func run() async throws {
+        let work = try TempFolder("bench")
+        defer { work.remove() }
+        var results = Results()
+        results.machine = Results.describeMachine()
+        let token = UUID().uuidString
+        try work.write("token", token + "\n")
+        try work.write("curl-headers", "Authorization: Token token=\(token)\n")
+        let server = try DocsyncProcess(
+            ["serve", "--data", work.file("server"), "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
+            logDirectory: work.path, name: "serve")
+        let url = try await server.firstLine()
+        let api = APIClient(baseURL: url, token: token)
+        defer { server.signal(SIGKILL) }
+
+        // 1. Initial import.
+        log("generating \(docs) documents")
+        let docsDir = work.file("docs")
+        for i in 0..<docs { try write(document(i, prefix: "d", type: "bench"), to: "\(docsDir)/import/g\(i / 100)/d\(i).json") }
+        let serverBefore = ProcessStats.read(pid: server.pid)!
+        let start = now()
+        var agent = try DocsyncProcess(["watch", docsDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch")
+        try await waitForDocuments(api, atLeast: docs, process: agent)
+        results.importSeconds = seconds(since: start)
+        let agentStats = ProcessStats.read(pid: agent.pid)!
+        let serverStats = ProcessStats.read(pid: server.pid)!
+        results.agentCPU = agentStats.cpuSeconds
+        results.serverCPU = serverStats.cpuSeconds - serverBefore.cpuSeconds
+        results.agentRSS = agentStats.peakRSSBytes
+        log("import: \(docs) in \(fmt(results.importSeconds)) s")
+
+        // 2. Steady-state latency.
+        results.latency = try await measureLatency(prefix: "d", dir: "\(docsDir)/import", api: api, server: work.file("server"))
+        log("latency p50 \(fmt(percentile(results.latency, 50))) ms")
+
+        // 3. Restart rescan of the unchanged tree.
+        await agent.stop()
+        let restart = now()
+        agent = try DocsyncProcess(["watch", docsDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch2")
+        while !agent.stderr.contains("watching") {
+            guard agent.isRunning else { throw ProcessFailure("agent exited: \(agent.stderr)") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        results.rescanSeconds = seconds(since: restart)
+        results.rescanContentBytes = Int(agent.stderr.split(separator: " ").first { $0.hasPrefix("scan.bytes_read=") }?.split(separator: "=").last ?? "") ?? -1
+        results.rescanReadBytes = ProcessStats.read(pid: agent.pid)?.readBytes ?? -1
+        log("rescan: \(fmt(results.rescanSeconds)) s")
+
+        // 4. Idle cost.
+        try await Task.sleep(for: .seconds(2))  // let the restart's own work finish
+        let idleBefore = ProcessStats.read(pid: agent.pid)!
+        try await Task.sleep(for: .seconds(idleSeconds))
+        let idleAfter = ProcessStats.read(pid: agent.pid)!
+        results.idleCPUmsPerMinute = (idleAfter.cpuSeconds - idleBefore.cpuSeconds) * 1000 * 60 / Double(idleSeconds)
+        results.idleWakeupsPerMinute = Double(idleAfter.wakeups - idleBefore.wakeups) * 60 / Double(idleSeconds)
+        await agent.stop()
+
+        // 5a. Baseline: the server's raw ingest limit, from an in-process client.
+        log("raw ingest")
+        let rawStart = now()
+        try await putAll(api: api, count: docs, concurrency: 16)
+        results.rawDocsPerSecond = Double(docs) / seconds(since: rawStart)
+
+        // 5b. Baseline: the inotifywait + curl loop.
+        log("inotifywait + curl baseline")
+        let baseDir = work.file("baseline")
+        for i in 0..<baselineDocs { try write(document(i, prefix: "b", type: "bench-base"), to: "\(baseDir)/import/g\(i / 100)/b\(i).json") }
+        let curl = "curl -s -o /dev/null -X PUT -H @\(work.file("curl-headers")) -H 'Content-Type: application/json' --data-binary @\"$f\" \(url)/api/document"
+        let loopStart = now()
+        let importLoop = try DocsyncProcess(
+            executable: "/bin/bash", arguments: ["-c", "find \(baseDir) -name '*.json' | while read -r f; do \(curl); done"],
+            logDirectory: work.path, name: "curl-import")
+        _ = await importLoop.wait(timeout: .seconds(3600))
+        results.baselineImportDocsPerSecond = Double(baselineDocs) / seconds(since: loopStart)
+        let watchLoop = try DocsyncProcess(
+            executable: "/usr/bin/setsid",
+            arguments: ["/bin/bash", "-c", "inotifywait -m -r -e close_write,moved_to --format '%w%f' \(baseDir) | while read -r f; do case \"$f\" in *.json) \(curl);; esac; done"],
+            logDirectory: work.path, name: "curl-watch")
+        while !watchLoop.stderr.contains("Watches established") { try await Task.sleep(for: .milliseconds(10)) }
+        results.baselineLatency = try await measureLatency(prefix: "b", dir: "\(baseDir)/import", api: api, server: work.file("server"), count: min(saves, baselineDocs))
+        kill(-watchLoop.pid, SIGTERM)
+
+        // Clock estimators on the same jittered samples.
+        results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)
+
+        let report = results.markdown(docs: docs, saves: saves, rate: rate, idleSeconds: idleSeconds, baselineDocs: baselineDocs)
+        print(report)
+        if let json { try Data(results.json(docs: docs).utf8).write(to: URL(fileURLWithPath: json)) }
+    }
+
+    // MARK: - Pieces
+
+    func log(_ s: String) { FileHandle.standardError.write(Data("docsync-bench: \(s)\n".utf8)) }
+
+    /// About 1 KiB of JSON with the shapes real records have.
+    func document(_ i: Int, prefix: String, type: String, edit: Int = 0) -> String {
+        let body = String(repeating: "lorem ipsum dolor sit amet ", count: 30)
+        return #"{"id":"\#(prefix)\#(i)","docType":"\#(type)","title":"Document \#(i)","n":\#(i),"edit":\#(edit),"price":\#(i).25,"tags":["a","b","c"],"body":"\#(body)"}"#
+    }
+
+    func write(_ text: String, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
+    func waitForDocuments(_ api: APIClient, atLeast count: Int, process: DocsyncProcess) async throws {
+        while true {
+            let stats = try await api.request("GET", "/api/stats")
+            if case .number(let n)? = stats.json?.object?["data"]?.object?["documents"], Int(n) ?? 0 >= count { return }
+            guard process.isRunning else { throw ProcessFailure("agent exited: \(process.stderr)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Saves `count` documents once each at `rate` per second; returns close-to-stored latencies (ms),
+    /// read from the server's own record of when each write was stored.
+    func measureLatency(prefix: String, dir: String, api: APIClient, server: String, count: Int? = nil) async throws -> [Double] {
+        let count = count ?? saves
+        var closedAt: [String: Int64] = [:]
+        let interval = 1.0 / Double(rate)
+        let start = now()
+        for i in 0..<count {
+            let due = start + UInt64(Double(i) * interval * 1e9)
+            if now() < due { try await Task.sleep(for: .nanoseconds(Int64(due - now()))) }
+            try write(document(i, prefix: prefix, type: prefix == "d" ? "bench" : "bench-base", edit: 1), to: "\(dir)/g\(i / 100)/\(prefix)\(i).json")
+            closedAt["\(prefix)\(i)"] = SystemClockSeam().wallNanoseconds()
+        }
+        let db = try DatabaseQueue(path: server + "/documents.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let deadline = now() + 60_000_000_000
+        var stored: [String: Int64] = [:]
+        while now() < deadline {
+            stored = try await db.read { db in
+                var out: [String: Int64] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT id, stored_at FROM document WHERE body LIKE '%\"edit\":1%' AND id LIKE ?", arguments: ["\(prefix)%"]) {
+                    out[row["id"]] = row["stored_at"]
+                }
+                return out
+            }
+            if stored.count >= count { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return closedAt.compactMap { id, closed in stored[id].map { Double($0 - closed) / 1e6 } }
+    }
+
+    func putAll(api: APIClient, count: Int, concurrency: Int) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = 0
+            func add() {
+                let i = next
+                next += 1
+                let body = document(i, prefix: "raw", type: "bench-raw")
+                group.addTask { _ = try await api.request("PUT", "/api/document", body: body) }
+            }
+            for _ in 0..<min(concurrency, count) { add() }
+            while try await group.next() != nil { if next < count { add() } }
+        }
+    }
+}
+
+func fmt(_ v: Double, _ digits: Int = 1) -> String {
+    guard v.isFinite else { return "n/a" }
+    return String(format: "%.\(digits)f", v)
+}

@@ -1,0 +1,123 @@
+import DocsyncClock
+import Foundation
+
+/// One run's figures, printed as Markdown and optionally written as JSON.
+struct Results {
+    var machine = ""
+    var importSeconds = 0.0
+    var agentCPU = 0.0
+    var serverCPU = 0.0
+    var agentRSS = 0
+    var latency: [Double] = []
+    var rescanSeconds = 0.0
+    var rescanContentBytes = 0
+    var rescanReadBytes = 0
+    var idleCPUmsPerMinute = 0.0
+    var idleWakeupsPerMinute = 0.0
+    var rawDocsPerSecond = 0.0
+    var baselineImportDocsPerSecond = 0.0
+    var baselineLatency: [Double] = []
+    var clock = ClockComparison()
+
+    static func describeMachine() -> String {
+        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?
+            .trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
+        let memory = ProcessInfo.processInfo.physicalMemory / (1 << 30)
+        return "\(ProcessInfo.processInfo.activeProcessorCount) cores (\(cpu)), \(memory) GiB"
+    }
+
+    func markdown(docs: Int, saves: Int, rate: Int, idleSeconds: Int, baselineDocs: Int) -> String {
+        let importRate = Double(docs) / importSeconds
+        func ms(_ v: [Double], _ p: Double) -> String { fmt(percentile(v, p)) }
+        let maxLatency = latency.max() ?? .nan
+        let baseMax = baselineLatency.max() ?? .nan
+        return """
+            ## docsync benchmark
+
+            Machine: \(machine). Loopback, release build, one run.
+
+            | measure | docsync | inotifywait + curl | server raw ingest | docsync / curl loop | docsync / raw |
+            |---|---:|---:|---:|---:|---:|
+            | initial import, docs/s (\(docs) docs of ~1 KiB; curl loop on \(baselineDocs)) | \(fmt(importRate, 0)) | \(fmt(baselineImportDocsPerSecond, 0)) | \(fmt(rawDocsPerSecond, 0)) | \(fmt(importRate / baselineImportDocsPerSecond))× | \(fmt(importRate / rawDocsPerSecond, 2))× |
+            | initial import, seconds | \(fmt(importSeconds, 2)) | | | | |
+            | import CPU seconds, agent / server | \(fmt(agentCPU, 2)) / \(fmt(serverCPU, 2)) | | | | |
+            | agent peak RSS | \(agentRSS >> 20) MiB | | | | |
+            | save → stored latency p50, ms (\(saves) saves at \(rate)/s) | \(ms(latency, 50)) | \(ms(baselineLatency, 50)) | | \(fmt(percentile(latency, 50) / percentile(baselineLatency, 50), 2))× | |
+            | latency p90, ms | \(ms(latency, 90)) | \(ms(baselineLatency, 90)) | | | |
+            | latency p99, ms | \(ms(latency, 99)) | \(ms(baselineLatency, 99)) | | | |
+            | latency max, ms | \(fmt(maxLatency)) | \(fmt(baseMax)) | | | |
+            | restart rescan of \(docs) unchanged files, s | \(fmt(rescanSeconds, 3)) | | | | |
+            | rescan: document bytes read / all bytes read (rchar) | \(rescanContentBytes) / \(rescanReadBytes) | | | | |
+            | idle CPU, ms per minute (observed \(idleSeconds) s) | \(fmt(idleCPUmsPerMinute, 2)) | | | | |
+            | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | | | |
+
+            ### Clock estimators on the same jittered samples
+
+            \(clock.trials) trials of 16 samples; request delay 0–100 ms, reply delay 0–20 ms, server work 0–2 ms.
+
+            | estimator | median error, ms | p95 error, ms |
+            |---|---:|---:|
+            | min-delay filter (docsync) | \(fmt(clock.minDelayMedian, 2)) | \(fmt(clock.minDelayP95, 2)) |
+            | ServerSync EMA | \(fmt(clock.emaMedian, 2)) | \(fmt(clock.emaP95, 2)) |
+            | limit: half the smallest delay seen | \(fmt(clock.limitMedian, 2)) | \(fmt(clock.limitP95, 2)) |
+
+            EMA median error / min-delay median error: \(fmt(clock.emaMedian / clock.minDelayMedian))×
+            """
+    }
+
+    func json(docs: Int) -> String {
+        let values: [(String, Double)] = [
+            ("docs", Double(docs)), ("import_seconds", importSeconds), ("import_docs_per_s", Double(docs) / importSeconds),
+            ("agent_cpu_s", agentCPU), ("server_cpu_s", serverCPU), ("agent_peak_rss_bytes", Double(agentRSS)),
+            ("latency_p50_ms", percentile(latency, 50)), ("latency_p90_ms", percentile(latency, 90)),
+            ("latency_p99_ms", percentile(latency, 99)), ("latency_max_ms", latency.max() ?? .nan),
+            ("rescan_s", rescanSeconds), ("rescan_document_bytes", Double(rescanContentBytes)), ("rescan_rchar_bytes", Double(rescanReadBytes)),
+            ("idle_cpu_ms_per_min", idleCPUmsPerMinute), ("idle_wakeups_per_min", idleWakeupsPerMinute),
+            ("raw_ingest_docs_per_s", rawDocsPerSecond), ("curl_loop_import_docs_per_s", baselineImportDocsPerSecond),
+            ("curl_loop_latency_p50_ms", percentile(baselineLatency, 50)), ("curl_loop_latency_p99_ms", percentile(baselineLatency, 99)),
+            ("clock_min_delay_median_ms", clock.minDelayMedian), ("clock_min_delay_p95_ms", clock.minDelayP95),
+            ("clock_ema_median_ms", clock.emaMedian), ("clock_ema_p95_ms", clock.emaP95), ("clock_limit_median_ms", clock.limitMedian),
+        ]
+        let body = values.map { "  \"\($0.0)\": \($0.1.isFinite ? String($0.1) : "null")" }.joined(separator: ",\n")
+        return "{\n  \"machine\": \"\(machine)\",\n\(body)\n}\n"
+    }
+}
+
+/// ServerSync's EMA against the min-delay filter on identical simulated samples.
+struct ClockComparison {
+    var trials = 0
+    var minDelayMedian = 0.0, minDelayP95 = 0.0
+    var emaMedian = 0.0, emaP95 = 0.0
+    var limitMedian = 0.0, limitP95 = 0.0
+
+    static func run(trials: Int) -> ClockComparison {
+        var rng = SystemRandomNumberGenerator()
+        var filterErrors: [Double] = [], emaErrors: [Double] = [], limits: [Double] = []
+        let ms: Int64 = 1_000_000
+        for _ in 0..<trials {
+            let truth = Int64.random(in: -3_600_000 * ms...3_600_000 * ms, using: &rng)
+            var filter = MinDelayFilter()
+            var ema = EMAEstimator()
+            var t: Int64 = 0
+            var smallest = Int64.max
+            for _ in 0..<16 {
+                let request = Int64.random(in: 0...100 * ms, using: &rng), reply = Int64.random(in: 0...20 * ms, using: &rng)
+                let work = Int64.random(in: 0...2 * ms, using: &rng)
+                let s = ClockSample(sentAt: t, receivedAt: t + request + work + reply, serverUTC: t + request + work + truth, serverDuration: work)
+                filter.add(s)
+                ema.add(s)
+                smallest = min(smallest, s.delay)
+                t = s.receivedAt + Int64.random(in: 0...50 * ms, using: &rng)
+            }
+            filterErrors.append(Double(abs(filter.estimate(at: t)!.offset - truth)) / 1e6)
+            emaErrors.append(Double(abs(ema.estimate(at: t)!.offset - truth)) / 1e6)
+            limits.append(Double(smallest) / 2e6)
+        }
+        return ClockComparison(
+            trials: trials,
+            minDelayMedian: percentile(filterErrors, 50), minDelayP95: percentile(filterErrors, 95),
+            emaMedian: percentile(emaErrors, 50), emaP95: percentile(emaErrors, 95),
+            limitMedian: percentile(limits, 50), limitP95: percentile(limits, 95))
+    }
+}
