@@ -53,6 +53,10 @@ public actor Agent {
     let index: Index
     let scanner: Scanner
     let pusher: Pusher
+    let puller: Puller
+    let applier: ChangeApplier
+    let lock = TreeLock()
+    let capabilities = Capabilities()
     let endpoint: PingPongEndpoint
     private var watcher: DirectoryWatcher?
     private var stopRequested = false
@@ -83,6 +87,10 @@ public actor Agent {
                 guard let tokenFile, let token = try? readToken(file: tokenFile), token != initialToken else { return nil }
                 return token
             })
+        self.applier = ChangeApplier(root: root, index: index, clock: clock, scanner: scanner, logger: logger)
+        self.puller = Puller(
+            endpoint: endpoint, index: index, applier: applier, lock: lock, capabilities: capabilities,
+            policy: options.retryPolicy, logger: logger)
     }
 
     /// Watches and pushes until ``stop()``: reconciles the tree with the index first (what changed
@@ -93,10 +101,14 @@ public actor Agent {
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
         if stopRequested { watcher.stop() }
         let pusher = self.pusher
+        let puller = self.puller
+        let scanner = self.scanner
+        await pusher.attach(capabilities: capabilities, applier: applier, lock: lock)
         await calibrateClock()
         let pushing = Task { await pusher.run() }
+        let pulling = Task { await puller.run() }
         let calibrating = Task { await self.keepClockCalibrated() }
-        let summary = try await scanner.fullScan()
+        let summary = try await lock.run { try await scanner.fullScan() }
         logger.info(
             "watching \(options.root)",
             metadata: [
@@ -106,7 +118,7 @@ public actor Agent {
         pusher.wake()
         for await batch in batches {
             do {
-                let s = batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch)
+                let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
                 if s.queued + s.deleted > 0 { pusher.wake() }
                 logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
             } catch {
@@ -114,7 +126,9 @@ public actor Agent {
             }
         }
         await pusher.stop()
+        await puller.stop()
         await pushing.value
+        await pulling.value
         calibratorWake.signal()
         await calibrating.value
         await saveCalibration()
@@ -176,9 +190,14 @@ public actor Agent {
 
     /// One full reconcile and push; `complete` only when every valid document is on the server.
     public func syncOnce() async throws -> SyncReport {
+        await pusher.attach(capabilities: capabilities, applier: applier, lock: lock)
         await calibrateClock()
-        let summary = try await scanner.fullScan()
-        let failure = await pusher.drain()
+        let scanner = self.scanner
+        let summary = try await lock.run { try await scanner.fullScan() }
+        var failure = await pusher.drain()
+        if failure == nil, capabilities.batch != false {
+            failure = await puller.pullAll()
+        }
         await saveCalibration()
         let counts = try await index.read { try $0.statusCounts() }
         return SyncReport(scan: summary, pending: counts.pending, invalid: counts.invalid, rejected: counts.rejected, failure: failure)

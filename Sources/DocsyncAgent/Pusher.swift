@@ -27,6 +27,16 @@ actor Pusher {
     /// Re-reads the token (from its file) when pushing was paused by a 401/403; `nil` = no change.
     let reloadToken: @Sendable () -> String?
     private var stopping = false
+    /// Set once the agent is wired: what the endpoint offers, and where pulled changes go.
+    var capabilities = Capabilities()
+    var applier: ChangeApplier?
+    var lock = TreeLock()
+
+    func attach(capabilities: Capabilities, applier: ChangeApplier, lock: TreeLock) {
+        self.capabilities = capabilities
+        self.applier = applier
+        self.lock = lock
+    }
 
     private(set) var offlineSince: Int64?
     private var consecutiveFailures = 0
@@ -121,14 +131,22 @@ actor Pusher {
     }
 
     private func send(_ entries: [OutboxEntry]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)] {
-        await withTaskGroup(of: (OutboxEntry, Result<JSONValue, EndpointError>).self) { group in
+        // The revision each document was last known at: the server refuses a write based on an
+        // older one (409), and the document is merged instead of overwriting someone else's edit.
+        let revisions = (try? await index.read { tx -> [String: Int64] in
+            var out: [String: Int64] = [:]
+            for e in entries { if let rev = try tx.document(id: e.docID)?.serverRev { out[e.docID] = rev } }
+            return out
+        }) ?? [:]
+        if capabilities.batch != false, let results = await sendBatch(entries, revisions: revisions) { return results }
+        return await withTaskGroup(of: (OutboxEntry, Result<JSONValue, EndpointError>).self) { group in
             var results: [(OutboxEntry, Result<JSONValue, EndpointError>)] = []
             var iterator = entries.makeIterator()
             let endpoint = self.endpoint
             func start(_ entry: OutboxEntry) {
                 group.addTask {
                     do throws(EndpointError) {
-                        return (entry, .success(try await endpoint.put(Array(entry.payload.utf8))))
+                        return (entry, .success(try await endpoint.put(Array(entry.payload.utf8), ifMatch: revisions[entry.docID])))
                     } catch {
                         return (entry, .failure(error))
                     }
@@ -140,6 +158,50 @@ actor Pusher {
                 if let e = iterator.next() { start(e) }
             }
             return results
+        }
+    }
+
+    /// Sends `entries` in one `/api/sync` call; `nil` when the endpoint has no such call (it then
+    /// gets one request per document). Changes from others that come back with the reply are
+    /// applied to the folder.
+    private func sendBatch(_ entries: [OutboxEntry], revisions: [String: Int64]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)]? {
+        var payloads: [[UInt8]] = []
+        for e in entries {
+            guard let rev = revisions[e.docID], case .object(var object)? = try? JSONParser.parse(e.payload) else {
+                payloads.append(Array(e.payload.utf8))
+                continue
+            }
+            object[DocumentRules.revKey] = .number(String(rev))
+            payloads.append(JSONWriter.bytes(.object(object)))
+        }
+        let cursor = (try? await index.read { try $0.meta("cursor") }).flatMap { $0.flatMap { Int64($0) } } ?? 0
+        let reply: PingPongEndpoint.SyncReply
+        do throws(EndpointError) {
+            reply = try await endpoint.sync(since: cursor, documents: payloads)
+        } catch .rejected(let status, _) where status == 404 || status == 405 {
+            capabilities.setBatch(false)
+            return nil
+        } catch {
+            return entries.map { ($0, .failure(error)) }
+        }
+        capabilities.setBatch(true)
+        let sent = Set(entries.map(\.docID))
+        var stored: [String: JSONObject] = [:]
+        var others: [JSONObject] = []
+        for doc in reply.success {
+            if let id = doc["id"]?.string, sent.contains(id), stored[id] == nil { stored[id] = doc } else { others.append(doc) }
+        }
+        var failed: [String: EndpointError] = [:]
+        for e in reply.errors {
+            guard let id = e.id else { continue }
+            failed[id] = e.message.hasPrefix("revision") ? .conflict(current: e.current.map { .object($0) }) : .rejected(status: 400, message: e.message)
+        }
+        if let applier {
+            try? await Puller.apply(others, cursor: reply.more ? cursor : reply.cursor, applier: applier, index: index, lock: lock, logger: logger)
+        }
+        return entries.map { e in
+            if let doc = stored[e.docID] { return (e, .success(.object(doc))) }
+            return (e, .failure(failed[e.docID] ?? .badReply("the reply does not mention document \(e.docID)")))
         }
     }
 
@@ -183,8 +245,8 @@ actor Pusher {
                             try tx.upsertDocument(doc)
                             rejected.append((doc.path ?? doc.id, doc.error!))
                         }
-                    case .failure(.unauthorized):
-                        break  // stays queued as it is
+                    case .failure(.unauthorized), .failure(.conflict):
+                        break  // stays queued: paused, or merged below
                     case .failure(let error):
                         let next = wentOffline ? 0 : now + backoffMs
                         try tx.recordFailure(key: entry.key, version: entry.version, error: error.description, nextAttemptAt: next)
@@ -203,6 +265,11 @@ actor Pusher {
             logger.error("cannot record push results in the index", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
         }
+        let conflicts = results.compactMap { entry, result -> (OutboxEntry, JSONValue?)? in
+            if case .failure(.conflict(let current)) = result { return (entry, current) }
+            return nil
+        }
+        for (entry, current) in conflicts { await resolveConflict(entry, current: current) }
         for (path, message) in rejected {
             logger.error("document rejected by the endpoint; fix the file to retry: \(message)", metadata: ["file.path": "\(path)"])
         }
@@ -230,6 +297,27 @@ actor Pusher {
         return .progressed
     }
 
+    /// The server holds a newer revision than the write was based on: merge it into the folder
+    /// (the applier re-queues the merged version, based on the current revision).
+    private func resolveConflict(_ entry: OutboxEntry, current: JSONValue?) async {
+        guard let applier else { return }
+        var document = current?.object
+        if document == nil {
+            do throws(EndpointError) {
+                document = try await endpoint.get(id: entry.docID)?.object
+            } catch {
+                logger.warning("cannot fetch the current version after a conflict", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
+                return
+            }
+        }
+        guard let document else { return }
+        do {
+            _ = try await lock.run { try await applier.apply([document]) }
+        } catch {
+            logger.error("cannot merge a conflicting version", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
+        }
+    }
+
     /// Records an acknowledged write: the entry leaves the outbox if it is still the version sent,
     /// and the document remembers what the server holds.
     static func acknowledge(_ entry: OutboxEntry, stored: JSONValue, tx: IndexTransaction) throws {
@@ -237,6 +325,9 @@ actor Pusher {
         guard var doc = try tx.document(id: entry.docID) else { return }
         doc.pushedHash = entry.bodyHash
         if case .number(let rev) = stored.object?[DocumentRules.revKey] { doc.serverRev = Int64(rev) }
+        if let object = stored.object, let docType = object["docType"]?.string {
+            doc.base = JSONWriter.string(.object(Scanner.wireBody(object, docType: docType)))
+        }
         if current {
             doc.state = .synced
             doc.error = nil

@@ -37,9 +37,45 @@ public struct PingPongEndpoint: Sendable {
         return copy
     }
 
-    /// Upserts one document; returns the document as the endpoint stored it.
-    public func put(_ document: [UInt8]) async throws(EndpointError) -> JSONValue {
-        try await dataReply(send(.PUT, "/api/document", body: document))
+    /// Upserts one document; returns the document as the endpoint stored it. With `ifMatch`, only
+    /// if the stored revision is still that one (else `.conflict` with the current document).
+    public func put(_ document: [UInt8], ifMatch: Int64? = nil) async throws(EndpointError) -> JSONValue {
+        try await dataReply(send(.PUT, "/api/document", body: document, headers: ifMatch.map { [("If-Match", "\"\($0)\"")] } ?? []))
+    }
+
+    /// The reply to a batch call.
+    public struct SyncReply: Sendable {
+        /// Stored versions of what was sent, and what changed on the server since the cursor.
+        public var success: [JSONObject]
+        public var errors: [(id: String?, message: String, current: JSONObject?)]
+        public var cursor: Int64
+        public var more: Bool
+    }
+
+    /// sync-rails' batch call: sends `documents` (each may carry `rev`, its base revision) and
+    /// receives everything changed since `since`. With `wait`, an empty call is held by the server
+    /// until something changes (a long poll). `.rejected(404/405)` means the endpoint has no batch call.
+    public func sync(since: Int64, documents: [[UInt8]], wait: Int? = nil) async throws(EndpointError) -> SyncReply {
+        var body = Array("{\"since\":\(since),".utf8)
+        if let wait { body += Array("\"wait\":\(wait),".utf8) }
+        body += Array("\"documents\":[".utf8)
+        for (i, d) in documents.enumerated() {
+            if i > 0 { body.append(UInt8(ascii: ",")) }
+            body += d
+        }
+        body += Array("]}".utf8)
+        let timeout = wait.map { requestTimeout + .seconds(Int64($0)) } ?? requestTimeout
+        let reply = try await send(.POST, "/api/sync", body: body, timeout: timeout)
+        guard let object = reply.json.object, let documents = object["documents"]?.object,
+              case .number(let cursorText)? = object["cursor"], let cursor = Int64(cursorText)
+        else { throw .badReply("not a sync reply") }
+        var success: [JSONObject] = []
+        if case .array(let list)? = documents["success"] { for case .object(let o) in list { success.append(o) } }
+        var errors: [(String?, String, JSONObject?)] = []
+        if case .array(let list)? = documents["error"] {
+            for case .object(let e) in list { errors.append((e["id"]?.string, e["message"]?.string ?? "error", e["current"]?.object)) }
+        }
+        return SyncReply(success: success, errors: errors, cursor: cursor, more: object["more"] == true)
     }
 
     /// The document with `id`, or `nil` if the endpoint has none.
@@ -76,8 +112,11 @@ public struct PingPongEndpoint: Sendable {
         return data
     }
 
-    private func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil) async throws(EndpointError) -> Reply {
+    private func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = [], timeout: TimeAmount? = nil
+    ) async throws(EndpointError) -> Reply {
         var request = HTTPClientRequest(url: baseURL + path)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.method = method
         request.headers.add(name: "Authorization", value: authorization)
         request.headers.add(name: "Accept", value: "application/json")
@@ -90,7 +129,7 @@ public struct PingPongEndpoint: Sendable {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await client.execute(request, timeout: requestTimeout)
+            response = try await client.execute(request, timeout: timeout ?? requestTimeout)
             let receivedAt = clock?.seam.bootNanoseconds() ?? 0
             clock?.observe(headers: ReplyHeaders(response.headers), sentAt: sentAt, receivedAt: receivedAt)
             bytes = try await response.body.collect(upTo: Self.maxReplyBytes)

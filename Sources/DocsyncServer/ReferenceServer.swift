@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The reference endpoint, `docsync serve`: PingPong's routes over an embedded ``DocumentStore``.
 ///
@@ -157,7 +158,9 @@ public struct ReferenceServer: Sendable {
                 if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
                 if documents.isEmpty && outcome.changes.isEmpty && !outcome.more && wait > .zero {
                     // Long poll: hold the request until something changes (or the wait ends).
-                    await feed.wait(after: outcome.cursor, timeout: wait)
+                    // Ends early when the server shuts down, so a held request never delays a stop.
+                    let (after, timeout) = (outcome.cursor, wait)
+                    await cancelWhenGracefulShutdown { await feed.wait(after: after, timeout: timeout) }
                     outcome = try await store.sync(since: since, documents: [], now: now(), limit: pageSize)
                 }
                 var buffer = ByteBuffer(string: "{\"documents\":{\"success\":[")

@@ -31,6 +31,11 @@ public final class FaultProxy: Sendable {
     private let boundPort = Mutex(0)
     private let latency = Mutex<(@Sendable () -> (request: Duration, reply: Duration))?>(nil)
     private let stripSync = Mutex(false)
+    private let noBatch = Mutex(false)
+
+    /// Answers 404 to `/api/sync`: a plain PingPong endpoint, one request per document.
+    public func setBatchDisabled(_ value: Bool) { noBatch.withLock { $0 = value } }
+    var batchDisabled: Bool { noBatch.withLock { $0 } }
 
     /// Adds delay to every request (before forwarding) and reply (after the server answered):
     /// a slow, asymmetric network path for clock tests.
@@ -84,7 +89,9 @@ public final class FaultProxy: Sendable {
     }
 
     func next(method: String, path: String, body: String) -> Fault {
-        guard path.hasPrefix("/api/document") else { return .pass }
+        // Writes only: document routes, and batch calls that carry documents (not long polls).
+        let isBatchWrite = path == "/api/sync" && body.contains("\"documents\":[{")
+        guard path.hasPrefix("/api/document") || isBatchWrite else { return .pass }
         let fault = plan.withLock { p -> Fault in
             if !p.queue.isEmpty { return p.queue.removeFirst() }
             return p.rule?(method, body) ?? .pass
@@ -114,6 +121,9 @@ struct ProxyMiddleware: RouterMiddleware {
     }
 
     func respond(_ request: Request, body: ByteBuffer) async throws -> Response {
+        if proxy.batchDisabled && request.uri.path == "/api/sync" {
+            return Response(status: .notFound, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"not found\"}")))
+        }
         let fault = proxy.next(method: request.method.rawValue, path: request.uri.path, body: String(buffer: body))
         switch fault {
         case .status(let code, let message, let retryAfter):

@@ -103,7 +103,7 @@ struct Bench: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(idleSeconds))
         let idleAfter = ProcessStats.read(pid: agent.pid)!
         results.idleCPUmsPerMinute = (idleAfter.cpuSeconds - idleBefore.cpuSeconds) * 1000 * 60 / Double(idleSeconds)
-        results.idleWakeupsPerMinute = Double(idleAfter.wakeups - idleBefore.wakeups) * 60 / Double(idleSeconds)
+        results.idleWakeupsPerMinute = Double(idleAfter.wakeups(since: idleBefore)) * 60 / Double(idleSeconds)
         await agent.stop()
 
         // 5a. Baseline: the server's raw ingest limit, from an in-process client.

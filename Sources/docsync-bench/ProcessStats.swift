@@ -6,8 +6,13 @@ struct ProcessStats {
     var peakRSSBytes: Int
     /// Bytes the process asked `read(2)` for (`rchar`): files, sockets and the index alike.
     var readBytes: Int
-    /// Voluntary context switches over all threads: how often it went to sleep and woke again.
-    var wakeups: Int
+    /// Voluntary context switches per thread: how often each went to sleep and woke again.
+    var wakeupsByThread: [String: Int]
+
+    /// Wakeups since `earlier`, over the threads alive at both readings.
+    func wakeups(since earlier: ProcessStats) -> Int {
+        wakeupsByThread.reduce(0) { sum, t in sum + max(0, t.value - (earlier.wakeupsByThread[t.key] ?? t.value)) }
+    }
 
     static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
@@ -22,15 +27,15 @@ struct ProcessStats {
             .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
         let io = (try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)) ?? ""
         let rchar = io.split(separator: "\n").first { $0.hasPrefix("rchar:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) } ?? 0
-        var wakeups = 0
+        var wakeups: [String: Int] = [:]
         if let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") {
             for task in tasks {
                 let s = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
-                wakeups += s.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+                wakeups[task] = s.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
                     .flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
             }
         }
-        return ProcessStats(cpuSeconds: (utime + stime) / ticksPerSecond, peakRSSBytes: hwm * 1024, readBytes: rchar, wakeups: wakeups)
+        return ProcessStats(cpuSeconds: (utime + stime) / ticksPerSecond, peakRSSBytes: hwm * 1024, readBytes: rchar, wakeupsByThread: wakeups)
     }
 }
 

@@ -13,9 +13,12 @@ import Testing
         let folder: TempFolder
         let agent: TestAgent
 
-        static func start(startProxy: Bool = true, token: String? = nil, tokenFile: String? = nil, requestTimeout: Duration = .seconds(5)) async throws -> Rig {
+        /// `batch: false` (the default here) makes the proxy a plain PingPong endpoint, so faults hit
+        /// single documents; `batch: true` lets `/api/sync` through, faults hitting whole batches.
+        static func start(startProxy: Bool = true, token: String? = nil, tokenFile: String? = nil, requestTimeout: Duration = .seconds(5), batch: Bool = false) async throws -> Rig {
             let server = try await TestServer.start()
             let proxy = FaultProxy(upstream: server.url)
+            proxy.setBatchDisabled(!batch)
             try await proxy.start()
             if !startProxy { await proxy.stop() }
             let folder = try TempFolder("fault")
@@ -119,6 +122,17 @@ import Testing
         try writeNotes(rig.folder, 0..<1)
         #expect(await rig.matches())
         #expect(rig.proxy.requests.count >= 2)
+        await rig.finish()
+    }
+
+    @Test func batchCallsSurviveServerErrorsAndLostReplies() async throws {
+        let rig = try await Rig.start(batch: true)
+        rig.proxy.schedule([.status(500), .status(503), .dropMidReply, .dropMidReply])
+        try writeNotes(rig.folder, 0..<40)
+        #expect(await rig.matches())
+        #expect(try await rig.agent.settled())
+        #expect(try await rig.server.api.documents(type: "note").count == 40)
+        #expect(rig.proxy.requests.filter { $0.path == "/api/sync" && $0.fault == .dropMidReply }.count == 2)
         await rig.finish()
     }
 

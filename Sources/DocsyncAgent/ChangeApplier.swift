@@ -1,0 +1,296 @@
+import DocsyncClock
+import DocsyncIndex
+import DocsyncModel
+import DocsyncWatcher
+import Foundation
+import Logging
+
+/// Brings the server's changes into the folder.
+///
+/// New documents become files at `<docType>/<id>.json`; updates rewrite the file wherever it lives,
+/// keeping its key order; tombstones move the file to `.docsync/trash/`. A document changed on both
+/// sides since the last version they agreed on (the index's `base`) is merged three-way; where both
+/// changed the same value, the later change by calibrated `updated_at` wins and the other version is
+/// kept in full as `<name>.sync-conflict-<yyyyMMdd-HHmmss>.json` beside the file. An edit always
+/// beats a delete. Every write is atomic and recorded in the index before the watcher sees it, so
+/// the agent never pushes its own writes back.
+struct ChangeApplier: Sendable {
+    let root: String
+    let index: Index
+    let clock: ServerClock
+    let scanner: Scanner
+    let logger: Logger
+    /// Conflict copies kept per document; older ones are removed.
+    static let conflictCopiesKept = 5
+
+    struct Summary: Sendable {
+        var written = 0, trashed = 0, merged = 0, conflicts = 0, refused = 0, skipped = 0
+        /// Documents whose file is changing under us (moved or deleted, not scanned yet): applied
+        /// again once the scanner has caught up.
+        var deferred: [JSONObject] = []
+    }
+
+    /// Applies documents from the server (pulled changes, or the current version a 409 sent back).
+    func apply(_ documents: [JSONObject]) async throws -> Summary {
+        var summary = Summary()
+        for remote in documents {
+            do {
+                try await apply(remote, summary: &summary)
+            } catch {
+                logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
+            }
+        }
+        return summary
+    }
+
+    private func apply(_ remote: JSONObject, summary: inout Summary) async throws {
+        guard let id = remote["id"]?.string, DocumentRules.isSafeIdentifier(id) else {
+            try await refuse(remote["id"]?.string ?? "(no id)", "its id is not a safe identifier", summary: &summary)
+            return
+        }
+        guard let docType = remote["docType"]?.string, DocumentRules.docTypeProblem(docType) == nil, !DocumentRules.isIgnoredName(docType) else {
+            try await refuse(id, "its docType cannot be a folder name", summary: &summary)
+            return
+        }
+        let rev: Int64 = { if case .number(let r)? = remote[DocumentRules.revKey] { Int64(r) ?? 0 } else { 0 } }()
+        var known = try await index.read { try $0.document(id: id) }
+        if let known, let seen = known.serverRev, seen >= rev {
+            summary.skipped += 1  // our own write coming back, or older than what we have
+            return
+        }
+        let remoteDeleted = remote[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false
+        let remoteBody = Scanner.wireBody(remote, docType: docType)
+        // Our own write coming back before its acknowledgement was recorded: nothing to write.
+        if var doc = known, doc.deletedAt == nil, !remoteDeleted, (try? JSONParser.parse(doc.body)) == .object(remoteBody) {
+            doc.serverRev = rev
+            doc.base = JSONWriter.string(.object(remoteBody))
+            let final = doc
+            try await index.write { tx in
+                if let entry = try tx.outboxEntry(key: "doc:\(id)"), entry.bodyHash == final.bodyHash {
+                    try tx.removeEntry(key: entry.key, version: entry.version)
+                }
+                var synced = final
+                if try tx.outboxEntry(key: "doc:\(id)") == nil { synced.state = .synced }
+                try tx.upsertDocument(synced)
+            }
+            summary.skipped += 1
+            return
+        }
+        if let path = known?.path {
+            guard let info = FileSystem.info(absolute(path)) else {
+                summary.deferred.append(remote)  // moved or deleted on disk; the watcher will tell
+                return
+            }
+            // A local edit not scanned yet must reach the index before anything is written over it.
+            if let row = try await index.read({ try $0.file(at: path) }), FileStat(info) != row.stat {
+                _ = try await scanner.scan(ChangeBatch(paths: [path]))
+                known = try await index.read { try $0.document(id: id) }
+            }
+        }
+        let remoteStamp = remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
+        let pending = try await index.read { try $0.outboxEntry(key: "doc:\(id)") }
+
+        guard var doc = known else {
+            // New to this folder.
+            if remoteDeleted {
+                try await index.write { tx in
+                    try tx.upsertDocument(DocumentRow(
+                        id: id, docType: docType, path: nil, body: JSONWriter.string(.object(remoteBody)), bodyHash: "", serverRev: rev,
+                        base: JSONWriter.string(.object(remoteBody)), state: .synced))
+                }
+                summary.skipped += 1
+                return
+            }
+            let path = try freePath(for: id, docType: docType)
+            try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
+            summary.written += 1
+            return
+        }
+
+        let base = doc.base.flatMap { try? JSONParser.parse($0) }
+        let localBody = (try? JSONParser.parse(doc.body))?.object ?? JSONObject()
+        let localDeleted = doc.deletedAt != nil
+
+        if pending == nil {
+            // Nothing local since the last agreed version: take the server's.
+            if remoteDeleted {
+                try await trash(&doc, rev: rev, body: remoteBody)
+                summary.trashed += 1
+            } else {
+                let path = try doc.path ?? freePath(for: id, docType: docType)
+                try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
+                summary.written += 1
+            }
+            return
+        }
+
+        // Changed on both sides.
+        summary.merged += 1
+        switch (localDeleted, remoteDeleted) {
+        case (true, true):
+            doc.serverRev = rev
+            doc.base = JSONWriter.string(.object(remoteBody))
+            doc.state = .synced
+            let final = doc
+            try await index.write { tx in
+                if let p = pending { try tx.removeEntry(key: p.key, version: p.version) }
+                try tx.upsertDocument(final)
+            }
+        case (false, true):
+            // Edit beats delete: keep the local version and push it over the tombstone.
+            logger.info("document deleted on the server but edited here; the edit wins", metadata: ["doc.id": "\(id)"])
+            doc.serverRev = rev
+            doc.base = JSONWriter.string(.object(remoteBody))
+            let final = doc
+            try await index.write { try $0.upsertDocument(final) }
+        case (true, false):
+            // Deleted here, edited there: the edit wins, the file comes back.
+            logger.info("document deleted here but edited on the server; the edit wins", metadata: ["doc.id": "\(id)"])
+            if let p = pending { _ = try await index.write { try $0.removeEntry(key: p.key, version: p.version) } }
+            let path = try freePath(for: id, docType: docType)
+            try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
+        case (false, false):
+            let localStamp = doc.updatedAt ?? 0
+            let preferLocal = localStamp > remoteStamp
+            let result = Merge.threeWay(base: base, local: .object(localBody), remote: .object(remoteBody), preferLocal: preferLocal)
+            let merged = result.value?.object ?? remoteBody
+            let path = try doc.path ?? freePath(for: id, docType: docType)
+            if !result.conflicts.isEmpty {
+                summary.conflicts += 1
+                let loser = preferLocal ? remoteBody : localBody
+                try writeConflictCopy(of: path, loser)
+                logger.warning(
+                    "conflicting edits; the later one wins, the other is kept beside the file",
+                    metadata: ["doc.id": "\(id)", "file.path": "\(path)", "conflict.paths": "\(result.conflicts.joined(separator: ","))"])
+            }
+            try await writeFile(
+                path: path, id: id, docType: docType, content: merged, base: remoteBody, rev: rev,
+                pending: merged == remoteBody ? nil : pending, stamp: max(localStamp, remoteStamp))
+        }
+    }
+
+    // MARK: - Files
+
+    func absolute(_ relative: String) -> String { root + "/" + relative }
+
+    /// `<docType>/<id>.json`, or with a numeric suffix if another file has that name.
+    func freePath(for id: String, docType: String) throws -> String {
+        var candidate = "\(docType)/\(id).json"
+        var n = 2
+        while FileSystem.info(absolute(candidate)) != nil {
+            candidate = "\(docType)/\(id)-\(n).json"
+            n += 1
+        }
+        return candidate
+    }
+
+    /// Writes `content` as the file at `path` (layout kept where the file exists, unchanged content
+    /// never rewritten), and records file and document in one transaction. With `pending`, the
+    /// merged content is queued for the server (replacing `pending`); otherwise the document is in
+    /// sync at `rev`.
+    private func writeFile(
+        path: String, id: String, docType: String, content: JSONObject, base: JSONObject, rev: Int64, pending: OutboxEntry?, stamp: Int64
+    ) async throws {
+        let abs = absolute(path)
+        var fileObject = content
+        for key in DocumentRules.reservedKeys { fileObject[key] = nil }
+        var bytes: [UInt8]?
+        var mode: UInt32 = 0o644
+        if let current = try? FileSystem.read(abs, maxSize: Int.max), let existing = try? DocumentRules.parseObject(current.bytes, maxSize: Int.max) {
+            mode = current.info.mode
+            // A docType the file leaves to its folder stays implicit.
+            if existing["docType"] == nil, (try? DocumentRules.docType(of: JSONObject(), relativePath: path)) == docType {
+                fileObject["docType"] = nil
+            }
+            let laidOut = Merge.keepingOrder(of: .object(existing), .object(fileObject))
+            if laidOut != .object(existing) { bytes = JSONWriter.fileBytes(laidOut) }
+        } else {
+            bytes = JSONWriter.fileBytes(.object(fileObject))
+        }
+        if let bytes {
+            let folder = String(abs[..<abs.lastIndex(of: "/")!])
+            try FileSystem.makeDirectories(folder)
+            try FileSystem.atomicWrite(bytes, to: abs, mode: mode)
+        }
+        guard let written = try? FileSystem.read(abs, maxSize: Int.max) else { return }
+        let hash = ContentHash.sha256Hex(written.bytes)
+        let bodyText = JSONWriter.string(.object(Scanner.wireBody(content, docType: docType)))
+        let bodyHash = ContentHash.sha256Hex(bodyText.utf8)
+        let baseText = JSONWriter.string(.object(base))
+        let now = clock.now()
+        try await index.write { tx in
+            if let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
+            try tx.upsertFile(FileRow(path: path, docID: id, docType: docType, hash: hash, stat: FileStat(written.info), state: .ok, error: nil))
+            var doc = try tx.document(id: id) ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
+            doc.docType = docType
+            doc.path = path
+            doc.body = bodyText
+            doc.bodyHash = bodyHash
+            doc.deletedAt = nil
+            doc.serverRev = rev
+            doc.base = baseText
+            doc.updatedAt = stamp
+            if let pending {
+                doc.state = .pending
+                doc.updatedAt = now
+                var payload = Scanner.wireBody(content, docType: docType)
+                payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
+                try tx.enqueue(key: pending.key, docID: id, kind: "put", payload: JSONWriter.string(.object(payload)), bodyHash: bodyHash, queuedAt: now)
+            } else {
+                doc.state = .synced
+                doc.pushedHash = bodyHash
+                if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(key: entry.key, version: entry.version) }
+            }
+            try tx.upsertDocument(doc)
+        }
+    }
+
+    /// Moves the file of a document deleted on the server into `.docsync/trash/` (recoverable).
+    private func trash(_ doc: inout DocumentRow, rev: Int64, body: JSONObject) async throws {
+        if let path = doc.path, FileSystem.info(absolute(path)) != nil {
+            let trashDir = Index.stateDirectory(root: root) + "/trash"
+            try FileSystem.makeDirectories(trashDir)
+            let target = "\(trashDir)/\(doc.id)-\(Timestamp(unixMilliseconds: clock.now()).compactUTC).json"
+            guard rename(absolute(path), target) == 0 else { throw FileSystemError("move to trash", path: path) }
+            logger.info("deleted on the server; moved to .docsync/trash", metadata: ["file.path": "\(path)", "doc.id": "\(doc.id)"])
+        }
+        let path = doc.path
+        var updated = doc
+        updated.path = nil
+        updated.deletedAt = clock.now()
+        updated.serverRev = rev
+        updated.base = JSONWriter.string(.object(body))
+        updated.state = .synced
+        let final = updated
+        try await index.write { tx in
+            if let path { try tx.deleteFile(at: path) }
+            try tx.upsertDocument(final)
+        }
+        doc = final
+    }
+
+    /// `<name>.sync-conflict-<UTC yyyyMMdd-HHmmss>.json` beside the document; never synced.
+    private func writeConflictCopy(of path: String, _ version: JSONObject) throws {
+        let abs = absolute(path)
+        let base = abs.hasSuffix(".json") ? String(abs.dropLast(5)) : abs
+        var fileObject = version
+        for key in DocumentRules.reservedKeys { fileObject[key] = nil }
+        let copy = "\(base).sync-conflict-\(Timestamp(unixMilliseconds: clock.now()).compactUTC).json"
+        try FileSystem.atomicWrite(JSONWriter.fileBytes(.object(fileObject)), to: copy)
+        // Keep the newest few.
+        let folder = String(abs[..<abs.lastIndex(of: "/")!])
+        let stem = String(base[base.index(after: base.lastIndex(of: "/")!)...]) + ".sync-conflict-"
+        let copies = (FileSystem.list(folder) ?? []).map(\.name).filter { $0.hasPrefix(stem) }.sorted()
+        for old in copies.dropLast(Self.conflictCopiesKept) { unlink(folder + "/" + old) }
+    }
+
+    private func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {
+        summary.refused += 1
+        let key = "refused:" + String(id.prefix(200))
+        let known = try await index.read { try $0.meta(key) }
+        if known == nil {
+            logger.error("refused a document from the server: \(reason); nothing was written", metadata: ["doc.id": "\(id.prefix(200))"])
+            try await index.write { try $0.setMeta(key, reason) }
+        }
+    }
+}
