@@ -56,6 +56,7 @@ public actor Agent {
     let puller: Puller
     let applier: ChangeApplier
     let lock = TreeLock()
+    let ignore: IgnoreRules
     let capabilities = Capabilities()
     let endpoint: PingPongEndpoint
     private var watcher: DirectoryWatcher?
@@ -74,7 +75,9 @@ public actor Agent {
         self.clock = clock
         self.logger = logger
         self.index = try Index.open(root: root)
-        self.scanner = Scanner(root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, logger: logger)
+        let ignore = TreeWalker.ignoreRules(root: root)
+        self.ignore = ignore
+        self.scanner = Scanner(root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger)
         var endpoint = PingPongEndpoint(baseURL: options.endpointURL, token: options.token, client: client, clock: clock)
         endpoint.requestTimeout = .nanoseconds(Int64(options.requestTimeout.components.seconds) * 1_000_000_000 + options.requestTimeout.components.attoseconds / 1_000_000_000)
         let tokenFile = options.tokenFile
@@ -96,7 +99,7 @@ public actor Agent {
     /// Watches and pushes until ``stop()``: reconciles the tree with the index first (what changed
     /// while the agent was not running), then follows the watcher's batches.
     public func run() async throws {
-        let watcher = DirectoryWatcher(root: options.root, settle: options.settle, maxDelay: options.maxDelay, logger: logger)
+        let watcher = DirectoryWatcher(root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore, logger: logger)
         self.watcher = watcher
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
         if stopRequested { watcher.stop() }

@@ -36,13 +36,13 @@ struct Scanner: Sendable {
     /// that an import of 100k files shows progress and keeps memory flat.
     static let chunkSize = 512
 
-    init(root: String, index: Index, clock: ServerClock, maxFileSize: Int, logger: Logger) {
+    init(root: String, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger) {
         self.root = root
         self.index = index
         self.clock = clock
         self.maxFileSize = maxFileSize
         self.logger = logger
-        self.walker = TreeWalker(root: root)
+        self.walker = TreeWalker(root: root, ignore: ignore)
     }
 
     // MARK: - Gathering
@@ -59,7 +59,10 @@ struct Scanner: Sendable {
     func fullScan() async throws -> ScanSummary {
         let found = walker.walk(removeStaleTemporaries: true).filter { DocumentRules.isDocumentName(lastComponent($0.path)) }
         let known = try await index.read { try $0.allFileStats() }
-        var vanished = Set(known.keys)
+        // Files a new ignore rule now covers are forgotten, not deleted on the server.
+        let nowIgnored = known.keys.filter { walker.isIgnored($0, isDirectory: false) }
+        if !nowIgnored.isEmpty { try await index.write { tx in for path in nowIgnored { try tx.deleteFile(at: path) } } }
+        var vanished = Set(known.keys).subtracting(nowIgnored)
         var seen: [Seen] = []
         seen.reserveCapacity(found.count)
         var summary = ScanSummary()
@@ -80,7 +83,7 @@ struct Scanner: Sendable {
         var seen: [String: Seen] = [:]
         var vanished = Set<String>()
         var walkedFolders: [String] = []
-        for path in batch.paths {
+        for path in batch.paths where !walker.isIgnored(path, isDirectory: false) || FileSystem.info(walker.absolute(path))?.kind == .directory {
             let abs = walker.absolute(path)
             guard let info = FileSystem.info(abs) else {
                 vanished.insert(path)

@@ -25,8 +25,11 @@ public final class DirectoryWatcher: Sendable {
     /// overflow for real, the way a stalled process would).
     let suspended = SharedFlag()
 
-    public init(root: String, settle: Duration = .milliseconds(5), maxDelay: Duration = .milliseconds(100), logger: Logger) {
+    private let ignore: IgnoreRules
+
+    public init(root: String, settle: Duration = .milliseconds(5), maxDelay: Duration = .milliseconds(100), ignore: IgnoreRules = IgnoreRules(), logger: Logger) {
         self.root = root
+        self.ignore = ignore
         self.settle = settle
         self.maxDelay = maxDelay
         self.logger = logger
@@ -49,7 +52,7 @@ public final class DirectoryWatcher: Sendable {
         }
         for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let loop = WatchLoop(
-            root: root, fd: fd, wake: pipeFDs[0], logger: logger, suspended: suspended,
+            root: root, fd: fd, wake: pipeFDs[0], logger: logger, suspended: suspended, ignore: ignore,
             aggregator: EventAggregator(
                 settleNanoseconds: Self.nanoseconds(settle), maxDelayNanoseconds: Self.nanoseconds(maxDelay)))
         loop.addWatches(under: "")
@@ -99,6 +102,7 @@ final class WatchLoop: @unchecked Sendable {
     let wake: Int32
     let logger: Logger
     let suspended: SharedFlag
+    let ignore: IgnoreRules
     var aggregator: EventAggregator
     private var pathOf: [Int32: String] = [:]
     private var wdOf: [String: Int32] = [:]
@@ -108,7 +112,8 @@ final class WatchLoop: @unchecked Sendable {
         IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_DELETE_SELF
             | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
-    init(root: String, fd: Int32, wake: Int32, logger: Logger, suspended: SharedFlag, aggregator: EventAggregator) {
+    init(root: String, fd: Int32, wake: Int32, logger: Logger, suspended: SharedFlag, ignore: IgnoreRules, aggregator: EventAggregator) {
+        self.ignore = ignore
         self.root = root
         self.fd = fd
         self.wake = wake
@@ -144,7 +149,8 @@ final class WatchLoop: @unchecked Sendable {
             wdOf[dir] = wd
             guard let entries = FileSystem.list(abs) else { continue }
             for entry in entries where entry.type == UInt8(DT_DIR) && !DocumentRules.isIgnoredName(entry.name) {
-                stack.append(dir.isEmpty ? entry.name : dir + "/" + entry.name)
+                let child = dir.isEmpty ? entry.name : dir + "/" + entry.name
+                if ignore.isEmpty || !ignore.isIgnored(child, isDirectory: true) { stack.append(child) }
             }
         }
     }
@@ -240,6 +246,7 @@ final class WatchLoop: @unchecked Sendable {
         }
         guard let dir = pathOf[wd], !name.isEmpty, !DocumentRules.isIgnoredName(name) else { return }
         let path = dir.isEmpty ? name : dir + "/" + name
+        if !ignore.isEmpty && ignore.isIgnored(path, isDirectory: mask & UInt32(IN_ISDIR) != 0) { return }
         if mask & UInt32(IN_ISDIR) != 0 {
             if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
                 addWatches(under: path)

@@ -8,8 +8,25 @@ import DocsyncModel
 /// and so are symlinks: following them could lead outside the synced root.
 public struct TreeWalker: Sendable {
     public let root: String
+    /// The user's `.docsyncignore`, on top of the built-in ignores.
+    public let ignore: IgnoreRules
 
-    public init(root: String) { self.root = root }
+    public init(root: String, ignore: IgnoreRules = IgnoreRules()) {
+        self.root = root
+        self.ignore = ignore
+    }
+
+    /// Reads `<root>/.docsyncignore` (empty rules when there is none).
+    public static func ignoreRules(root: String) -> IgnoreRules {
+        guard let text = try? String(contentsOfFile: root + "/.docsyncignore", encoding: .utf8) else { return IgnoreRules() }
+        return IgnoreRules(text: text)
+    }
+
+    /// Whether a path is left alone: a built-in ignore on any component, or the user's rules.
+    public func isIgnored(_ relative: String, isDirectory: Bool) -> Bool {
+        if relative.split(separator: "/").contains(where: { DocumentRules.isIgnoredName(String($0)) }) { return true }
+        return !ignore.isEmpty && ignore.isIgnored(relative, isDirectory: isDirectory)
+    }
 
     public func absolute(_ relative: String) -> String {
         relative.isEmpty ? root : root + "/" + relative
@@ -37,6 +54,7 @@ public struct TreeWalker: Sendable {
                     continue
                 }
                 let rel = dir.isEmpty ? entry.name : dir + "/" + entry.name
+                if !ignore.isEmpty && ignore.isIgnored(rel, isDirectory: entry.type == UInt8(DT_DIR)) { continue }
                 if entry.type == UInt8(DT_DIR) {
                     stack.append(rel)
                     continue

@@ -132,3 +132,57 @@ import Testing
 }
 
 import Foundation
+
+@Suite struct BatchEndpointTests {
+    @Test func syncUpsertsReportsErrorsAndReturnsOthersChangesSinceTheCursor() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"other","docType":"note","by":"someone else"}"#)
+        let first = try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[{"id":"a","docType":"note"},{"id":"b"},{"id":"c","docType":"note"}]}"#)
+        #expect(first.status == 200)
+        let reply = try #require(first.json?.object)
+        let success = try #require(reply["documents"]?.object?["success"]).arrayValue.compactMap { $0.object?["id"]?.string }
+        #expect(Set(success) == ["a", "c", "other"], "own writes and others' changes")
+        let errors = try #require(reply["documents"]?.object?["error"]).arrayValue
+        #expect(errors.count == 1 && errors[0].object?["id"] == "b")
+        #expect(errors[0].object?["message"]?.string?.contains("docType") == true)
+        let cursor = try #require(reply["cursor"])
+        // Nothing new since: an empty answer with the same cursor.
+        let again = try await server.api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
+        #expect(try #require(again.json?.object?["documents"]?.object?["success"]).arrayValue.isEmpty)
+        #expect(again.json?.object?["cursor"] == cursor)
+        // A change by someone else shows up, tombstones included.
+        _ = try await server.api.request("DELETE", "/api/document", body: #"{"id":"other","docType":"note"}"#)
+        let later = try await server.api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
+        let changed = try #require(later.json?.object?["documents"]?.object?["success"]).arrayValue
+        #expect(changed.count == 1 && changed[0].object?["deleted_at"] != nil)
+    }
+
+    @Test func aStaleRevisionInABatchIsAConflictWithTheCurrentDocument() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","v":1}"#)
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","v":2}"#)
+        let reply = try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[{"id":"a","docType":"note","v":3,"rev":1}]}"#)
+        let error = try #require(reply.json?.object?["documents"]?.object?["error"]).arrayValue.first?.object
+        #expect(error?["message"]?.string?.hasPrefix("revision 1 is not current") == true)
+        #expect(error?["current"]?.object?["v"] == .number("2"))
+    }
+
+    @Test func aLongPollReturnsAsSoonAsSomethingChanges() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let cursor = try #require(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[]}"#).json?.object?["cursor"])
+        let started = ContinuousClock.now
+        async let held = server.api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[],"wait":20}"#)
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"late","docType":"note"}"#)
+        let reply = try await held
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(try #require(reply.json?.object?["documents"]?.object?["success"]).arrayValue.first?.object?["id"] == "late")
+    }
+}
+
+extension JSONValue {
+    var arrayValue: [JSONValue] { if case .array(let a) = self { a } else { [] } }
+}

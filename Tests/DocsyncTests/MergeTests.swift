@@ -1,0 +1,65 @@
+import DocsyncModel
+import Testing
+
+@Suite struct MergeTests {
+    func parse(_ s: String) -> JSONValue { try! JSONParser.parse(s) }
+
+    @Test func differentFieldsMergeSilently() {
+        let r = Merge.threeWay(base: parse(#"{"a":1,"b":1,"c":{"x":1,"y":1}}"#),
+                               local: parse(#"{"a":2,"b":1,"c":{"x":2,"y":1}}"#),
+                               remote: parse(#"{"a":1,"b":3,"c":{"x":1,"y":3},"d":4}"#), preferLocal: false)
+        #expect(r.conflicts.isEmpty)
+        #expect(r.value == parse(#"{"a":2,"b":3,"c":{"x":2,"y":3},"d":4}"#))
+    }
+
+    @Test func sameFieldGoesToThePreferredSideAndIsReported() {
+        let base = parse(#"{"t":"base","n":1}"#), local = parse(#"{"t":"mine","n":1}"#), remote = parse(#"{"t":"theirs","n":2}"#)
+        let theirs = Merge.threeWay(base: base, local: local, remote: remote, preferLocal: false)
+        #expect(theirs.conflicts == ["/t"])
+        #expect(theirs.value == parse(#"{"t":"theirs","n":2}"#))
+        #expect(Merge.threeWay(base: base, local: local, remote: remote, preferLocal: true).value == parse(#"{"t":"mine","n":2}"#))
+    }
+
+    @Test func arraysChangeAsWholeValues() {
+        let base = parse(#"{"l":[1,2,3]}"#)
+        #expect(Merge.threeWay(base: base, local: base, remote: parse(#"{"l":[1,2,3,4]}"#), preferLocal: true).value == parse(#"{"l":[1,2,3,4]}"#))
+        let both = Merge.threeWay(base: base, local: parse(#"{"l":[0,1,2,3]}"#), remote: parse(#"{"l":[1,2,3,4]}"#), preferLocal: true)
+        #expect(both.conflicts == ["/l"])
+        #expect(both.value == parse(#"{"l":[0,1,2,3]}"#))
+    }
+
+    @Test func aFieldRemovedOnOneSideAndUntouchedOnTheOtherIsRemoved() {
+        let r = Merge.threeWay(base: parse(#"{"a":1,"b":2}"#), local: parse(#"{"a":1}"#), remote: parse(#"{"a":1,"b":2,"c":3}"#), preferLocal: false)
+        #expect(r.value == parse(#"{"a":1,"c":3}"#))
+    }
+
+    @Test func layoutKeepsTheFilesKeyOrderAndAppendsNewKeys() {
+        let existing = parse(#"{"z":1,"id":"x","a":{"q":1,"p":2},"gone":true}"#)
+        let fresh = parse(#"{"id":"x","a":{"p":3,"q":1,"r":0},"z":2,"new":1}"#)
+        let laid = Merge.keepingOrder(of: existing, fresh)
+        #expect(JSONWriter.string(laid) == #"{"z":2,"id":"x","a":{"q":1,"p":3,"r":0},"new":1}"#)
+    }
+}
+
+@Suite struct IgnoreRuleTests {
+    @Test func gitignoreSyntax() {
+        let rules = IgnoreRules(text: """
+            # drafts stay local
+            drafts/
+            *.tmp.json
+            /top.json
+            reports/**/secret*.json
+            !reports/q1/secret-ok.json
+            """)
+        #expect(rules.isIgnored("drafts/a.json", isDirectory: false))
+        #expect(rules.isIgnored("x/drafts/a.json", isDirectory: false))
+        #expect(!rules.isIgnored("drafts.json", isDirectory: false))
+        #expect(rules.isIgnored("a/b/c.tmp.json", isDirectory: false))
+        #expect(rules.isIgnored("top.json", isDirectory: false))
+        #expect(!rules.isIgnored("sub/top.json", isDirectory: false))
+        #expect(rules.isIgnored("reports/secret1.json", isDirectory: false))
+        #expect(rules.isIgnored("reports/q1/deep/secret2.json", isDirectory: false))
+        #expect(!rules.isIgnored("reports/q1/secret-ok.json", isDirectory: false))
+        #expect(!rules.isIgnored("notes/a.json", isDirectory: false))
+    }
+}

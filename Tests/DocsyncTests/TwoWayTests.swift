@@ -1,0 +1,191 @@
+import DocsyncModel
+import DocsyncTestSupport
+import DocsyncWatcher
+import Foundation
+import Testing
+
+/// Two folders, one server, real processes: what one folder does, the other shows.
+extension HeavySuites {
+@Suite(.serialized) struct TwoWayTests {
+    final class Rig: @unchecked Sendable {
+        let work: TempFolder
+        let a: TempFolder
+        let b: TempFolder
+        let server: DocsyncProcess
+        let url: String
+        let api: APIClient
+        var agentA: DocsyncProcess?
+        var agentB: DocsyncProcess?
+        var starts = 0
+
+        init() async throws {
+            work = try TempFolder("twoway")
+            a = try TempFolder("folder-a")
+            b = try TempFolder("folder-b")
+            try work.write("token", "two-way-token\n")
+            server = try DocsyncProcess(["serve", "--data", work.file("server"), "--port", "0", "--token-file", work.file("token")], logDirectory: work.path, name: "serve")
+            url = try await server.firstLine()
+            api = APIClient(baseURL: url, token: "two-way-token")
+            agentA = try start(a)
+            agentB = try start(b)
+        }
+
+        func start(_ folder: TempFolder) throws -> DocsyncProcess {
+            starts += 1
+            return try DocsyncProcess(["watch", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-\(starts)")
+        }
+
+        func finish() async {
+            await agentA?.stop()
+            await agentB?.stop()
+            await server.stop()
+            work.remove(); a.remove(); b.remove()
+        }
+
+        /// The file in `folder` holding document `id`, if any.
+        func file(of id: String, in folder: TempFolder) -> String? {
+            DocsyncWatcherProbe.walk(folder.path).map(\.0).first { (try? idOf(folder, $0)) == id }
+        }
+
+        func object(of id: String, in folder: TempFolder) -> JSONObject? {
+            file(of: id, in: folder).flatMap { try? DocumentRules.parseObject(Array(folder.bytes($0))) }
+        }
+
+        func conflictCopies(_ folder: TempFolder) -> [String] {
+            (FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []).filter { $0.contains(".sync-conflict-") }
+        }
+    }
+
+    @Test func createEditMoveAndDeleteInOneFolderShowInTheOther() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/shopping.json", #"{"id":"shop","docType":"note","items":["milk"]}"#)
+        #expect(await eventually { rig.object(of: "shop", in: rig.b)?["items"] == ["milk"] })
+        #expect(rig.file(of: "shop", in: rig.b) == "note/shop.json", "new documents land at <docType>/<id>.json")
+        try rig.a.write("notes/shopping.json", #"{"id":"shop","docType":"note","items":["milk","eggs"]}"#)
+        #expect(await eventually { rig.object(of: "shop", in: rig.b)?["items"] == ["milk", "eggs"] })
+        try rig.a.move("notes/shopping.json", "archive/shopping.json")
+        try rig.a.write("notes/after-move.json", #"{"id":"marker","docType":"note"}"#)
+        #expect(await eventually { rig.object(of: "marker", in: rig.b) != nil })
+        #expect(rig.object(of: "shop", in: rig.b)?["items"] == ["milk", "eggs"], "a move changes no content")
+        #expect(try await rig.api.documents(type: "note").count == 2)
+        try rig.a.remove("archive/shopping.json")
+        #expect(await eventually { rig.file(of: "shop", in: rig.b) == nil })
+        let trash = try FileManager.default.contentsOfDirectory(atPath: rig.b.file(".docsync/trash"))
+        #expect(trash.contains { $0.hasPrefix("shop-") }, "recoverable from .docsync/trash")
+        // B's own writes are not pushed back: the server saw one write per change.
+        #expect(try await rig.api.documents(type: "note")["shop"]?["rev"] == .number("3"))
+    }
+
+    @Test func concurrentEditsToDifferentFieldsMergeOnBothSides() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/doc.json", "{\n  \"id\": \"doc\",\n  \"docType\": \"note\",\n  \"title\": \"t0\",\n  \"body\": \"b0\"\n}\n")
+        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
+        await rig.agentB?.stop()
+        try rig.a.write("notes/doc.json", "{\n  \"id\": \"doc\",\n  \"docType\": \"note\",\n  \"title\": \"t1 from A\",\n  \"body\": \"b0\"\n}\n")
+        #expect(await eventually { (try? await rig.api.documents(type: "note")["doc"]?["title"]) == "t1 from A" })
+        let path = try #require(rig.file(of: "doc", in: rig.b))
+        var edited = try #require(rig.object(of: "doc", in: rig.b))
+        edited["body"] = "b1 from B"
+        try rig.b.write(path, JSONWriter.string(.object(edited), style: .pretty) + "\n")
+        rig.agentB = try rig.start(rig.b)
+        for folder in [rig.a, rig.b] {
+            #expect(await eventually {
+                let o = rig.object(of: "doc", in: folder)
+                return o?["title"] == "t1 from A" && o?["body"] == "b1 from B"
+            })
+            #expect(rig.conflictCopies(folder).isEmpty)
+        }
+    }
+
+    @Test func editsToTheSameFieldLeaveOneConflictCopyAndConverge() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
+        await rig.agentB?.stop()
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"from A"}"#)
+        #expect(await eventually { (try? await rig.api.documents(type: "note")["doc"]?["title"]) == "from A" })
+        let path = try #require(rig.file(of: "doc", in: rig.b))
+        try rig.b.write(path, #"{"id":"doc","docType":"note","title":"from B"}"#)
+        rig.agentB = try rig.start(rig.b)  // B's edit is seen now: the later change
+        for folder in [rig.a, rig.b] {
+            #expect(await eventually { rig.object(of: "doc", in: folder)?["title"] == "from B" })
+        }
+        let copies = rig.conflictCopies(rig.a) + rig.conflictCopies(rig.b)
+        #expect(copies.count == 1, "\(copies)")
+        let copy = try #require(rig.conflictCopies(rig.b).first)
+        #expect(try DocumentRules.parseObject(Array(rig.b.bytes(copy)))["title"] == "from A", "the losing version, in full")
+        let (code, out, _) = try await runDocsync(["conflicts", rig.b.path], logDirectory: rig.work.path)
+        #expect(code == 0 && out.contains(copy))
+        #expect(try await rig.api.documents(type: "note").count == 1, "conflict copies are never synced")
+        let (code2, _, err2) = try await runDocsync(["resolve", rig.b.file(copy), "--keep", "theirs"], logDirectory: rig.work.path)
+        #expect(code2 == 0, "\(err2)")
+        for folder in [rig.a, rig.b] {
+            #expect(await eventually { rig.object(of: "doc", in: folder)?["title"] == "from A" })
+        }
+        #expect(rig.conflictCopies(rig.b).isEmpty)
+    }
+
+    @Test func anEditBeatsADelete() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","v":0}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
+        await rig.agentB?.stop()
+        try rig.a.remove("notes/doc.json")
+        #expect(await eventually { (try? await rig.api.documents(type: "note")["doc"]?["deleted_at"]) != nil })
+        let path = try #require(rig.file(of: "doc", in: rig.b))
+        try rig.b.write(path, #"{"id":"doc","docType":"note","v":"edited in B"}"#)
+        rig.agentB = try rig.start(rig.b)
+        #expect(await eventually { (try? await rig.api.documents(type: "note")["doc"]).map { $0["deleted_at"] == nil && $0["v"] == "edited in B" } == true })
+        #expect(await eventually { rig.object(of: "doc", in: rig.a)?["v"] == "edited in B" }, "the document comes back in A")
+    }
+
+    @Test func pulledFilesKeepTheirLayoutAndAreNotRewrittenWithoutAChange() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","a":1,"b":"x"}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
+        let path = try #require(rig.file(of: "doc", in: rig.b))
+        // B's own layout: its key order, compact.
+        try rig.b.write(path, #"{"b":"x","id":"doc","a":1,"docType":"note"}"#)
+        #expect(await eventually { (try? await rig.api.documents(type: "note")["doc"]?["rev"]) == .number("2") })
+        let before = try #require(FileSystem.info(rig.b.file(path)))
+        // A reorders keys only: the same content, so B's file is left exactly as it is.
+        try rig.a.write("notes/doc.json", #"{"docType":"note","a":1,"b":"x","id":"doc"}"#)
+        try rig.a.write("notes/marker.json", #"{"id":"marker1","docType":"note"}"#)
+        #expect(await eventually { rig.object(of: "marker1", in: rig.b) != nil })
+        #expect(FileSystem.info(rig.b.file(path)) == before, "no rewrite, mtime untouched")
+        // A changes values and adds keys: B's order kept, new keys appended, pretty, literal numbers.
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","a":1.50,"b":"café ✓","new":12345678901234567890}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.b)?["new"] != nil })
+        let text = try rig.b.read(path)
+        #expect(text == "{\n  \"b\": \"café ✓\",\n  \"id\": \"doc\",\n  \"a\": 1.50,\n  \"docType\": \"note\",\n  \"new\": 12345678901234567890\n}\n", "\(text)")
+    }
+
+    @Test func aPulledDocumentThatWouldLandOutsideTheFolderIsRefused() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        // Written straight into the server's database, as a hostile or broken server would hold them.
+        let hostile = [#"{"id":"../../escape","docType":"note"}"#, #"{"id":"ok1","docType":"../../etc"}"#,
+                       #"{"id":"ok2","docType":"/abs"}"#, #"{"id":"ok3","docType":"a\u0000b"}"#,
+                       #"{"id":"\#(String(repeating: "x", count: 300))","docType":"note"}"#, #"{"id":"ok4","docType":".hidden"}"#]
+        let db = rig.work.file("server/documents.sqlite")
+        for (i, body) in hostile.enumerated() {
+            let doc = try JSONParser.parse(body).object!
+            let sql = "INSERT INTO document (id, doc_type, body, rev, seq, updated_at, created_at, stored_at) VALUES ('h\(i)', 'x', '\(body.replacingOccurrences(of: "'", with: "''"))', 1, \(1000 + i), 0, 0, 0)"
+            _ = doc
+            let p = try DocsyncProcess(executable: "/usr/bin/sqlite3", arguments: [db, sql], logDirectory: rig.work.path, name: "sql\(i)")
+            #expect(await p.wait() == 0, "\(p.stderr)")
+        }
+        try rig.a.write("notes/fine.json", #"{"id":"fine","docType":"note"}"#)
+        #expect(await eventually { rig.object(of: "fine", in: rig.b) != nil })
+        #expect(await eventually { rig.agentB!.stderr.components(separatedBy: "refused a document from the server").count - 1 == hostile.count }, "\(rig.agentB!.stderr)")
+        let written = FileManager.default.enumerator(atPath: rig.b.path)?.compactMap { $0 as? String }.filter { !$0.hasPrefix(".docsync") } ?? []
+        #expect(Set(written) == ["note", "note/fine.json"], "nothing else written: \(written)")
+        #expect(!FileManager.default.fileExists(atPath: rig.b.path + "/../escape.json"))
+    }
+}
+}
