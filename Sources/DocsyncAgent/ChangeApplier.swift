@@ -137,12 +137,13 @@ struct ChangeApplier: Sendable {
                 try tx.upsertDocument(final)
             }
         case (false, true):
-            // Edit beats delete: keep the local version and push it over the tombstone.
+            // Edit beats delete: the document comes back, merged with its last content on the
+            // server (edits made elsewhere before the delete come back with it).
             logger.info("document deleted on the server but edited here; the edit wins", metadata: ["doc.id": "\(id)"])
-            doc.serverRev = rev
-            doc.base = JSONWriter.string(.object(remoteBody))
-            let final = doc
-            try await index.write { try $0.upsertDocument(final) }
+            let merged = try await mergeAndWrite(
+                &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
+                remoteStamp: remoteStamp, pending: pending, forcePush: true)
+            _ = merged
         case (true, false):
             // Deleted here, edited there: the edit wins, the file comes back.
             logger.info("document deleted here but edited on the server; the edit wins", metadata: ["doc.id": "\(id)"])
@@ -150,23 +151,35 @@ struct ChangeApplier: Sendable {
             let path = try freePath(for: id, docType: docType)
             try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
         case (false, false):
-            let localStamp = doc.updatedAt ?? 0
-            let preferLocal = localStamp > remoteStamp
-            let result = Merge.threeWay(base: base, local: .object(localBody), remote: .object(remoteBody), preferLocal: preferLocal)
-            let merged = result.value?.object ?? remoteBody
-            let path = try doc.path ?? freePath(for: id, docType: docType)
-            if !result.conflicts.isEmpty {
-                summary.conflicts += 1
-                let loser = preferLocal ? remoteBody : localBody
-                try writeConflictCopy(of: path, loser)
-                logger.warning(
-                    "conflicting edits; the later one wins, the other is kept beside the file",
-                    metadata: ["doc.id": "\(id)", "file.path": "\(path)", "conflict.paths": "\(result.conflicts.joined(separator: ","))"])
-            }
-            try await writeFile(
-                path: path, id: id, docType: docType, content: merged, base: remoteBody, rev: rev,
-                pending: merged == remoteBody ? nil : pending, stamp: max(localStamp, remoteStamp))
+            _ = try await mergeAndWrite(
+                &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
+                remoteStamp: remoteStamp, pending: pending, forcePush: false)
         }
+    }
+
+    /// Three-way merge of a local change with the server's version; the later stamp wins where both
+    /// changed the same value, the other side's full version going to a conflict copy. The merged
+    /// document is written and, unless the server already holds it (or `forcePush`), queued.
+    private func mergeAndWrite(
+        _ summary: inout Summary, doc: DocumentRow, id: String, docType: String, base: JSONValue?, local: JSONObject,
+        remote: JSONObject, rev: Int64, remoteStamp: Int64, pending: OutboxEntry?, forcePush: Bool
+    ) async throws -> JSONObject {
+        let localStamp = doc.updatedAt ?? 0
+        let preferLocal = forcePush || localStamp > remoteStamp
+        let result = Merge.threeWay(base: base, local: .object(local), remote: .object(remote), preferLocal: preferLocal)
+        let merged = result.value?.object ?? remote
+        let path = try doc.path ?? freePath(for: id, docType: docType)
+        if !result.conflicts.isEmpty {
+            summary.conflicts += 1
+            try writeConflictCopy(of: path, preferLocal ? remote : local)
+            logger.warning(
+                "conflicting edits; the later one wins, the other is kept beside the file",
+                metadata: ["doc.id": "\(id)", "file.path": "\(path)", "conflict.paths": "\(result.conflicts.joined(separator: ","))"])
+        }
+        try await writeFile(
+            path: path, id: id, docType: docType, content: merged, base: remote, rev: rev,
+            pending: (merged == remote && !forcePush) ? nil : pending, stamp: max(localStamp, remoteStamp))
+        return merged
     }
 
     // MARK: - Files
