@@ -79,6 +79,7 @@ public actor Agent {
         self.ignore = ignore
         self.scanner = Scanner(root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger)
         var endpoint = PingPongEndpoint(baseURL: options.endpointURL, token: options.token, client: client, clock: clock)
+        endpoint.clientID = try Self.clientID(index)
         endpoint.requestTimeout = .nanoseconds(Int64(options.requestTimeout.components.seconds) * 1_000_000_000 + options.requestTimeout.components.attoseconds / 1_000_000_000)
         let tokenFile = options.tokenFile
         let initialToken = options.token
@@ -142,6 +143,17 @@ public actor Agent {
         stopRequested = true
         watcher?.stop()
         calibratorWake.signal()
+    }
+
+    /// This folder's client id, made once: the endpoint does not echo this agent's writes to it.
+    static func clientID(_ index: Index) throws -> String {
+        try index.writer.write { db in
+            let tx = IndexTransaction(db: db)
+            if let id = try tx.meta("client_id") { return id }
+            let id = UUID().uuidString.lowercased()
+            try tx.setMeta("client_id", id)
+            return id
+        }
     }
 
     // MARK: - Clock

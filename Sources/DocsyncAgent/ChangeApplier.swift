@@ -144,6 +144,13 @@ struct ChangeApplier: Sendable {
                 &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
                 remoteStamp: remoteStamp, pending: pending, forcePush: true)
             _ = merged
+        case (true, false) where remoteBody == localBody:
+            // The server holds our own last version (sent before a crash, never acknowledged):
+            // nobody edited it, so the delete stands; re-send the tombstone against this revision.
+            doc.serverRev = rev
+            doc.base = JSONWriter.string(.object(remoteBody))
+            let final = doc
+            try await index.write { try $0.upsertDocument(final) }
         case (true, false):
             // Deleted here, edited there: the edit wins, the file comes back.
             logger.info("document deleted here but edited on the server; the edit wins", metadata: ["doc.id": "\(id)"])

@@ -38,6 +38,10 @@ actor Pusher {
         self.lock = lock
     }
 
+    /// Documents per `/api/sync` call, and how many such calls a round has in flight.
+    static let batchChunk = 500
+    static let batchesInFlight = 4
+
     private(set) var offlineSince: Int64?
     private var consecutiveFailures = 0
     private var nextTry: ContinuousClock.Instant?
@@ -116,7 +120,8 @@ actor Pusher {
         let now = clock.now()
         let due: [OutboxEntry]
         do {
-            due = try await index.read { [batchSize] tx in try tx.dueEntries(now: now, limit: offline ? 1 : batchSize) }
+            let limit = offline ? 1 : (capabilities.batch == true ? Self.batchChunk * Self.batchesInFlight : batchSize)
+            due = try await index.read { tx in try tx.dueEntries(now: now, limit: limit) }
         } catch {
             logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
@@ -138,7 +143,17 @@ actor Pusher {
             for e in entries { if let rev = try tx.document(id: e.docID)?.serverRev { out[e.docID] = rev } }
             return out
         }) ?? [:]
-        if capabilities.batch != false, let results = await sendBatch(entries, revisions: revisions) { return results }
+        if capabilities.batch != false {
+            // Several batches in flight keep both the agent and the server busy.
+            let chunks = stride(from: 0, to: entries.count, by: Self.batchChunk).map { Array(entries[$0..<min($0 + Self.batchChunk, entries.count)]) }
+            let outcomes = await withTaskGroup(of: [(OutboxEntry, Result<JSONValue, EndpointError>)]?.self) { group in
+                for chunk in chunks { group.addTask { await self.sendBatch(chunk, revisions: revisions) } }
+                var all: [[(OutboxEntry, Result<JSONValue, EndpointError>)]?] = []
+                for await outcome in group { all.append(outcome) }
+                return all
+            }
+            if outcomes.allSatisfy({ $0 != nil }) { return outcomes.flatMap { $0! } }
+        }
         return await withTaskGroup(of: (OutboxEntry, Result<JSONValue, EndpointError>).self) { group in
             var results: [(OutboxEntry, Result<JSONValue, EndpointError>)] = []
             var iterator = entries.makeIterator()

@@ -17,6 +17,9 @@ public struct PingPongEndpoint: Sendable {
     private let client: HTTPClient
     private let clock: ServerClock?
     public var requestTimeout: TimeAmount = .seconds(30)
+    /// Sent as `X-Docsync-Client`: the endpoint leaves this client's own writes out of the changes
+    /// it returns.
+    public var clientID: String?
 
     /// Replies larger than this are refused rather than buffered.
     static let maxReplyBytes = 64 << 20
@@ -117,6 +120,7 @@ public struct PingPongEndpoint: Sendable {
     ) async throws(EndpointError) -> Reply {
         var request = HTTPClientRequest(url: baseURL + path)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let clientID { request.headers.add(name: "X-Docsync-Client", value: clientID) }
         request.method = method
         request.headers.add(name: "Authorization", value: authorization)
         request.headers.add(name: "Accept", value: "application/json")

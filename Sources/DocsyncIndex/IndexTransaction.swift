@@ -5,6 +5,8 @@ import GRDB
 public struct IndexTransaction {
     let db: Database
 
+    public init(db: Database) { self.db = db }
+
     // MARK: Files
 
     public func file(at path: String) throws -> FileRow? {

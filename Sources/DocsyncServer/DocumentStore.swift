@@ -43,7 +43,8 @@ public struct DocumentStore: Sendable {
                     updated_at INTEGER NOT NULL, -- Unix ms
                     deleted_at INTEGER,          -- Unix ms, NULL while live
                     created_at INTEGER NOT NULL,
-                    stored_at INTEGER NOT NULL   -- Unix ns of the latest write (for latency measurements)
+                    stored_at INTEGER NOT NULL,  -- Unix ns of the latest write (for latency measurements)
+                    writer TEXT                  -- X-Docsync-Client of the latest write: not echoed back to it
                 );
                 CREATE INDEX document_type ON document(doc_type, id);
                 CREATE UNIQUE INDEX document_seq ON document(seq);
@@ -70,11 +71,11 @@ public struct DocumentStore: Sendable {
     }
 
     /// Upserts `object` by id. `ifMatch` (the revision the write was based on) makes it conditional.
-    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false) async throws -> JSONObject {
-        try await writer.write { db in try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, db: db) }
+    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false, client: String? = nil) async throws -> JSONObject {
+        try await writer.write { db in try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, db: db) }
     }
 
-    static func put(_ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, db: Database) throws -> JSONObject {
+    static func put(_ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String? = nil, db: Database) throws -> JSONObject {
         var object = input
         let id = object["id"]!.string!
         let existing = try Row.fetchOne(db, sql: "SELECT rev, body, created_at FROM document WHERE id = ?", arguments: [id])
@@ -104,13 +105,13 @@ public struct DocumentStore: Sendable {
         let body = JSONWriter.string(.object(object))
         try db.execute(
             sql: """
-                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev,
                     seq = excluded.seq, updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
-                    stored_at = excluded.stored_at
+                    stored_at = excluded.stored_at, writer = excluded.writer
                 """,
-            arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now, storedAtNanoseconds()])
+            arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now, storedAtNanoseconds(), client])
         return object
     }
 
@@ -129,7 +130,8 @@ public struct DocumentStore: Sendable {
     /// sync-rails' batch call: upserts every document (each may carry `rev`, the revision it was
     /// based on), then lists what changed since `since`, all in one transaction so the cursor
     /// never skips a concurrent write.
-    public func sync(since: Int64, documents: [JSONValue], now: Int64, limit: Int) async throws -> SyncOutcome {
+    /// `client` (the `X-Docsync-Client` header) leaves out changes whose latest write was its own.
+    public func sync(since: Int64, documents: [JSONValue], now: Int64, limit: Int, client: String? = nil) async throws -> SyncOutcome {
         try await writer.write { db in
             var outcome = SyncOutcome()
             var sent = Set<String>()
@@ -140,7 +142,7 @@ public struct DocumentStore: Sendable {
                     var base: Int64?
                     if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
                     sent.insert(id!)
-                    outcome.stored.append(try Self.put(object, now: now, ifMatch: base, mustCreate: false, db: db))
+                    outcome.stored.append(try Self.put(object, now: now, ifMatch: base, mustCreate: false, client: client, db: db))
                 } catch let error as StoreError {
                     var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
                     if let current = error.current { entry["current"] = current }
@@ -148,9 +150,9 @@ public struct DocumentStore: Sendable {
                 }
             }
             let rows = try Row.fetchAll(
-                db, sql: "SELECT id, body, seq FROM document WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit + 1])
+                db, sql: "SELECT id, body, seq, writer FROM document WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit + 1])
             outcome.more = rows.count > limit
-            for row in rows.prefix(limit) where !sent.contains(row["id"] as String) {
+            for row in rows.prefix(limit) where !sent.contains(row["id"] as String) && (client == nil || row["writer"] as String? != client) {
                 outcome.changes.append(row["body"])
             }
             if outcome.more {

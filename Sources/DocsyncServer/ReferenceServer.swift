@@ -1,6 +1,7 @@
 import DocsyncClock
 import DocsyncModel
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -86,7 +87,7 @@ public struct ReferenceServer: Sendable {
                     }
                     ifMatch = rev
                 }
-                let stored = try await store.put(object, now: now(), ifMatch: ifMatch)
+                let stored = try await store.put(object, now: now(), ifMatch: ifMatch, client: Self.client(request))
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
@@ -97,7 +98,7 @@ public struct ReferenceServer: Sendable {
                 if object["id"] == nil {
                     object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
                 }
-                let stored = try await store.put(object, now: now(), mustCreate: true)
+                let stored = try await store.put(object, now: now(), mustCreate: true, client: Self.client(request))
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
@@ -154,14 +155,15 @@ public struct ReferenceServer: Sendable {
                 var wait: Duration = .zero
                 if case .number(let w)? = body["wait"], let seconds = Double(w) { wait = .milliseconds(Int64(min(max(seconds, 0), 60) * 1000)) }
                 let pageSize = 1000
-                var outcome = try await store.sync(since: since, documents: documents, now: now(), limit: pageSize)
+                let client = Self.client(request)
+                var outcome = try await store.sync(since: since, documents: documents, now: now(), limit: pageSize, client: client)
                 if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
                 if documents.isEmpty && outcome.changes.isEmpty && !outcome.more && wait > .zero {
                     // Long poll: hold the request until something changes (or the wait ends).
                     // Ends early when the server shuts down, so a held request never delays a stop.
                     let (after, timeout) = (outcome.cursor, wait)
                     await cancelWhenGracefulShutdown { await feed.wait(after: after, timeout: timeout) }
-                    outcome = try await store.sync(since: since, documents: [], now: now(), limit: pageSize)
+                    outcome = try await store.sync(since: since, documents: [], now: now(), limit: pageSize, client: client)
                 }
                 var buffer = ByteBuffer(string: "{\"documents\":{\"success\":[")
                 var first = true
@@ -202,6 +204,12 @@ public struct ReferenceServer: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The `X-Docsync-Client` id a request names (an agent's own, so its writes are not echoed).
+    static func client(_ request: Request) -> String? {
+        guard let name = HTTPField.Name("X-Docsync-Client"), let value = request.headers[name], DocumentRules.isSafeIdentifier(value) else { return nil }
+        return value
+    }
 
     static func json(_ request: Request, _ context: BasicRequestContext, limit: Int) async throws -> JSONValue {
         var request = request
