@@ -10,11 +10,11 @@ public struct IndexTransaction {
     // MARK: Files
 
     public func file(at path: String) throws -> FileRow? {
-        try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [path]).map(FileRow.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE path = ?"), arguments: [path]).map(FileRow.init(row:))
     }
 
     public func file(forDocument id: String) throws -> FileRow? {
-        try Row.fetchOne(db, sql: "SELECT * FROM file WHERE doc_id = ?", arguments: [id]).map(FileRow.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE doc_id = ?"), arguments: [id]).map(FileRow.init(row:))
     }
 
     /// Every file row, keyed by path: what a full rescan compares the tree against.
@@ -50,36 +50,31 @@ public struct IndexTransaction {
     }
 
     public func upsertFile(_ f: FileRow) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO file (path, doc_id, doc_type, hash, size, mtime_ns, inode, state, error)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(path) DO UPDATE SET doc_id = excluded.doc_id, doc_type = excluded.doc_type,
                     hash = excluded.hash, size = excluded.size, mtime_ns = excluded.mtime_ns,
                     inode = excluded.inode, state = excluded.state, error = excluded.error
-                """,
-            arguments: [f.path, f.docID, f.docType, f.hash, f.stat.size, f.stat.mtimeNs, Int64(bitPattern: f.stat.inode), f.state.rawValue, f.error])
+                """).execute(arguments: [f.path, f.docID, f.docType, f.hash, f.stat.size, f.stat.mtimeNs, Int64(bitPattern: f.stat.inode), f.state.rawValue, f.error])
     }
 
     public func updateStat(path: String, stat: FileStat) throws {
-        try db.execute(
-            sql: "UPDATE file SET size = ?, mtime_ns = ?, inode = ? WHERE path = ?",
-            arguments: [stat.size, stat.mtimeNs, Int64(bitPattern: stat.inode), path])
+        try db.cachedStatement(sql: "UPDATE file SET size = ?, mtime_ns = ?, inode = ? WHERE path = ?").execute(arguments: [stat.size, stat.mtimeNs, Int64(bitPattern: stat.inode), path])
     }
 
     public func deleteFile(at path: String) throws {
-        try db.execute(sql: "DELETE FROM file WHERE path = ?", arguments: [path])
+        try db.cachedStatement(sql: "DELETE FROM file WHERE path = ?").execute(arguments: [path])
     }
 
     // MARK: Documents
 
     public func document(id: String) throws -> DocumentRow? {
-        try Row.fetchOne(db, sql: "SELECT * FROM document WHERE id = ?", arguments: [id]).map(DocumentRow.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM document WHERE id = ?"), arguments: [id]).map(DocumentRow.init(row:))
     }
 
     public func upsertDocument(_ d: DocumentRow) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO document (id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at,
                                       server_rev, base, state, error)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -88,13 +83,12 @@ public struct IndexTransaction {
                     updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
                     server_rev = excluded.server_rev, base = excluded.base, state = excluded.state,
                     error = excluded.error
-                """,
-            arguments: [d.id, d.docType, d.path, d.body, d.bodyHash, d.pushedHash, d.updatedAt, d.deletedAt,
+                """).execute(arguments: [d.id, d.docType, d.path, d.body, d.bodyHash, d.pushedHash, d.updatedAt, d.deletedAt,
                         d.serverRev, d.base, d.state.rawValue, d.error])
     }
 
     public func setDocumentPath(id: String, path: String?) throws {
-        try db.execute(sql: "UPDATE document SET path = ? WHERE id = ?", arguments: [path, id])
+        try db.cachedStatement(sql: "UPDATE document SET path = ? WHERE id = ?").execute(arguments: [path, id])
     }
 
     public func allDocuments() throws -> [DocumentRow] {
@@ -106,22 +100,19 @@ public struct IndexTransaction {
     /// Queues `payload` for `key`, replacing whatever was pending for it. Attempts and backoff
     /// start over: new content deserves a prompt try even if the previous one was failing.
     public func enqueue(key: String, docID: String, kind: String, payload: String, bodyHash: String, queuedAt: Int64) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
                 VALUES (?, ?, ?, 1, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, version = version + 1,
                     payload = excluded.payload, body_hash = excluded.body_hash,
                     attempts = 0, next_attempt_at = 0, last_error = NULL
-                """,
-            arguments: [key, docID, kind, payload, bodyHash, queuedAt])
+                """).execute(arguments: [key, docID, kind, payload, bodyHash, queuedAt])
     }
 
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight).
     public func dueEntries(now: Int64, limit: Int, excluding: Set<String> = []) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
-        let cursor = try Row.fetchCursor(
-            db, sql: "SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY seq", arguments: [now])
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: "SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY seq"), arguments: [now])
         while out.count < limit, let row = try cursor.next() {
             let entry = OutboxEntry(row: row)
             if !excluding.contains(entry.key) { out.append(entry) }
@@ -130,7 +121,7 @@ public struct IndexTransaction {
     }
 
     public func outboxEntry(key: String) throws -> OutboxEntry? {
-        try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE key = ?", arguments: [key]).map(OutboxEntry.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM outbox WHERE key = ?"), arguments: [key]).map(OutboxEntry.init(row:))
     }
 
     /// The earliest `next_attempt_at` among waiting entries, if any.
@@ -142,22 +133,20 @@ public struct IndexTransaction {
     /// A newer version (the file changed while the request was in flight) stays queued.
     @discardableResult
     public func removeEntry(key: String, version: Int64) throws -> Bool {
-        try db.execute(sql: "DELETE FROM outbox WHERE key = ? AND version = ?", arguments: [key, version])
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ? AND version = ?").execute(arguments: [key, version])
         return db.changesCount > 0
     }
 
     public func recordFailure(key: String, version: Int64, error: String, nextAttemptAt: Int64) throws {
-        try db.execute(
-            sql: """
+        try db.cachedStatement(sql: """
                 UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
                 WHERE key = ? AND version = ?
-                """,
-            arguments: [error, nextAttemptAt, key, version])
+                """).execute(arguments: [error, nextAttemptAt, key, version])
     }
 
     /// Makes every waiting entry due at `at` (the endpoint came back, or pushing resumed).
     public func rescheduleAll(at: Int64) throws {
-        try db.execute(sql: "UPDATE outbox SET next_attempt_at = ? WHERE next_attempt_at > ?", arguments: [at, at])
+        try db.cachedStatement(sql: "UPDATE outbox SET next_attempt_at = ? WHERE next_attempt_at > ?").execute(arguments: [at, at])
     }
 
     public func pendingCount() throws -> Int {
@@ -171,16 +160,14 @@ public struct IndexTransaction {
     // MARK: Meta
 
     public func meta(_ key: String) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [key])
     }
 
     public func setMeta(_ key: String, _ value: String?) throws {
         if let value {
-            try db.execute(
-                sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                arguments: [key, value])
+            try db.cachedStatement(sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").execute(arguments: [key, value])
         } else {
-            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+            try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: [key])
         }
     }
 

@@ -78,7 +78,7 @@ public struct DocumentStore: Sendable {
     static func put(_ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String? = nil, db: Database) throws -> JSONObject {
         var object = input
         let id = object["id"]!.string!
-        let existing = try Row.fetchOne(db, sql: "SELECT rev, body, created_at FROM document WHERE id = ?", arguments: [id])
+        let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT rev, body, created_at FROM document WHERE id = ?"), arguments: [id])
         if mustCreate, existing != nil {
             throw StoreError(409, "a document with id \(id) exists already; PUT updates it", current: try storedValue(existing))
         }
@@ -89,7 +89,7 @@ public struct DocumentStore: Sendable {
             }
         }
         let rev: Int64 = (existing?["rev"] ?? 0) + 1
-        let seq = (try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM document") ?? 0) + 1
+        let seq = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM document")) ?? 0) + 1
         // The change's own time, if the client stamped one (offline work is stamped when it was
         // made, in server-calibrated time) and it is not in the future; otherwise now.
         let updatedAt = stamp(object[DocumentRules.updatedAtKey], now: now) ?? now
@@ -103,15 +103,15 @@ public struct DocumentStore: Sendable {
         }
         object[DocumentRules.revKey] = .number(String(rev))
         let body = JSONWriter.string(.object(object))
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev,
                     seq = excluded.seq, updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
                     stored_at = excluded.stored_at, writer = excluded.writer
-                """,
-            arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now, storedAtNanoseconds(), client])
+                """
+        ).execute(arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now, storedAtNanoseconds(), client])
         return object
     }
 
