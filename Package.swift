@@ -27,6 +27,7 @@ let package = Package(
         ]),
         // The server-calibrated clock: samples, the NTP-style filter, ServerSync's EMA, the boot-time base.
         .target(name: "DocsyncClock", dependencies: [
+            "DocsyncModel",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The filesystem seam: inotify through Glibc, the event aggregator, the tree walker.

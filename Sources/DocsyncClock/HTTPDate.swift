@@ -1,3 +1,5 @@
+import DocsyncModel
+
 /// Parses the three date forms RFC 7231 §7.1.1.1 requires a recipient to accept, into Unix seconds:
 /// IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`, obsolete RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT`,
 /// and asctime `Sun Nov  6 08:49:37 1994`.
@@ -30,17 +32,8 @@ public enum HTTPDate {
         guard let m = months.firstIndex(of: month.lowercased()), let d = Int64(day), (1...31).contains(d) else { return nil }
         let hms = time.split(separator: ":").compactMap { Int64($0) }
         guard hms.count == 3, hms[0] < 24, hms[1] < 60, hms[2] < 61 else { return nil }
-        let days = civilDays(year, Int64(m + 1), d)
+        let days = Timestamp.days(fromCivil: year, Int64(m + 1), d)
         return days * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]
-    }
-
-    static func civilDays(_ y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
-        let y = m <= 2 ? y0 - 1 : y0
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 
     /// IMF-fixdate for Unix seconds, the form a server sends.
@@ -48,15 +41,7 @@ public enum HTTPDate {
         let days = unixSeconds >= 0 ? unixSeconds / 86_400 : (unixSeconds - 86_399) / 86_400
         let secs = unixSeconds - days * 86_400
         let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][Int(((days % 7) + 7) % 7)]
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        let (y, m, d) = Timestamp.civil(fromDays: days)
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let month = months[Int(m - 1)].capitalized
         return "\(weekday), \(two(d)) \(month) \(y) \(two(secs / 3600)):\(two(secs / 60 % 60)):\(two(secs % 60)) GMT"

@@ -80,7 +80,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     // Howard Hinnant's civil-from-days and days-from-civil algorithms (proleptic Gregorian).
-    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+    /// Year, month, day of the `z0`-th day since 1970-01-01.
+    public static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
         let z = z0 + 719_468
         let era = floorDiv(z, 146_097)
         let doe = z - era * 146_097
@@ -92,7 +93,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 
-    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+    /// Days since 1970-01-01 of a proleptic Gregorian date.
+    public static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
         let y = m <= 2 ? y0 - 1 : y0
         let era = floorDiv(y, 400)
         let yoe = y - era * 400

@@ -86,3 +86,22 @@ func emit(_ line: String) {
         written += n
     }
 }
+
+/// Runs `body` with an agent for `directory` and an HTTP client that is shut down afterwards,
+/// whatever `body` does: what `watch` and `sync` share.
+func withAgent<T>(
+    directory: String, endpoint: EndpointOptions, tuning: AgentTuning, logger: Logger, _ body: (Agent) async throws -> T
+) async throws -> T {
+    var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint.endpoint, token: try endpoint.token(), tokenFile: endpoint.tokenFile)
+    tuning.apply(to: &options)
+    let client = makeHTTPClient()
+    let result: T
+    do {
+        result = try await body(try Agent(options: options, client: client, logger: logger))
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+    try await client.shutdown()
+    return result
+}

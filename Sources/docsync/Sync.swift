@@ -14,18 +14,9 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         let logger = bootstrapLogging(tuning.logLevel)
-        var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint.endpoint, token: try endpoint.token(), tokenFile: endpoint.tokenFile)
-        tuning.apply(to: &options)
-        let client = makeHTTPClient()
-        let report: SyncReport
-        do {
-            let agent = try Agent(options: options, client: client, logger: logger)
-            report = try await agent.syncOnce()
-        } catch {
-            try? await client.shutdown()
-            throw error
+        let report = try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
+            try await agent.syncOnce()
         }
-        try await client.shutdown()
         let s = report.scan
         emit("scanned: \(s.read) read, \(s.unchanged) unchanged, \(s.queued) changed, \(s.moved) moved, \(s.deleted) deleted, \(s.invalid) invalid")
         if report.invalid > 0 { emit("invalid files: \(report.invalid) (see `docsync status`)") }

@@ -15,18 +15,10 @@ struct Watch: AsyncParsableCommand {
 
     func run() async throws {
         let logger = bootstrapLogging(tuning.logLevel)
-        var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint.endpoint, token: try endpoint.token(), tokenFile: endpoint.tokenFile)
-        tuning.apply(to: &options)
-        let client = makeHTTPClient()
-        do {
-            let agent = try Agent(options: options, client: client, logger: logger)
+        try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
             let group = ServiceGroup(services: [AgentService(agent: agent)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             try await group.run()
-        } catch {
-            try? await client.shutdown()
-            throw error
         }
-        try await client.shutdown()
     }
 }
 
