@@ -160,6 +160,28 @@ extension HeavySuites {
         }
     }
 
+    @Test func docsyncignoreKeepsFilesLocal() async throws {
+        try await withAgent(prepare: { folder in
+            try folder.write(".docsyncignore", "drafts/\n*.local.json\n")
+            try folder.write("drafts/wip.json", #"{"docType":"note","wip":true}"#)
+        }) { folder, agent, server in
+            try folder.write("notes/a.json", #"{"docType":"note"}"#)
+            try folder.write("notes/mine.local.json", #"{"docType":"note","secret":true}"#)
+            try folder.write("drafts/later.json", #"{"docType":"note"}"#)
+            try folder.write("notes/b.json", #"{"docType":"note"}"#)
+            #expect(try await eventually {
+                let a = try await agent.row("notes/a.json"), b = try await agent.row("notes/b.json")
+                let pending = try await agent.index.read { try $0.pendingCount() }
+                return a != nil && b != nil && pending == 0
+            })
+            // Everything the agent was going to send is sent: the ignored files are not among it.
+            #expect(try await server.api.documents(type: "note").count == 2)
+            #expect(try await agent.row("drafts/wip.json") == nil)
+            #expect(try await agent.row("notes/mine.local.json") == nil)
+            #expect(try folder.read("drafts/later.json") == #"{"docType":"note"}"#, "ignored files are never modified")
+        }
+    }
+
     @Test func burstThatOverflowsTheKernelQueueEndsComplete() async throws {
         try await withAgent { folder, agent, server in
             try FileManager.default.createDirectory(atPath: folder.file("burst"), withIntermediateDirectories: true)
