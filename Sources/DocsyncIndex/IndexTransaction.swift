@@ -17,17 +17,6 @@ public struct IndexTransaction {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE doc_id = ?"), arguments: [id]).map(FileRow.init(row:))
     }
 
-    /// Every file row, keyed by path: what a full rescan compares the tree against.
-    public func allFiles() throws -> [String: FileRow] {
-        var result: [String: FileRow] = [:]
-        let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM file")
-        while let row = try cursor.next() {
-            let file = FileRow(row: row)
-            result[file.path] = file
-        }
-        return result
-    }
-
     /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,
     /// without loading hashes and errors (100k files stay a few megabytes).
     public func allFileStats() throws -> [String: FileSummary] {
@@ -89,10 +78,6 @@ public struct IndexTransaction {
 
     public func setDocumentPath(id: String, path: String?) throws {
         try db.cachedStatement(sql: "UPDATE document SET path = ? WHERE id = ?").execute(arguments: [path, id])
-    }
-
-    public func allDocuments() throws -> [DocumentRow] {
-        try Row.fetchAll(db, sql: "SELECT * FROM document ORDER BY id").map(DocumentRow.init(row:))
     }
 
     // MARK: Outbox

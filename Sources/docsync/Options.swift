@@ -34,6 +34,15 @@ func resolveToken(file: String?) throws -> String {
     throw ValidationError("no token: pass --token-file FILE or set DOCSYNC_TOKEN")
 }
 
+/// Where the reference endpoint listens (`serve` and `up`).
+struct ListenOptions: ParsableArguments {
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one.")
+    var port = 8080
+}
+
 /// Logging and limits shared by the commands that run the agent.
 struct AgentTuning: ParsableArguments {
     @Option(help: "Largest document file synced, in bytes.")

@@ -12,11 +12,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Folder for the endpoint's data (created if missing).")
     var data: String
 
-    @Option(help: "Address to listen on.")
-    var host = "127.0.0.1"
-
-    @Option(help: "Port to listen on; 0 picks a free one.")
-    var port = 8080
+    @OptionGroup var listen: ListenOptions
 
     @Option(help: "A file whose first line is the token clients must send (else DOCSYNC_TOKEN, else one is generated into DATA/token).")
     var tokenFile: String?
@@ -39,7 +35,7 @@ struct Serve: AsyncParsableCommand {
             logger.notice("no token given; clients must send the one stored in \(file)")
         }
         let server = try ReferenceServer(configuration: .init(
-            host: host, port: port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize))
+            host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize))
         let app = server.application(logger: logger) { host, port in emit("http://\(host):\(port)") }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()

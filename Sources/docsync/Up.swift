@@ -13,11 +13,7 @@ struct Up: AsyncParsableCommand {
     @Argument(help: "The synced folder.")
     var directory: String
 
-    @Option(help: "Address to listen on.")
-    var host = "127.0.0.1"
-
-    @Option(help: "Port to listen on; 0 picks a free one.")
-    var port = 8080
+    @OptionGroup var listen: ListenOptions
 
     @OptionGroup var tuning: AgentTuning
 
@@ -27,7 +23,7 @@ struct Up: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let dataDirectory = root + "/.docsync/server"
         let (token, tokenFile, _) = try ensureToken(in: dataDirectory)
-        let server = try ReferenceServer(configuration: .init(host: host, port: port, dataDirectory: dataDirectory, token: token))
+        let server = try ReferenceServer(configuration: .init(host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token))
         let (started, startedContinuation) = AsyncStream<String>.makeStream()
         let app = server.application(logger: logger) { host, port in
             let url = "http://\(host):\(port)"
