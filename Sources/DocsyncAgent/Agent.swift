@@ -53,6 +53,8 @@ public actor Agent {
     let index: Index
     let scanner: Scanner
     let pusher: Pusher
+    let uploader: Uploader
+    let uploading = DocumentSet()
     let puller: Puller
     let applier: ChangeApplier
     let lock = TreeLock()
@@ -84,13 +86,17 @@ public actor Agent {
         let tokenFile = options.tokenFile
         let initialToken = options.token
         self.endpoint = endpoint
-        self.pusher = Pusher(
+        let reloadToken: @Sendable () -> String? = {
+            guard let tokenFile, let token = try? readToken(file: tokenFile), token != initialToken else { return nil }
+            return token
+        }
+        let pusher = Pusher(
             index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
-            concurrency: options.concurrency,
-            reloadToken: {
-                guard let tokenFile, let token = try? readToken(file: tokenFile), token != initialToken else { return nil }
-                return token
-            })
+            concurrency: options.concurrency, reloadToken: reloadToken)
+        self.pusher = pusher
+        self.uploader = Uploader(
+            root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
+            uploading: uploading, reloadToken: reloadToken, uploadEnded: { pusher.wake() })
         self.applier = ChangeApplier(root: root, index: index, clock: clock, scanner: scanner, logger: logger)
         self.puller = Puller(
             endpoint: endpoint, index: index, applier: applier, lock: lock, capabilities: capabilities,
@@ -105,11 +111,13 @@ public actor Agent {
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
         if stopRequested { watcher.stop() }
         let pusher = self.pusher
+        let uploader = self.uploader
         let puller = self.puller
         let scanner = self.scanner
-        await pusher.attach(capabilities: capabilities, applier: applier, lock: lock)
+        await attachPusher()
         await calibrateClock()
         let pushing = Task { await pusher.run() }
+        let uploading = Task { await uploader.run() }
         let pulling = Task { await puller.run() }
         let calibrating = Task { await self.keepClockCalibrated() }
         let summary = try await lock.run { try await scanner.fullScan() }
@@ -120,22 +128,31 @@ public actor Agent {
                 "scan.invalid": "\(summary.invalid)", "scan.bytes_read": "\(summary.bytesRead)",
             ])
         pusher.wake()
+        uploader.wake()
         for await batch in batches {
             do {
                 let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
                 if s.queued + s.deleted > 0 { pusher.wake() }
+                uploader.wake()
                 logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
             } catch {
                 logger.error("scan failed; will retry with the next change", metadata: ["error": "\(error)"])
             }
         }
         await pusher.stop()
+        await uploader.stop()
         await puller.stop()
         await pushing.value
+        await uploading.value
         await pulling.value
         calibratorWake.signal()
         await calibrating.value
         await saveCalibration()
+    }
+
+    private func attachPusher() async {
+        let uploader = self.uploader
+        await pusher.attach(capabilities: capabilities, applier: applier, lock: lock, uploading: uploading, writesAcknowledged: { uploader.wake() })
     }
 
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.
@@ -205,11 +222,14 @@ public actor Agent {
 
     /// One full reconcile and push; `complete` only when every valid document is on the server.
     public func syncOnce() async throws -> SyncReport {
-        await pusher.attach(capabilities: capabilities, applier: applier, lock: lock)
+        await attachPusher()
         await calibrateClock()
         let scanner = self.scanner
         let summary = try await lock.run { try await scanner.fullScan() }
         var failure = await pusher.drain()
+        if failure == nil { failure = await uploader.drain() }
+        // An upload makes a new revision; a document change queued behind it goes out now.
+        if failure == nil, (try await index.read { try $0.pendingCount(kind: "put") }) > 0 { failure = await pusher.drain() }
         if failure == nil, capabilities.batch != false {
             failure = await puller.pullAll()
         }

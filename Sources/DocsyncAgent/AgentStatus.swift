@@ -11,6 +11,8 @@ public struct AgentStatus: Sendable {
     public var paused: String?
     public var invalidFiles: [(path: String, reason: String)]
     public var rejected: [(id: String, path: String?, reason: String)]
+    /// FileUpload jobs that are not done: pending, in flight, failed or with a bad reference.
+    public var uploads: [UploadStatus]
     /// The last stored clock calibration (`nil`: never calibrated, changes carry local time).
     public var clock: Calibration?
 
@@ -25,6 +27,12 @@ public struct AgentStatus: Sendable {
                 paused: try tx.meta("paused"),
                 invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
                 rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) },
+                uploads: try tx.uploadsNeedingAttention().map {
+                    UploadStatus(
+                        document: $0.documentPath ?? $0.upload.docID, property: $0.upload.property, file: $0.upload.path,
+                        state: $0.upload.state.rawValue, bytesSent: $0.upload.bytesSent, size: $0.upload.stat?.size,
+                        attempts: $0.attempts, error: $0.upload.error ?? $0.lastError)
+                },
                 clock: try tx.meta("clock").flatMap(Calibration.decode))
         }
     }
@@ -49,6 +57,13 @@ public struct AgentStatus: Sendable {
             ("clock", clockJSON),
             ("rejected_documents", .array(rejected.map {
                 .object(JSONObject([("id", .string($0.id)), ("path", str($0.path)), ("reason", .string($0.reason))]))
+            })),
+            ("uploads", .array(uploads.map { u in
+                .object(JSONObject([
+                    ("document", .string(u.document)), ("property", .string(u.property)), ("file", str(u.file)), ("state", .string(u.state)),
+                    ("bytes_sent", .number(String(u.bytesSent))), ("size", u.size.map { .number(String($0)) } ?? .null),
+                    ("attempts", .number(String(u.attempts))), ("error", str(u.error)),
+                ].map { (key: $0.0, value: $0.1) }))
             })),
         ].map { (key: $0.0, value: $0.1) }))
     }
@@ -91,8 +106,39 @@ public struct AgentStatus: Sendable {
             lines.append("rejected by the endpoint:")
             lines += rejected.map { "  \($0.path ?? $0.id): \($0.reason)" }
         }
+        if !uploads.isEmpty {
+            lines.append("uploads:")
+            lines += uploads.map(\.text)
+        }
         return lines.joined(separator: "\n")
     }
+}
+
+/// One FileUpload job as `status` shows it.
+public struct UploadStatus: Sendable, Hashable {
+    public var document: String
+    public var property: String
+    public var file: String?
+    public var state: String
+    public var bytesSent: Int64
+    public var size: Int64?
+    public var attempts: Int
+    public var error: String?
+
+    var text: String {
+        var line = "  \(document) \(property)"
+        if let file { line += " ← \(file)" }
+        switch state {
+        case "uploading": line += ": uploading, \(mebibytes(bytesSent)) of \(mebibytes(size ?? 0)) MiB sent"
+        case "pending": line += ": pending" + (error.map { " (attempt \(attempts) failed: \($0))" } ?? "")
+        case "failed": line += ": failed: \(error ?? "refused by the endpoint")"
+        case "invalid": line += ": bad reference: \(error ?? "unusable")"
+        default: line += ": \(state)"
+        }
+        return line
+    }
+
+    private func mebibytes(_ bytes: Int64) -> String { format3(Double(bytes) / 1_048_576) }
 }
 
 func format3(_ v: Double) -> String {

@@ -59,11 +59,12 @@ struct ChangeApplier: Sendable {
             return
         }
         let remoteDeleted = remote[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false
-        let remoteBody = Scanner.wireBody(remote, docType: docType)
+        let wireBody = Scanner.wireBody(remote, docType: docType)
+        var mapped = try await localForm(wireBody, known: known)
         // Our own write coming back before its acknowledgement was recorded: nothing to write.
-        if var doc = known, doc.deletedAt == nil, !remoteDeleted, (try? JSONParser.parse(doc.body)) == .object(remoteBody) {
+        if var doc = known, doc.deletedAt == nil, !remoteDeleted, (try? JSONParser.parse(doc.body)) == .object(mapped) {
             doc.serverRev = rev
-            doc.base = JSONWriter.string(.object(remoteBody))
+            doc.base = JSONWriter.string(.object(mapped))
             let final = doc
             try await index.write { tx in
                 if let entry = try tx.outboxEntry(key: "doc:\(id)"), entry.bodyHash == final.bodyHash {
@@ -85,10 +86,12 @@ struct ChangeApplier: Sendable {
             if let row = try await index.read({ try $0.file(at: path) }), FileStat(info) != row.stat {
                 _ = try await scanner.scan(ChangeBatch(paths: [path]))
                 known = try await index.read { try $0.document(id: id) }
+                mapped = try await localForm(wireBody, known: known)
             }
         }
         let remoteStamp = remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
         let pending = try await index.read { try $0.outboxEntry(key: "doc:\(id)") }
+        let remoteBody = mapped
 
         guard var doc = known else {
             // New to this folder.
@@ -162,6 +165,18 @@ struct ChangeApplier: Sendable {
                 &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
                 remoteStamp: remoteStamp, pending: pending, forcePush: false)
         }
+    }
+
+    /// The server's version as the folder holds it: URLs of uploaded files back to the
+    /// `{"$file": …}` references they came from (see ``AttachmentMapping``).
+    private func localForm(_ wireBody: JSONObject, known: DocumentRow?) async throws -> JSONObject {
+        guard let known else { return wireBody }
+        let rows = try await index.read { tx -> [UploadRow]? in
+            guard try tx.hasUploads() || AttachmentMapping.mayReference(known.body) else { return nil }
+            return try tx.uploads(docID: known.id)
+        }
+        guard let rows, let local = try? JSONParser.parse(known.body).object else { return wireBody }
+        return AttachmentMapping(rows).toLocal(wireBody, local: local)
     }
 
     /// Three-way merge of a local change with the server's version; the later stamp wins where both

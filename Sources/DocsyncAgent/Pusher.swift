@@ -31,11 +31,20 @@ actor Pusher {
     var capabilities = Capabilities()
     var applier: ChangeApplier?
     var lock = TreeLock()
+    /// Documents whose file is being uploaded: their own writes wait (both change the revision).
+    var uploading = DocumentSet()
+    /// Uploads wait for their document's write: told when writes were acknowledged.
+    var writesAcknowledged: @Sendable () -> Void = {}
 
-    func attach(capabilities: Capabilities, applier: ChangeApplier, lock: TreeLock) {
+    func attach(
+        capabilities: Capabilities, applier: ChangeApplier, lock: TreeLock, uploading: DocumentSet,
+        writesAcknowledged: @escaping @Sendable () -> Void
+    ) {
         self.capabilities = capabilities
         self.applier = applier
         self.lock = lock
+        self.uploading = uploading
+        self.writesAcknowledged = writesAcknowledged
     }
 
     /// Documents per `/api/sync` call, and how many such calls a round has in flight.
@@ -118,13 +127,20 @@ actor Pusher {
         }
         let offline = offlineSince != nil
         let now = clock.now()
-        let due: [OutboxEntry]
+        var due: [OutboxEntry]
+        let busy = uploading.snapshot()
         do {
             let limit = offline ? 1 : (capabilities.batch == true ? Self.batchChunk * Self.batchesInFlight : batchSize)
             due = try await index.read { tx in try tx.dueEntries(now: now, limit: limit) }
         } catch {
             logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
+        }
+        if !busy.isEmpty {
+            let before = due.count
+            due.removeAll { busy.contains($0.docID) }
+            // Only documents being uploaded are due: the uploader wakes us when it is done.
+            if due.isEmpty && before > 0 { return .idle(.seconds(1)) }
         }
         if due.isEmpty {
             if oneShot { return .idle(nil) }
@@ -138,16 +154,21 @@ actor Pusher {
     private func send(_ entries: [OutboxEntry]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)] {
         // The revision each document was last known at: the server refuses a write based on an
         // older one (409), and the document is merged instead of overwriting someone else's edit.
-        let revisions = (try? await index.read { tx -> [String: Int64] in
+        let (revisions, mappings) = (try? await index.read { tx -> ([String: Int64], [String: AttachmentMapping]) in
             var out: [String: Int64] = [:]
-            for e in entries { if let rev = try tx.document(id: e.docID)?.serverRev { out[e.docID] = rev } }
-            return out
-        }) ?? [:]
+            var mappings: [String: AttachmentMapping] = [:]
+            let anyUploads = try tx.hasUploads()
+            for e in entries {
+                if let rev = try tx.document(id: e.docID)?.serverRev { out[e.docID] = rev }
+                if anyUploads || AttachmentMapping.mayReference(e.payload) { mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID)) }
+            }
+            return (out, mappings)
+        }) ?? ([:], [:])
         if capabilities.batch != false {
             // Several batches in flight keep both the agent and the server busy.
             let chunks = stride(from: 0, to: entries.count, by: Self.batchChunk).map { Array(entries[$0..<min($0 + Self.batchChunk, entries.count)]) }
             let outcomes = await withTaskGroup(of: [(OutboxEntry, Result<JSONValue, EndpointError>)]?.self) { group in
-                for chunk in chunks { group.addTask { await self.sendBatch(chunk, revisions: revisions) } }
+                for chunk in chunks { group.addTask { await self.sendBatch(chunk, revisions: revisions, mappings: mappings) } }
                 var all: [[(OutboxEntry, Result<JSONValue, EndpointError>)]?] = []
                 for await outcome in group { all.append(outcome) }
                 return all
@@ -161,7 +182,8 @@ actor Pusher {
             func start(_ entry: OutboxEntry) {
                 group.addTask {
                     do throws(EndpointError) {
-                        return (entry, .success(try await endpoint.put(Array(entry.payload.utf8), ifMatch: revisions[entry.docID])))
+                        let body = Self.wirePayload(entry, rev: nil, mapping: mappings[entry.docID])
+                        return (entry, .success(try await endpoint.put(body, ifMatch: revisions[entry.docID])))
                     } catch {
                         return (entry, .failure(error))
                     }
@@ -179,16 +201,10 @@ actor Pusher {
     /// Sends `entries` in one `/api/sync` call; `nil` when the endpoint has no such call (it then
     /// gets one request per document). Changes from others that come back with the reply are
     /// applied to the folder.
-    private func sendBatch(_ entries: [OutboxEntry], revisions: [String: Int64]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)]? {
-        var payloads: [[UInt8]] = []
-        for e in entries {
-            guard let rev = revisions[e.docID], case .object(var object)? = try? JSONParser.parse(e.payload) else {
-                payloads.append(Array(e.payload.utf8))
-                continue
-            }
-            object[DocumentRules.revKey] = .number(String(rev))
-            payloads.append(JSONWriter.bytes(.object(object)))
-        }
+    private func sendBatch(
+        _ entries: [OutboxEntry], revisions: [String: Int64], mappings: [String: AttachmentMapping]
+    ) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)]? {
+        let payloads = entries.map { Self.wirePayload($0, rev: revisions[$0.docID], mapping: mappings[$0.docID]) }
         let cursor = (try? await index.read { try $0.meta("cursor") }).flatMap { $0.flatMap { Int64($0) } } ?? 0
         let reply: PingPongEndpoint.SyncReply
         do throws(EndpointError) {
@@ -306,7 +322,10 @@ actor Pusher {
         }
         offlineSince = nil
         nextTry = nil
-        if successes > 0 { lastError = nil }
+        if successes > 0 {
+            lastError = nil
+            writesAcknowledged()
+        }
         if paused != nil { return .idle(.seconds(2)) }
         if oneShot && !transient.isEmpty { lastError = transient[0].1.description; return .idle(nil) }
         return .progressed
@@ -333,6 +352,17 @@ actor Pusher {
         }
     }
 
+    /// The bytes sent for an entry: its payload, with the revision it is based on (batch call) and
+    /// file references replaced by what the server should hold. Parsed only when something changes.
+    static func wirePayload(_ entry: OutboxEntry, rev: Int64?, mapping: AttachmentMapping?) -> [UInt8] {
+        guard rev != nil || mapping != nil, case .object(var object)? = try? JSONParser.parse(entry.payload) else {
+            return Array(entry.payload.utf8)
+        }
+        if let mapping { object = mapping.toWire(object) }
+        if let rev { object[DocumentRules.revKey] = .number(String(rev)) }
+        return JSONWriter.bytes(.object(object))
+    }
+
     /// Records an acknowledged write: the entry leaves the outbox if it is still the version sent,
     /// and the document remembers what the server holds.
     static func acknowledge(_ entry: OutboxEntry, stored: JSONValue, tx: IndexTransaction) throws {
@@ -341,7 +371,11 @@ actor Pusher {
         doc.pushedHash = entry.bodyHash
         if case .number(let rev) = stored.object?[DocumentRules.revKey] { doc.serverRev = Int64(rev) }
         if let object = stored.object, let docType = object["docType"]?.string {
-            doc.base = JSONWriter.string(.object(Scanner.wireBody(object, docType: docType)))
+            var base = Scanner.wireBody(object, docType: docType)
+            if try tx.hasUploads() || AttachmentMapping.mayReference(doc.body), let local = try? JSONParser.parse(doc.body).object {
+                base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(base, local: local)
+            }
+            doc.base = JSONWriter.string(.object(base))
         }
         if current {
             doc.state = .synced

@@ -31,6 +31,7 @@ struct Scanner: Sendable {
     let maxFileSize: Int
     let logger: Logger
     let walker: TreeWalker
+    let attachments: Attachments
 
     /// Files read and committed per transaction: large enough to amortise the commit, small enough
     /// that an import of 100k files shows progress and keeps memory flat.
@@ -43,6 +44,7 @@ struct Scanner: Sendable {
         self.maxFileSize = maxFileSize
         self.logger = logger
         self.walker = TreeWalker(root: root, ignore: ignore)
+        self.attachments = Attachments(root: root)
     }
 
     // MARK: - Gathering
@@ -74,8 +76,31 @@ struct Scanner: Sendable {
             }
             seen.append(Seen(path: f.path, info: f.info, nameIsUTF8: f.nameIsUTF8, force: false))
         }
+        // Documents whose attached files changed, appeared or vanished while the agent was away.
+        let pending = Set(seen.map(\.path))
+        for path in try await documentsWithChangedAttachments() where !pending.contains(path) {
+            if let info = FileSystem.info(walker.absolute(path)), info.kind == .file {
+                seen.append(Seen(path: path, info: info, nameIsUTF8: true, force: true))
+                summary.unchanged -= 1
+            }
+        }
         try await apply(seen: seen, vanished: vanished, summary: &summary)
         return summary
+    }
+
+    /// Paths of documents one of whose referenced files no longer has the stat it was hashed at.
+    private func documentsWithChangedAttachments() async throws -> [String] {
+        let jobs = try await index.read { tx -> [(UploadRow, String?)] in
+            guard try tx.hasUploads() else { return [] }
+            return try tx.uploadsWithFiles().map { ($0, try tx.document(id: $0.docID)?.path) }
+        }
+        var out = Set<String>()
+        for (job, documentPath) in jobs {
+            guard let documentPath, let path = job.path else { continue }
+            let now = FileSystem.info(walker.absolute(path)).map(FileStat.init)
+            if now != job.stat || (now == nil) != (job.state == .invalid) { out.insert(documentPath) }
+        }
+        return out.sorted()
     }
 
     /// Reconciles the paths a watcher batch named.
@@ -99,6 +124,24 @@ struct Scanner: Sendable {
                 seen[path] = Seen(path: path, info: info, nameIsUTF8: true, force: false)
             default:
                 vanished.insert(path)  // replaced by something that is not a document
+            }
+        }
+        // Files that documents refer to: their documents are looked at again (the hash decides
+        // whether anything is uploaded).
+        let touched = Set(batch.paths).union(batch.attributeOnly)
+        let referencing = try await index.read { tx -> [String] in
+            guard try tx.hasUploads() else { return [] }
+            var paths = Set<String>()
+            for path in touched {
+                for job in try tx.uploads(atOrUnder: path) {
+                    if let p = try tx.document(id: job.docID)?.path { paths.insert(p) }
+                }
+            }
+            return paths.sorted()
+        }
+        for path in referencing where seen[path] == nil {
+            if let info = FileSystem.info(walker.absolute(path)), info.kind == .file {
+                seen[path] = Seen(path: path, info: info, nameIsUTF8: true, force: true)
             }
         }
         let attributeOnly = batch.attributeOnly.subtracting(batch.paths)
@@ -144,6 +187,7 @@ struct Scanner: Sendable {
         var bytes: [UInt8]
         var hash: String
         var result: Result<JSONObject, DocumentProblem>
+        var attachments: [AttachmentObservation] = []
     }
 
     private func apply(seen: [Seen], vanished: Set<String>, summary: inout ScanSummary) async throws {
@@ -178,9 +222,18 @@ struct Scanner: Sendable {
             let (bytes, info) = try FileSystem.read(abs, maxSize: maxFileSize)
             let hash = ContentHash.sha256Hex(bytes)
             let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
-            return Observed(path: s.path, info: info, bytes: bytes, hash: hash, result: result)
+            return Observed(path: s.path, info: info, bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path))
         } catch {
             return Observed(path: s.path, info: s.info, bytes: [], hash: "", result: .failure(error))
+        }
+    }
+
+    /// The files a parsed document refers to, checked and hashed (outside any transaction).
+    private func observeAttachments(_ result: Result<JSONObject, DocumentProblem>, path: String) -> [AttachmentObservation] {
+        guard case .success(let object) = result, object.members.contains(where: { FileReference.isReference($0.value) }) else { return [] }
+        let index = self.index
+        return attachments.observe(object, documentPath: path) { file, stat in
+            (try? index.readSync { try $0.knownHash(path: file, stat: stat) }) ?? nil
         }
     }
 
@@ -213,6 +266,11 @@ struct Scanner: Sendable {
         result.counts.idsAssigned = assigned
         for (path, reason) in result.newProblems {
             logger.warning("invalid document, not synced: \(reason)", metadata: ["file.path": "\(path)"])
+        }
+        for (path, property, reason) in result.attachmentProblems {
+            logger.warning(
+                "file reference cannot be uploaded: \(reason); the property is null on the server until this is fixed",
+                metadata: ["file.path": "\(path)", "property": "\(property)"])
         }
         return result.counts
     }
@@ -280,18 +338,21 @@ struct Scanner: Sendable {
         let info = FileSystem.info(abs) ?? o.info
         let parsed = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(text, maxSize: Int.max) }
         logger.info("assigned id", metadata: ["file.path": "\(o.path)", "doc.id": "\(id)"])
-        return Observed(path: o.path, info: info, bytes: text, hash: ContentHash.sha256Hex(text), result: parsed)
+        return Observed(path: o.path, info: info, bytes: text, hash: ContentHash.sha256Hex(text), result: parsed, attachments: o.attachments)
     }
 
     struct RecordResult: Sendable {
         var counts = CommitResult()
         var newProblems: [(String, String)] = []
+        /// (document path, property, reason) of file references that cannot be uploaded.
+        var attachmentProblems: [(String, String, String)] = []
     }
 
     private static func record(
         _ observed: [Observed], vanished: Set<String>, movable: Set<String>, stamp: Int64, maxFileSize: Int, tx: IndexTransaction
     ) throws -> RecordResult {
         var r = RecordResult()
+        let anyUploads = try tx.hasUploads()
         var claimedIDs = Set<String>()
         var displaced: [String] = []  // ids whose file now holds another document
         for o in observed {
@@ -330,7 +391,20 @@ struct Scanner: Sendable {
                 ?? DocumentRow(id: document.id, docType: document.docType, path: o.path, body: bodyText, bodyHash: "")
             if row.bodyHash == bodyHash && row.deletedAt == nil {
                 if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
-                r.counts.unchanged += 1
+                let attached = try reconcileAttachments(o, id: document.id, object: document.object, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
+                if attached.wireChanged {
+                    // The file is the same but the server's copy changes (an attached file went
+                    // missing or came back): the document is sent again.
+                    row.updatedAt = stamp
+                    row.state = .pending
+                    try tx.upsertDocument(row)
+                    var payload = body
+                    payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
+                    try enqueue(row, payload: payload, stamp: stamp, tx: tx)
+                    r.counts.queued += 1
+                } else {
+                    r.counts.unchanged += 1
+                }
                 continue
             }
             row.docType = document.docType
@@ -345,6 +419,7 @@ struct Scanner: Sendable {
             var payload = body
             payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
             try enqueue(row, payload: payload, stamp: stamp, tx: tx)
+            _ = try reconcileAttachments(o, id: document.id, object: document.object, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
             r.counts.queued += 1
         }
         for path in vanished where !r.counts.claimed.contains(path) {
@@ -359,6 +434,7 @@ struct Scanner: Sendable {
             row.updatedAt = stamp
             row.state = .pending
             try tx.upsertDocument(row)
+            try tx.deleteUploads(docID: id)
             guard case .object(var payload) = try JSONParser.parse(row.body) else { continue }
             payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
             payload[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
@@ -366,6 +442,16 @@ struct Scanner: Sendable {
             r.counts.deleted += 1
         }
         return r
+    }
+
+    private static func reconcileAttachments(
+        _ o: Observed, id: String, object: JSONObject, anyUploads: Bool, stamp: Int64, tx: IndexTransaction, result: inout RecordResult
+    ) throws -> Attachments.Reconciled {
+        // While no document has ever referenced a file there are no jobs: the bulk path skips the look-up.
+        if o.attachments.isEmpty, !anyUploads { return Attachments.Reconciled() }
+        let reconciled = try Attachments.reconcile(docID: id, object: object, observations: o.attachments, stamp: stamp, tx: tx)
+        for (property, reason) in reconciled.newProblems { result.attachmentProblems.append((o.path, property, reason)) }
+        return reconciled
     }
 
     private static func enqueue(_ row: DocumentRow, payload: JSONObject, stamp: Int64, tx: IndexTransaction) throws {

@@ -15,10 +15,12 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
     case conflict(current: JSONValue?)
     /// The reply could not be understood.
     case badReply(String)
+    /// A file being uploaded could not be read (or changed while it was sent). Retry when it changes.
+    case localFile(String)
 
     public var isTransient: Bool {
         switch self {
-        case .unreachable, .unavailable, .badReply: true
+        case .unreachable, .unavailable, .badReply, .localFile: true
         case .unauthorized, .rejected, .conflict: false
         }
     }
@@ -31,6 +33,7 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
         case .rejected(let status, let message): "rejected by the endpoint (\(status)): \(message)"
         case .conflict: "revision conflict (409)"
         case .badReply(let why): "unexpected reply from the endpoint: \(why)"
+        case .localFile(let why): why
         }
     }
 }

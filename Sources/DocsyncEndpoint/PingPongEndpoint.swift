@@ -118,6 +118,13 @@ public struct PingPongEndpoint: Sendable {
     private func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = [], timeout: TimeAmount? = nil
     ) async throws(EndpointError) -> Reply {
+        try await send(method, path, body: body.map { .bytes(ByteBuffer(bytes: $0)) }, contentType: "application/json", headers: headers, timeout: timeout)
+    }
+
+    func send(
+        _ method: HTTPMethod, _ path: String, body: HTTPClientRequest.Body?, contentType: String, headers: [(String, String)] = [],
+        timeout: TimeAmount? = nil
+    ) async throws(EndpointError) -> Reply {
         var request = HTTPClientRequest(url: baseURL + path)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let clientID { request.headers.add(name: "X-Docsync-Client", value: clientID) }
@@ -126,8 +133,8 @@ public struct PingPongEndpoint: Sendable {
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "Cache-Control", value: "no-cache")
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
+            request.headers.add(name: "Content-Type", value: contentType)
+            request.body = body
         }
         let sentAt = clock?.seam.bootNanoseconds() ?? 0
         let response: HTTPClientResponse
@@ -137,6 +144,8 @@ public struct PingPongEndpoint: Sendable {
             let receivedAt = clock?.seam.bootNanoseconds() ?? 0
             clock?.observe(headers: ReplyHeaders(response.headers), sentAt: sentAt, receivedAt: receivedAt)
             bytes = try await response.body.collect(upTo: Self.maxReplyBytes)
+        } catch let error as FileReadError {
+            throw .localFile(error.description)
         } catch {
             throw .unreachable(Self.describe(error))
         }

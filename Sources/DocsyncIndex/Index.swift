@@ -112,6 +112,29 @@ public struct Index: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2-uploads") { db in
+            try db.execute(sql: """
+                -- FileUpload jobs: one per (document, property) holding a {"$file": …} reference.
+                -- The outbox carries the retries (key 'upload:<doc_id>:<property>', kind 'upload').
+                CREATE TABLE upload (
+                    doc_id TEXT NOT NULL,
+                    property TEXT NOT NULL,
+                    reference TEXT,                   -- the path as written; NULL once the reference was removed
+                    path TEXT,                        -- the file it names, relative to the root; NULL if it cannot
+                    sha256 TEXT,                      -- content of that file when last hashed
+                    size INTEGER,
+                    mtime_ns INTEGER,                 -- stat at hashing time: unchanged stat, no re-hash
+                    inode INTEGER,
+                    state TEXT NOT NULL,              -- 'pending' | 'uploading' | 'done' | 'failed' | 'invalid' | 'removed'
+                    error TEXT,                       -- why invalid or failed, or the last transient failure
+                    bytes_sent INTEGER NOT NULL DEFAULT 0,
+                    remote_url TEXT,                  -- what the server holds in the property
+                    uploaded_sha256 TEXT,             -- the content behind remote_url
+                    PRIMARY KEY (doc_id, property)
+                );
+                CREATE INDEX upload_path ON upload(path);
+                """)
+        }
         return migrator
     }
 }

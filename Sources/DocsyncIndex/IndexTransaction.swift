@@ -95,9 +95,10 @@ public struct IndexTransaction {
     }
 
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight).
-    public func dueEntries(now: Int64, limit: Int, excluding: Set<String> = []) throws -> [OutboxEntry] {
+    public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = []) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: "SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY seq"), arguments: [now])
+        let cursor = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT * FROM outbox WHERE next_attempt_at <= ? AND kind = ? ORDER BY seq"), arguments: [now, kind])
         while out.count < limit, let row = try cursor.next() {
             let entry = OutboxEntry(row: row)
             if !excluding.contains(entry.key) { out.append(entry) }
@@ -109,9 +110,9 @@ public struct IndexTransaction {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM outbox WHERE key = ?"), arguments: [key]).map(OutboxEntry.init(row:))
     }
 
-    /// The earliest `next_attempt_at` among waiting entries, if any.
-    public func nextAttemptAt() throws -> Int64? {
-        try Int64.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM outbox")
+    /// The earliest `next_attempt_at` among waiting entries of `kind`, if any.
+    public func nextAttemptAt(kind: String = "put") throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE kind = ?"), arguments: [kind])
     }
 
     /// Removes the entry if it is still the version that was sent; returns whether it was.
@@ -120,6 +121,11 @@ public struct IndexTransaction {
     public func removeEntry(key: String, version: Int64) throws -> Bool {
         try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ? AND version = ?").execute(arguments: [key, version])
         return db.changesCount > 0
+    }
+
+    /// Removes the entry whatever its version (the work it stood for is no longer wanted).
+    public func deleteEntry(key: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [key])
     }
 
     public func recordFailure(key: String, version: Int64, error: String, nextAttemptAt: Int64) throws {
@@ -134,12 +140,98 @@ public struct IndexTransaction {
         try db.cachedStatement(sql: "UPDATE outbox SET next_attempt_at = ? WHERE next_attempt_at > ?").execute(arguments: [at, at])
     }
 
-    public func pendingCount() throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
+    /// Entries waiting, of one kind or (`nil`) all.
+    public func pendingCount(kind: String? = nil) throws -> Int {
+        if let kind { return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = ?", arguments: [kind]) ?? 0 }
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
     }
 
     public func lastOutboxError() throws -> String? {
         try String.fetchOne(db, sql: "SELECT last_error FROM outbox WHERE last_error IS NOT NULL ORDER BY attempts DESC, seq LIMIT 1")
+    }
+
+    // MARK: Uploads
+
+    public func uploads(docID: String) throws -> [UploadRow] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM upload WHERE doc_id = ? ORDER BY property"), arguments: [docID])
+            .map(UploadRow.init(row:))
+    }
+
+    public func upload(docID: String, property: String) throws -> UploadRow? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM upload WHERE doc_id = ? AND property = ?"), arguments: [docID, property])
+            .map(UploadRow.init(row:))
+    }
+
+    /// Whether any document has ever had a file reference (lets bulk paths skip per-document look-ups).
+    public func hasUploads() throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM upload)")) ?? false
+    }
+
+    /// Jobs whose file is `path` or lies below it (a folder renamed or removed takes its files along).
+    public func uploads(atOrUnder path: String) throws -> [UploadRow] {
+        try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM upload WHERE path = ? OR (path > ? AND path < ?)"),
+            arguments: [path, path + "/", path + "0"]
+        ).map(UploadRow.init(row:))
+    }
+
+    /// Every job that names a file (what a restart checks for attachments changed while it was away).
+    public func uploadsWithFiles() throws -> [UploadRow] {
+        try Row.fetchAll(db, sql: "SELECT * FROM upload WHERE path IS NOT NULL AND state != 'removed'").map(UploadRow.init(row:))
+    }
+
+    /// The hash recorded for `path` if it was taken at exactly this stat (no need to read the file again).
+    public func knownHash(path: String, stat: FileStat) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT sha256 FROM upload WHERE path = ? AND size = ? AND mtime_ns = ? AND inode = ? AND sha256 IS NOT NULL LIMIT 1
+                """),
+            arguments: [path, stat.size, stat.mtimeNs, Int64(bitPattern: stat.inode)])
+    }
+
+    public func upsertUpload(_ u: UploadRow) throws {
+        try db.cachedStatement(sql: """
+                INSERT INTO upload (doc_id, property, reference, path, sha256, size, mtime_ns, inode, state, error,
+                                    bytes_sent, remote_url, uploaded_sha256)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(doc_id, property) DO UPDATE SET reference = excluded.reference, path = excluded.path,
+                    sha256 = excluded.sha256, size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode,
+                    state = excluded.state, error = excluded.error, bytes_sent = excluded.bytes_sent,
+                    remote_url = excluded.remote_url, uploaded_sha256 = excluded.uploaded_sha256
+                """).execute(arguments: [
+                    u.docID, u.property, u.reference, u.path, u.sha256, u.stat?.size, u.stat?.mtimeNs,
+                    u.stat.map { Int64(bitPattern: $0.inode) }, u.state.rawValue, u.error, u.bytesSent, u.remoteURL, u.uploadedSHA256,
+                ])
+    }
+
+    public func setUploadProgress(docID: String, property: String, bytesSent: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE upload SET bytes_sent = ? WHERE doc_id = ? AND property = ?")
+            .execute(arguments: [bytesSent, docID, property])
+    }
+
+    /// Drops a document's jobs and their queued uploads (the document was deleted).
+    public func deleteUploads(docID: String) throws {
+        for u in try uploads(docID: docID) {
+            try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [u.outboxKey])
+        }
+        try db.cachedStatement(sql: "DELETE FROM upload WHERE doc_id = ?").execute(arguments: [docID])
+    }
+
+    public func deleteUpload(docID: String, property: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [UploadRow.outboxKey(docID: docID, property: property)])
+        try db.cachedStatement(sql: "DELETE FROM upload WHERE doc_id = ? AND property = ?").execute(arguments: [docID, property])
+    }
+
+    /// Every job that is not simply done, for `status`, with its document's path and retry state.
+    public func uploadsNeedingAttention() throws -> [(upload: UploadRow, documentPath: String?, attempts: Int, lastError: String?)] {
+        try Row.fetchAll(db, sql: """
+            SELECT u.*, d.path AS document_path, o.attempts AS attempts, o.last_error AS last_error
+            FROM upload u
+            LEFT JOIN document d ON d.id = u.doc_id
+            LEFT JOIN outbox o ON o.key = 'upload:' || u.doc_id || ':' || u.property
+            WHERE u.state NOT IN ('done', 'removed')
+            ORDER BY d.path, u.property
+            """).map { (UploadRow(row: $0), $0["document_path"], $0["attempts"] ?? 0, $0["last_error"]) }
     }
 
     // MARK: Meta
@@ -219,5 +311,16 @@ extension OutboxEntry {
             seq: row["seq"], key: row["key"], docID: row["doc_id"], kind: row["kind"], version: row["version"],
             payload: row["payload"], bodyHash: row["body_hash"], queuedAt: row["queued_at"],
             attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"], lastError: row["last_error"])
+    }
+}
+
+extension UploadRow {
+    init(row: Row) {
+        let size: Int64? = row["size"]
+        self.init(
+            docID: row["doc_id"], property: row["property"], reference: row["reference"], path: row["path"], sha256: row["sha256"],
+            stat: size.map { FileStat(size: $0, mtimeNs: row["mtime_ns"] ?? 0, inode: UInt64(bitPattern: row["inode"] ?? 0)) },
+            state: State(rawValue: row["state"]) ?? .pending, error: row["error"], bytesSent: row["bytes_sent"],
+            remoteURL: row["remote_url"], uploadedSHA256: row["uploaded_sha256"])
     }
 }

@@ -93,3 +93,44 @@ public struct FileSummary: Sendable, Hashable {
     public var stat: FileStat
     public var state: FileRow.State
 }
+
+/// One FileUpload job: the file a document's property refers to, and what the server has of it.
+public struct UploadRow: Sendable, Hashable {
+    public enum State: String, Sendable {
+        case pending, uploading, done, failed, invalid, removed
+    }
+
+    public var docID: String
+    public var property: String
+    public var reference: String?
+    public var path: String?
+    public var sha256: String?
+    public var stat: FileStat?
+    public var state: State
+    public var error: String?
+    public var bytesSent: Int64
+    public var remoteURL: String?
+    public var uploadedSHA256: String?
+
+    public init(
+        docID: String, property: String, reference: String?, path: String?, sha256: String? = nil, stat: FileStat? = nil,
+        state: State, error: String? = nil, bytesSent: Int64 = 0, remoteURL: String? = nil, uploadedSHA256: String? = nil
+    ) {
+        self.docID = docID
+        self.property = property
+        self.reference = reference
+        self.path = path
+        self.sha256 = sha256
+        self.stat = stat
+        self.state = state
+        self.error = error
+        self.bytesSent = bytesSent
+        self.remoteURL = remoteURL
+        self.uploadedSHA256 = uploadedSHA256
+    }
+
+    /// The outbox key of this job.
+    public var outboxKey: String { Self.outboxKey(docID: docID, property: property) }
+
+    public static func outboxKey(docID: String, property: String) -> String { "upload:\(docID):\(property)" }
+}

@@ -19,3 +19,48 @@ public enum ContentHash {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+/// SHA-256 fed piece by piece (files too large to hold, bytes as they are sent).
+public struct ContentHasher {
+    private var inner = SHA256()
+
+    public init() {}
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) { inner.update(bufferPointer: bytes) }
+
+    public func finalize() -> String { ContentHash.hex(inner.finalize()) }
+}
+
+#if canImport(Glibc)
+import Glibc
+
+extension ContentHash {
+    /// SHA-256 of the file at `path`, read in 256 KiB chunks (memory stays flat whatever its size),
+    /// with the number of bytes hashed. Throws the `errno` of a failed open or read.
+    public static func sha256Hex(fileAt path: String) throws(FileHashError) -> (hash: String, size: Int64) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileHashError(errno: errno) }
+        defer { close(fd) }
+        var hasher = ContentHasher()
+        var size: Int64 = 0
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let n = read(fd, chunk.baseAddress, chunk.count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileHashError(errno: errno)
+            }
+            if n == 0 { break }
+            hasher.update(UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
+            size += Int64(n)
+        }
+        return (hasher.finalize(), size)
+    }
+}
+
+public struct FileHashError: Error, Sendable, CustomStringConvertible {
+    public var errno: Int32
+    public var description: String { String(cString: strerror(errno)) }
+}
+#endif

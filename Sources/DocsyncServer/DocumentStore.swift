@@ -50,6 +50,16 @@ public struct DocumentStore: Sendable {
                 CREATE UNIQUE INDEX document_seq ON document(seq);
                 """)
         }
+        migrator.registerMigration("v2-uploads") { db in
+            try db.execute(sql: """
+                CREATE TABLE blob (
+                    sha256 TEXT PRIMARY KEY NOT NULL, -- the content's address: uploads/<sha256[0..2]>/<sha256>
+                    size INTEGER NOT NULL,
+                    content_type TEXT NOT NULL,       -- from the first upload of these bytes
+                    stored_at INTEGER NOT NULL        -- Unix ms
+                );
+                """)
+        }
         try migrator.migrate(writer)
     }
 
@@ -164,6 +174,44 @@ public struct DocumentStore: Sendable {
         }
     }
 
+    /// FileUpload's last step: records the blob (once per content) and sets `property` of the target
+    /// document to `url`, as a new revision, in one transaction. The blob's file must already be in
+    /// place; a crash before the commit leaves an unreferenced file that the next upload of the same
+    /// bytes adopts.
+    public func attach(
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?
+    ) async throws -> JSONObject {
+        try await writer.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type, deleted_at FROM document WHERE id = ?", arguments: [id]) else {
+                throw StoreError(404, "no document with id \(id) to attach the file to")
+            }
+            guard row["doc_type"] == docType else {
+                throw StoreError(400, "document \(id) has docType \(row["doc_type"] as String), not \(docType)")
+            }
+            guard row["deleted_at"] as Int64? == nil else { throw StoreError(404, "document \(id) is deleted") }
+            guard case .object(var object) = try JSONParser.parse(row["body"] as String) else { throw StoreError(500, "corrupt stored document") }
+            try db.execute(
+                sql: "INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+                arguments: [blob.sha256, blob.size, blob.contentType, now])
+            object[property] = .string(url)
+            // The document's own change time stays; the revision and sequence move on.
+            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, client: client, db: db)
+        }
+    }
+
+    /// What the store knows of the blob with this address.
+    public func blob(sha256: String) async throws -> StoredBlob? {
+        try await writer.read { db in
+            try Row.fetchOne(db, sql: "SELECT sha256, size, content_type FROM blob WHERE sha256 = ?", arguments: [sha256])
+                .map { StoredBlob(sha256: $0["sha256"], size: $0["size"], contentType: $0["content_type"]) }
+        }
+    }
+
+    /// How many distinct blobs are stored (for `/api/stats`).
+    public func blobCount() async throws -> Int {
+        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM blob") ?? 0 }
+    }
+
     /// The latest change sequence.
     public func latestSeq() async throws -> Int64 {
         try await writer.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM document") ?? 0 }
@@ -220,6 +268,19 @@ public struct DocumentStore: Sendable {
     static func storedValue(_ row: Row?) throws -> JSONValue? {
         guard let body: String = row?["body"] else { return nil }
         return try JSONParser.parse(body)
+    }
+}
+
+/// One stored upload: its content address, length and media type.
+public struct StoredBlob: Sendable, Hashable {
+    public var sha256: String
+    public var size: Int64
+    public var contentType: String
+
+    public init(sha256: String, size: Int64, contentType: String) {
+        self.sha256 = sha256
+        self.size = size
+        self.contentType = contentType
     }
 }
 

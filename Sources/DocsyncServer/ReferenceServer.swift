@@ -17,8 +17,10 @@ import ServiceLifecycle
 /// | `GET /api/document/{id}` | one document |
 /// | `GET /api/document/type/{docType}` | all of a type, tombstones unless `?deleted=false` |
 /// | `GET /api/time` | ServerSync's `{"SyncUTC", "SyncDuration"}` |
-/// | `GET /api/stats` | `{"documents", "tombstones", "seq"}` |
+/// | `GET /api/stats` | `{"documents", "tombstones", "seq", "uploads"}` |
 /// | `POST /api/sync` | batch upsert + changes since a cursor (sync-rails' shape), optional long poll |
+/// | `POST /api/app/upload` | FileUpload: stores a file, sets the target document's property to its URL |
+/// | `GET /api/app/upload/{sha256}/{name}` | an uploaded file |
 ///
 /// Replies are `{"data": …}`; errors `{"error": "…"}`. Every request needs
 /// `Authorization: Token token=…`; every reply carries `X-Sync-UTC`, `X-Sync-Duration` and `Date`.
@@ -30,18 +32,29 @@ public struct ReferenceServer: Sendable {
         public var token: String
         /// Largest document body accepted, bytes.
         public var maxDocumentBytes: Int
+        /// Largest uploaded file accepted, bytes (413 beyond it).
+        public var maxUploadBytes: Int64
+        /// The scheme://host[:port] written into documents as the base of file URLs; `nil` = the
+        /// address the uploading client used.
+        public var publicURL: String?
 
-        public init(host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = 16 << 20) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = 16 << 20,
+            maxUploadBytes: Int64 = 4 << 30, publicURL: String? = nil
+        ) {
             self.host = host
             self.port = port
             self.dataDirectory = dataDirectory
             self.token = token
             self.maxDocumentBytes = maxDocumentBytes
+            self.maxUploadBytes = maxUploadBytes
+            self.publicURL = publicURL.map { url in var u = url; while u.hasSuffix("/") { u.removeLast() }; return u }
         }
     }
 
     public let configuration: Configuration
     public let store: DocumentStore
+    let blobs: BlobDirectory
     let feed = ChangeFeed()
     let wallClock: @Sendable () -> Int64
 
@@ -50,6 +63,7 @@ public struct ReferenceServer: Sendable {
         self.configuration = configuration
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         self.store = try DocumentStore(path: configuration.dataDirectory + "/documents.sqlite")
+        self.blobs = try BlobDirectory(root: configuration.dataDirectory + "/uploads")
         self.wallClock = wallClock
     }
 
@@ -185,6 +199,9 @@ public struct ReferenceServer: Sendable {
                 return Self.errorResponse(error)
             }
         }
+        UploadRoutes(
+            store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes, publicURL: configuration.publicURL, now: now
+        ).add(to: router)
         router.get("/api/stats") { _, _ in
             try await Self.respond {
                 let s = try await store.stats()
@@ -192,6 +209,7 @@ public struct ReferenceServer: Sendable {
                 object["documents"] = .number(String(s.documents))
                 object["tombstones"] = .number(String(s.tombstones))
                 object["seq"] = .number(String(s.seq))
+                object["uploads"] = .number(String(try await store.blobCount()))
                 return .object(object)
             }
         }

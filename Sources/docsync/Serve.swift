@@ -20,6 +20,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest document accepted, in bytes.")
     var maxDocumentSize = 16 << 20
 
+    @Option(help: "Largest uploaded file accepted, in bytes (K, M, G suffixes allowed).", transform: parseByteCount)
+    var maxUploadSize: Int64 = 4 << 30
+
+    @Option(help: "Base URL written into documents for uploaded files (default: the address the client used).")
+    var publicURL: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
 
@@ -35,7 +41,8 @@ struct Serve: AsyncParsableCommand {
             logger.notice("no token given; clients must send the one stored in \(file)")
         }
         let server = try ReferenceServer(configuration: .init(
-            host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize))
+            host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize,
+            maxUploadBytes: maxUploadSize, publicURL: publicURL))
         let app = server.application(logger: logger) { host, port in emit("http://\(host):\(port)") }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
@@ -54,4 +61,18 @@ func ensureToken(in directory: String) throws -> (String, String, Bool) {
         throw ValidationError("cannot write the token file \(file)")
     }
     return (token, file, true)
+}
+
+/// `123`, `64K`, `512M`, `2G` → bytes.
+func parseByteCount(_ text: String) throws -> Int64 {
+    let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+    var digits = text.uppercased()
+    var unit: Int64 = 1
+    if digits.hasSuffix("B") { digits.removeLast() }
+    if let last = digits.last, let u = units[last] {
+        unit = u
+        digits.removeLast()
+    }
+    guard let n = Int64(digits), n >= 0, n <= Int64.max / unit else { throw ValidationError("'\(text)' is not a size like 512M") }
+    return n * unit
 }

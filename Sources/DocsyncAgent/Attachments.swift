@@ -1,0 +1,205 @@
+import DocsyncIndex
+import DocsyncModel
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A referenced file as found on disk: where it is (relative to the root, symlinks inside the root
+/// followed), its content hash and the stat the hash was taken at.
+struct AttachedFile: Sendable, Hashable {
+    var path: String
+    var sha256: String
+    var stat: FileStat
+}
+
+/// One `{"$file": …}` property of a document, checked against the disk.
+struct AttachmentObservation: Sendable, Hashable {
+    var property: String
+    var written: String
+    /// Where the reference points, relative to the root, as far as that is known (a missing file
+    /// still has a path, so its appearance can be noticed).
+    var path: String?
+    var file: Result<AttachedFile, FileReferenceProblem>
+}
+
+/// Finds, checks and hashes the files a document refers to, and keeps the FileUpload jobs in step.
+struct Attachments: Sendable {
+    let root: String
+    /// `root` with symlinks resolved: a referenced file must resolve to a path below it.
+    let realRoot: String
+
+    init(root: String) {
+        self.root = root
+        self.realRoot = Self.realPath(root) ?? root
+    }
+
+    /// Checks each reference of a document at `documentPath` and hashes the files, re-using the
+    /// hash the index holds for an unchanged stat (a restart or a rename reads nothing).
+    func observe(_ object: JSONObject, documentPath: String, knownHash: (String, FileStat) -> String?) -> [AttachmentObservation] {
+        FileReference.all(in: object, documentPath: documentPath).map { ref in
+            switch ref.resolved {
+            case .failure(let problem):
+                return AttachmentObservation(property: ref.property, written: ref.written, path: nil, file: .failure(problem))
+            case .success(let relative):
+                return AttachmentObservation(
+                    property: ref.property, written: ref.written, path: relative,
+                    file: check(relative, written: ref.written, knownHash: knownHash))
+            }
+        }
+    }
+
+    private func check(_ relative: String, written: String, knownHash: (String, FileStat) -> String?) -> Result<AttachedFile, FileReferenceProblem> {
+        guard let real = Self.realPath(root + "/" + relative) else {
+            if errno == ENOENT || errno == ENOTDIR { return .failure(.missing(written)) }
+            return .failure(.unreadable(written, reason: String(cString: strerror(errno))))
+        }
+        guard real.hasPrefix(realRoot + "/") else { return .failure(.symlinkOutside(written)) }
+        let inside = String(real.dropFirst(realRoot.count + 1))
+        if inside == ".docsync" || inside.hasPrefix(".docsync/") { return .failure(.stateFolder(written)) }
+        var st = stat()
+        guard stat(real, &st) == 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile(written)) }
+        let before = FileStat(size: Int64(st.st_size), mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), inode: UInt64(st.st_ino))
+        if let hash = knownHash(inside, before) {
+            // Unchanged since it was hashed; still make sure it can be read.
+            let fd = open(real, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
+            close(fd)
+            return .success(AttachedFile(path: inside, sha256: hash, stat: before))
+        }
+        let hashed: (hash: String, size: Int64)
+        do {
+            hashed = try ContentHash.sha256Hex(fileAt: real)
+        } catch {
+            return .failure(.unreadable(written, reason: error.description))
+        }
+        // A file still being written is hashed again when the watcher reports its close.
+        guard stat(real, &st) == 0, hashed.size == Int64(st.st_size),
+              FileStat(size: Int64(st.st_size), mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), inode: UInt64(st.st_ino)) == before
+        else {
+            return .failure(.unreadable(written, reason: "it changed while being read; it is read again when it settles"))
+        }
+        return .success(AttachedFile(path: inside, sha256: hashed.hash, stat: before))
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// What reconciling one document's references changed.
+    struct Reconciled {
+        /// The server's copy of the document must change although the file did not (a property
+        /// goes to `null`, or back to its URL).
+        var wireChanged = false
+        /// Problems not reported before: (property, reason).
+        var newProblems: [(String, String)] = []
+    }
+
+    /// Brings the jobs of document `docID` in line with what its file now references: new or
+    /// changed content is queued for upload (once: the job remembers the hash it has, and the hash
+    /// the server has), bad references are recorded with their reason, removed references leave a
+    /// `removed` job so the server's property becomes `null`.
+    static func reconcile(docID: String, object: JSONObject, observations: [AttachmentObservation], stamp: Int64, tx: IndexTransaction) throws -> Reconciled {
+        var result = Reconciled()
+        var existing: [String: UploadRow] = [:]
+        for row in try tx.uploads(docID: docID) { existing[row.property] = row }
+        for o in observations {
+            let before = existing.removeValue(forKey: o.property)
+            var row = before ?? UploadRow(docID: docID, property: o.property, reference: o.written, path: o.path, state: .pending)
+            row.reference = o.written
+            row.path = o.path
+            switch o.file {
+            case .success(let file):
+                row.sha256 = file.sha256
+                row.stat = file.stat
+                let queued = try tx.outboxEntry(key: row.outboxKey)
+                if row.uploadedSHA256 == file.sha256, row.remoteURL != nil {
+                    // The server has these bytes in this property already.
+                    if before?.state == .invalid || before?.state == .removed { result.wireChanged = true }
+                    row.state = .done
+                    row.error = nil
+                    if let queued { try tx.removeEntry(key: queued.key, version: queued.version) }
+                } else if let queued, queued.bodyHash == file.sha256 {
+                    // Already queued with this content: leave its retries alone.
+                } else if before?.state == .failed, before?.sha256 == file.sha256 {
+                    // Refused by the endpoint with this content; tried again when it changes.
+                } else {
+                    row.state = .pending
+                    row.error = nil
+                    row.bytesSent = 0
+                    try tx.enqueue(key: row.outboxKey, docID: docID, kind: "upload", payload: "{}", bodyHash: file.sha256, queuedAt: stamp)
+                }
+            case .failure(let problem):
+                if before?.state != .invalid, before?.remoteURL != nil { result.wireChanged = true }
+                row.sha256 = nil
+                row.stat = nil
+                row.state = .invalid
+                row.error = problem.description
+                try tx.deleteEntry(key: row.outboxKey)
+                if before?.error != row.error { result.newProblems.append((o.property, problem.description)) }
+            }
+            if row != before { try tx.upsertUpload(row) }
+        }
+        // References no longer in the document.
+        for (property, row) in existing {
+            if object[property] != nil {
+                try tx.deleteUpload(docID: docID, property: property)  // the property holds an ordinary value now
+            } else if row.state != .removed {
+                var removed = row
+                removed.reference = nil
+                removed.path = nil
+                removed.sha256 = nil
+                removed.stat = nil
+                removed.state = .removed
+                removed.error = nil
+                try tx.deleteEntry(key: row.outboxKey)
+                try tx.upsertUpload(removed)
+                result.wireChanged = true
+            }
+        }
+        return result
+    }
+}
+
+/// The difference between the folder's copy of a document and the server's: locally a property
+/// holds `{"$file": "…"}`, on the server the uploaded file's URL (`null` until the upload is done,
+/// while the reference is bad, or once it was removed). Both directions go through here, so neither
+/// side sees that difference as a change.
+struct AttachmentMapping: Sendable {
+    let rows: [String: UploadRow]
+
+    init(_ rows: [UploadRow]) {
+        var byProperty: [String: UploadRow] = [:]
+        for row in rows { byProperty[row.property] = row }
+        self.rows = byProperty
+    }
+
+    static let none = AttachmentMapping([])
+
+    /// Whether `payload` (compact JSON as the agent writes it) may need mapping at all.
+    static func mayReference(_ payload: String) -> Bool { payload.contains("\"\(FileReference.key)\"") }
+
+    /// The document as the server should hold it.
+    func toWire(_ local: JSONObject) -> JSONObject {
+        var wire = local
+        for (key, value) in local.members where FileReference.isReference(value) {
+            let row = rows[key]
+            wire[key] = row?.state == .invalid ? .null : (row?.remoteURL.map { .string($0) } ?? .null)
+        }
+        for (key, row) in rows where row.state == .removed && local[key] == nil { wire[key] = .null }
+        return wire
+    }
+
+    /// The server's version of a document as the folder would hold it: the folder owns the
+    /// properties it fills from files, so whatever the server has there maps to the local reference.
+    func toLocal(_ remote: JSONObject, local: JSONObject) -> JSONObject {
+        var out = remote
+        for (key, value) in local.members where FileReference.isReference(value) { out[key] = value }
+        for (key, row) in rows where row.state == .removed && local[key] == nil && (out[key]?.isNull ?? false) { out[key] = nil }
+        return out
+    }
+}

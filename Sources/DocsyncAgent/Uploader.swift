@@ -1,0 +1,263 @@
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import Foundation
+import Logging
+import Synchronization
+
+/// Document ids, shared between tasks: the documents whose file is being uploaded right now.
+final class DocumentSet: Sendable {
+    private let ids = Mutex(Set<String>())
+
+    func insert(_ id: String) { ids.withLock { _ = $0.insert(id) } }
+    func remove(_ id: String) { ids.withLock { _ = $0.remove(id) } }
+    func snapshot() -> Set<String> { ids.withLock { $0 } }
+}
+
+/// Runs the FileUpload jobs of the outbox (entries of kind `upload`).
+///
+/// A job waits while its document's own write is queued (the upload fills a property of a document
+/// the server must already have), and the document's writes wait while its file is being uploaded
+/// (both move the server's revision). Files stream from disk; progress is written to the index
+/// about four times a second for `status`. A transient failure backs off per job; a refusal (4xx)
+/// marks the job failed until the file changes. A job cut short by a crash is still in the outbox
+/// and runs again at the next start; the endpoint stores content once, so nothing is duplicated.
+actor Uploader {
+    let root: String
+    let realRoot: String
+    let index: Index
+    private(set) var endpoint: PingPongEndpoint
+    let clock: ServerClock
+    let logger: Logger
+    let policy: RetryPolicy
+    let uploading: DocumentSet
+    let signal = WakeSignal()
+    /// Called when an upload ends, so document writes that waited for it go out.
+    let uploadEnded: @Sendable () -> Void
+    /// Re-reads the token (from its file) after a 401/403; `nil` = unchanged.
+    let reloadToken: @Sendable () -> String?
+    private var stopping = false
+    private var lastFailure: String?
+    private var succeededInRound = 0
+
+    /// Uploads in flight at once: enough to overlap two files, few enough not to starve documents.
+    static let concurrency = 2
+
+    init(
+        root: String, index: Index, endpoint: PingPongEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy,
+        uploading: DocumentSet, reloadToken: @escaping @Sendable () -> String? = { nil }, uploadEnded: @escaping @Sendable () -> Void
+    ) {
+        self.reloadToken = reloadToken
+        self.root = root
+        self.realRoot = Attachments.realPath(root) ?? root
+        self.index = index
+        self.endpoint = endpoint
+        self.clock = clock
+        self.logger = logger
+        self.policy = policy
+        self.uploading = uploading
+        self.uploadEnded = uploadEnded
+    }
+
+    nonisolated func wake() { signal.signal() }
+
+    func stop() {
+        stopping = true
+        signal.signal()
+    }
+
+    func run() async {
+        while !stopping {
+            switch await round() {
+            case .progressed: continue
+            case .idle(let wait): await signal.wait(timeout: wait)
+            }
+        }
+    }
+
+    /// Runs every job that can run now, including ones waiting out a backoff, until none is left
+    /// or a round makes no progress; for one-shot `sync`. Returns why uploads remain, if they do.
+    func drain() async -> String? {
+        var rounds = 0
+        while rounds < 1000 {
+            rounds += 1
+            succeededInRound = 0
+            if case .idle = await round(ignoringBackoff: true) { break }
+            if succeededInRound == 0 { break }  // everything left failed just now
+        }
+        let left = (try? await index.read { try $0.pendingCount(kind: "upload") }) ?? 0
+        return left == 0 ? nil : (lastFailure ?? "\(left) uploads could not be delivered")
+    }
+
+    enum Outcome {
+        case progressed
+        case idle(Duration?)
+    }
+
+    struct Job: Sendable {
+        var entry: OutboxEntry
+        var upload: UploadRow
+        var docType: String
+    }
+
+    private func round(ignoringBackoff: Bool = false) async -> Outcome {
+        let now = ignoringBackoff ? Int64.max : clock.now()
+        let picked: (jobs: [Job], blocked: Bool)
+        do {
+            picked = try await index.write { tx -> ([Job], Bool) in
+                var jobs: [Job] = []
+                var blocked = false
+                for entry in try tx.dueEntries(now: now, limit: 256, kind: "upload") {
+                    // The document's own write goes first.
+                    if try tx.outboxEntry(key: "doc:\(entry.docID)") != nil {
+                        blocked = true
+                        continue
+                    }
+                    let property = String(entry.key.dropFirst("upload:\(entry.docID):".count))
+                    guard let upload = try tx.upload(docID: entry.docID, property: property), upload.path != nil, upload.sha256 != nil,
+                          let doc = try tx.document(id: entry.docID), doc.deletedAt == nil
+                    else {
+                        try tx.deleteEntry(key: entry.key)  // the job went away (reference removed, document deleted)
+                        continue
+                    }
+                    jobs.append(Job(entry: entry, upload: upload, docType: doc.docType))
+                    if jobs.count == Self.concurrency { break }
+                }
+                return (jobs, blocked)
+            }
+        } catch {
+            logger.error("cannot read the upload queue", metadata: ["error": "\(error)"])
+            return .idle(.seconds(1))
+        }
+        if picked.jobs.isEmpty {
+            if ignoringBackoff { return .idle(nil) }
+            if picked.blocked { return .idle(.seconds(1)) }  // the pusher wakes us when the document is written
+            let next = try? await index.read { try $0.nextAttemptAt(kind: "upload") }
+            return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for job in picked.jobs { group.addTask { await self.run(job) } }
+        }
+        return .progressed
+    }
+
+    private func run(_ job: Job) async {
+        let row = job.upload
+        let path = row.path!
+        let docID = row.docID
+        // Checked again right before reading: the tree may have changed since the scan.
+        guard let real = Attachments.realPath(root + "/" + path), real.hasPrefix(realRoot + "/"), let size = row.stat?.size else {
+            await failed(job, .localFile("\(path) is gone or now points outside the synced folder"))
+            return
+        }
+        uploading.insert(docID)
+        defer {
+            uploading.remove(docID)
+            uploadEnded()
+        }
+        try? await index.write { tx in
+            guard var u = try tx.upload(docID: docID, property: row.property) else { return }
+            u.state = .uploading
+            u.bytesSent = 0
+            try tx.upsertUpload(u)
+        }
+        let progress = UploadProgress()
+        let index = self.index
+        let reporter = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                let sent = progress.bytesSent
+                try? await index.write { try $0.setUploadProgress(docID: docID, property: row.property, bytesSent: sent) }
+            }
+        }
+        let request = FileUploadRequest(
+            path: real, size: size, fileName: lastComponent(path), targetID: docID, targetDocType: job.docType,
+            targetProperty: row.property)
+        let result: Result<JSONObject, EndpointError>
+        do throws(EndpointError) {
+            result = .success(try await endpoint.upload(request, progress: progress))
+        } catch {
+            result = .failure(error)
+        }
+        reporter.cancel()
+        _ = await reporter.result
+        switch result {
+        case .success(let stored): await succeeded(job, stored: stored, sentHash: progress.sha256(), sent: progress.bytesSent)
+        case .failure(let error): await failed(job, error)
+        }
+    }
+
+    private func succeeded(_ job: Job, stored: JSONObject, sentHash: String, sent: Int64) async {
+        let property = job.upload.property
+        let now = clock.now()
+        do {
+            try await index.write { tx in
+                let current = try tx.removeEntry(key: job.entry.key, version: job.entry.version)
+                guard var upload = try tx.upload(docID: job.upload.docID, property: property) else { return }
+                upload.remoteURL = stored[property]?.string
+                upload.uploadedSHA256 = sentHash
+                upload.bytesSent = sent
+                if upload.sha256 == sentHash {
+                    if current || upload.state == .uploading {
+                        upload.state = .done
+                        upload.error = nil
+                    }
+                } else if current, let sha = upload.sha256 {
+                    // The file changed while it was sent: what the index knows of it goes next.
+                    upload.state = .pending
+                    try tx.enqueue(key: upload.outboxKey, docID: upload.docID, kind: "upload", payload: "{}", bodyHash: sha, queuedAt: now)
+                }
+                try tx.upsertUpload(upload)
+                // The upload made a new revision of the document: it is what both sides now hold.
+                guard var doc = try tx.document(id: upload.docID), case .number(let revText)? = stored[DocumentRules.revKey],
+                      let rev = Int64(revText), rev > (doc.serverRev ?? 0)
+                else { return }
+                doc.serverRev = rev
+                if let local = try? JSONParser.parse(doc.body).object {
+                    let base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(Scanner.wireBody(stored, docType: doc.docType), local: local)
+                    doc.base = JSONWriter.string(.object(base))
+                }
+                try tx.upsertDocument(doc)
+            }
+            lastFailure = nil
+            succeededInRound += 1
+            logger.info("uploaded", metadata: ["doc.id": "\(job.upload.docID)", "property": "\(property)", "file.path": "\(job.upload.path ?? "")", "bytes": "\(sent)"])
+        } catch {
+            logger.error("cannot record a finished upload", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func failed(_ job: Job, _ error: EndpointError) async {
+        if case .unauthorized = error, let token = reloadToken() {
+            endpoint = endpoint.withToken(token)
+        }
+        let now = clock.now()
+        let permanent: Bool
+        switch error {
+        case .rejected(let status, _) where status != 404 && status != 409: permanent = true
+        default: permanent = false
+        }
+        let delay = policy.delay(afterFailures: job.entry.attempts + 1, unit: Double.random(in: 0..<1))
+        let delayMs = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
+        let message = error.description
+        lastFailure = message
+        try? await index.write { tx in
+            if permanent {
+                try tx.removeEntry(key: job.entry.key, version: job.entry.version)
+            } else {
+                try tx.recordFailure(key: job.entry.key, version: job.entry.version, error: message, nextAttemptAt: now + delayMs)
+            }
+            guard var upload = try tx.upload(docID: job.upload.docID, property: job.upload.property), upload.state == .uploading || upload.state == .pending else { return }
+            upload.state = permanent ? .failed : .pending
+            upload.error = message
+            try tx.upsertUpload(upload)
+        }
+        let metadata: Logger.Metadata = ["file.path": "\(job.upload.path ?? "")", "doc.id": "\(job.upload.docID)", "property": "\(job.upload.property)"]
+        if permanent {
+            logger.error("upload refused by the endpoint; it is tried again when the file changes: \(message)", metadata: metadata)
+        } else if job.entry.attempts == 0 {
+            logger.warning("upload failed; retrying with backoff: \(message)", metadata: metadata)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+/// A top-level property of a document that names a file of the tree: `"scan": {"$file": "scans/42.pdf"}`.
+///
+/// The path is relative to the document's folder. The reference stays in the local file; the
+/// server's copy of the document holds the uploaded file's URL instead (see `AttachmentMapping`).
+public struct FileReference: Sendable, Hashable {
+    public static let key = "$file"
+
+    /// The property that holds the reference.
+    public var property: String
+    /// The path as written in the document.
+    public var written: String
+    /// The path relative to the synced root, `/`-separated and normalised, or why there is none.
+    public var resolved: Result<String, FileReferenceProblem>
+
+    /// The references among `object`'s top-level properties, in document order. `documentPath` is
+    /// the document's own path relative to the root.
+    public static func all(in object: JSONObject, documentPath: String) -> [FileReference] {
+        var out: [FileReference] = []
+        for (property, value) in object.members {
+            guard case .object(let inner) = value, inner[key] != nil else { continue }
+            guard inner.members.count == 1, case .string(let written) = inner[key]! else {
+                out.append(FileReference(property: property, written: "", resolved: .failure(.malformed)))
+                continue
+            }
+            out.append(FileReference(property: property, written: written, resolved: resolve(written, documentPath: documentPath)))
+        }
+        return out
+    }
+
+    /// Whether `value` is a reference object (a wire value never is one).
+    public static func isReference(_ value: JSONValue?) -> Bool {
+        guard case .object(let inner)? = value else { return false }
+        return inner[key] != nil
+    }
+
+    /// Resolves `written` against the folder of `documentPath`, lexically: `..` may climb to the
+    /// root and no further; absolute paths are refused. Symlinks are checked by the agent, which
+    /// looks at the disk.
+    public static func resolve(_ written: String, documentPath: String) -> Result<String, FileReferenceProblem> {
+        if written.isEmpty { return .failure(.empty) }
+        if written.utf8.contains(0) { return .failure(.malformed) }
+        if written.hasPrefix("/") || written.hasPrefix("~") { return .failure(.absolute(written)) }
+        var parts = documentPath.split(separator: "/").dropLast().map(String.init)
+        for part in written.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..":
+                guard !parts.isEmpty else { return .failure(.outsideRoot(written)) }
+                parts.removeLast()
+            default: parts.append(String(part))
+            }
+        }
+        guard !parts.isEmpty else { return .failure(.notAFile(written)) }
+        if parts[0] == ".docsync" { return .failure(.stateFolder(written)) }
+        return .success(parts.joined(separator: "/"))
+    }
+}
+
+/// Why a file reference cannot be uploaded. The document still syncs; the property is `null` on
+/// the server until the reference is fixed.
+public enum FileReferenceProblem: Error, Sendable, Hashable, CustomStringConvertible {
+    case malformed
+    case empty
+    case absolute(String)
+    case outsideRoot(String)
+    case symlinkOutside(String)
+    case stateFolder(String)
+    case missing(String)
+    case notAFile(String)
+    case unreadable(String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .malformed: "a file reference is {\"$file\": \"relative/path\"} with nothing else in it"
+        case .empty: "the file reference is empty"
+        case .absolute(let p): "\(p) is an absolute path; use a path relative to the document's folder"
+        case .outsideRoot(let p): "\(p) leaves the synced folder"
+        case .symlinkOutside(let p): "\(p) is a symlink pointing outside the synced folder"
+        case .stateFolder(let p): "\(p) is inside docsync's own .docsync folder"
+        case .missing(let p): "\(p) does not exist"
+        case .notAFile(let p): "\(p) is a folder, not a file"
+        case .unreadable(let p, let reason): "\(p) cannot be read: \(reason)"
+        }
+    }
+}
