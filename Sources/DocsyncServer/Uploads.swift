@@ -239,6 +239,7 @@ final class UploadParts {
     private var hasher = SHA256()
     private var written: Int64 = 0
     private var collected: [UInt8] = []
+    private var pending: [UInt8] = []
     private var keepFile = false
 
     private enum Current { case none, file, target, other }
@@ -264,17 +265,11 @@ final class UploadParts {
             }
             buffer.withUnsafeReadableBytes { raw in
                 hasher.update(bufferPointer: raw)
-                var offset = 0
-                while offset < raw.count {
-                    let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        problem = StoreError(507, "cannot store the upload: \(String(cString: strerror(errno)))")
-                        return
-                    }
-                    offset += n
-                }
+                pending.append(contentsOf: raw)
             }
+            // The parser hands over binary content in small pieces (it stops at every CR): written
+            // a megabyte at a time.
+            if pending.count >= 1 << 20 { flush() }
         case .target:
             collected += buffer.readableBytesView
             if collected.count > 65536 { problem = StoreError(400, "\"targetDocument\" is larger than 64 KiB") }
@@ -287,7 +282,8 @@ final class UploadParts {
         if case .none = current { begin() }  // an empty part
         switch current {
         case .file where problem == nil:
-            if fsync(fd) != 0 { problem = StoreError(507, "cannot store the upload: \(String(cString: strerror(errno)))") }
+            flush()
+            if problem == nil, fsync(fd) != 0 { problem = StoreError(507, "cannot store the upload: \(String(cString: strerror(errno)))") }
             close(fd)
             fd = -1
             file = File(
@@ -300,6 +296,22 @@ final class UploadParts {
         }
         headers = [:]
         current = .none
+    }
+
+    private func flush() {
+        defer { pending.removeAll(keepingCapacity: true) }
+        pending.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    problem = StoreError(507, "cannot store the upload: \(String(cString: strerror(errno)))")
+                    return
+                }
+                offset += n
+            }
+        }
     }
 
     /// The part's `name` and `filename` from its Content-Disposition.
@@ -332,6 +344,7 @@ final class UploadParts {
                 return
             }
             temporaryPath = path
+            pending.reserveCapacity(1 << 20)
             hasher = SHA256()
             written = 0
             current = .file

@@ -43,6 +43,43 @@ public struct APIClient: Sendable {
         return Reply(status: Int(response.status.code), body: Array(buffer: bytes), headers: response.headers.map { ($0.name, $0.value) })
     }
 
+    /// Downloads `url` (absolute, as a document holds it) with this client's token, hashing the
+    /// body as it arrives: the status, the headers and the SHA-256 and length of the body.
+    public func download(_ url: String, token: String?? = .none) async throws -> (status: Int, headers: [(String, String)], sha256: String, length: Int64) {
+        var request = HTTPClientRequest(url: url)
+        switch token {
+        case .none: request.headers.add(name: "Authorization", value: "Token token=\(self.token)")
+        case .some(.some(let t)): request.headers.add(name: "Authorization", value: "Token token=\(t)")
+        case .some(.none): break
+        }
+        let response = try await client.execute(request, timeout: .seconds(300))
+        var hasher = ContentHasher()
+        var length: Int64 = 0
+        for try await chunk in response.body {
+            chunk.withUnsafeReadableBytes { hasher.update($0) }
+            length += Int64(chunk.readableBytes)
+        }
+        return (Int(response.status.code), response.headers.map { ($0.name, $0.value) }, hasher.finalize(), length)
+    }
+
+    /// A FileUpload as PingPong sends it (the file in memory: for small test files).
+    public func upload(_ bytes: [UInt8], fileName: String, targetID: String, docType: String, property: String) async throws -> Reply {
+        let boundary = "test-boundary-7f3a"
+        var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(fileName)\"\r\n\r\n".utf8)
+        body += bytes
+        body += Array("\r\n--\(boundary)\r\nContent-Disposition: form-data; name=\"targetDocument\"\r\n\r\n".utf8)
+        body += Array(#"{"targetId":"\#(targetID)","targetDocType":"\#(docType)","targetProperty":"\#(property)"}"#.utf8)
+        body += Array("\r\n--\(boundary)--\r\n".utf8)
+        var request = HTTPClientRequest(url: baseURL + "/api/app/upload")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Token token=\(token)")
+        request.headers.add(name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await client.execute(request, timeout: .seconds(60))
+        let bytes = try await response.body.collect(upTo: 1 << 24)
+        return Reply(status: Int(response.status.code), body: Array(buffer: bytes), headers: response.headers.map { ($0.name, $0.value) })
+    }
+
     /// Every document of `docType` (tombstones included), keyed by id.
     public func documents(type docType: String) async throws -> [String: JSONObject] {
         let reply = try await request("GET", "/api/document/type/\(docType)")

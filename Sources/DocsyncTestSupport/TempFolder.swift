@@ -1,3 +1,4 @@
+import DocsyncModel
 import Foundation
 
 /// A fresh folder under the system temp directory, removed by `remove()`.
@@ -61,5 +62,38 @@ public func eventually(
         if try await condition() { return true }
         if ContinuousClock.now >= deadline { return false }
         try? await Task.sleep(for: interval)
+    }
+}
+
+extension TempFolder {
+    /// Writes `size` bytes of pseudo-random content (distinct for each `seed`) in 1 MiB pieces, and
+    /// returns their SHA-256. Memory stays at one piece whatever the size.
+    @discardableResult
+    public func writeRandom(_ relative: String, size: Int, seed: UInt64) throws -> String {
+        let url = self.url(relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        var piece = [UInt64](repeating: 0, count: (1 << 20) / 8)
+        var hasher = ContentHasher()
+        var left = size
+        while left > 0 {
+            for i in piece.indices {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                piece[i] = state
+            }
+            let n = min(left, 1 << 20)
+            try piece.withUnsafeBytes { raw in
+                let part = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+                hasher.update(part)
+                try handle.write(contentsOf: Data(part))
+            }
+            left -= n
+        }
+        return hasher.finalize()
     }
 }

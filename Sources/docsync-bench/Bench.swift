@@ -30,6 +30,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Documents the inotifywait+curl loop imports (it is slow; its rate is what is compared).")
     var baselineDocs = 2_000
 
+    @Option(help: "MiB of the attachment moved in the upload run.")
+    var attachmentMiB = 1024
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -42,6 +45,7 @@ struct Bench: AsyncParsableCommand {
             saves = 100
             idleSeconds = 5
             baselineDocs = 200
+            attachmentMiB = 32
         }
         guard docs > saves else { throw ValidationError("--docs must exceed --saves (saves edit imported documents)") }
         guard FileManager.default.isExecutableFile(atPath: DocsyncProcess.binary) else {
@@ -131,6 +135,9 @@ struct Bench: AsyncParsableCommand {
         results.baselineLatency = try await measureLatency(prefix: "b", dir: "\(baseDir)/import", api: api, server: work.file("server"), count: min(saves, baselineDocs))
         kill(-watchLoop.pid, SIGTERM)
 
+        // 6. One large attachment: the agent's FileUpload against `curl -F` posting the same file.
+        try await measureAttachment(url: url, api: api, work: work, server: server, results: &results)
+
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)
 
@@ -140,6 +147,38 @@ struct Bench: AsyncParsableCommand {
     }
 
     // MARK: - Pieces
+
+    func measureAttachment(url: String, api: APIClient, work: TempFolder, server: DocsyncProcess, results: inout Results) async throws {
+        log("attachment of \(attachmentMiB) MiB")
+        let size = attachmentMiB << 20
+        let folder = try TempFolder("bench-att")
+        defer { folder.remove() }
+        let sha = try folder.writeRandom("files/big.bin", size: size, seed: 7)
+        try folder.write("notes/att.json", #"{"id":"att","docType":"bench-att","file":{"$file":"../files/big.bin"}}"#)
+        let start = now()
+        let agent = try DocsyncProcess(["watch", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-att")
+        while true {
+            if let doc = try await api.documents(type: "bench-att")["att"], doc["file"]?.string?.contains(sha) == true { break }
+            guard agent.isRunning else { throw ProcessFailure("agent exited: \(agent.stderr)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        results.attachmentSeconds = seconds(since: start)
+        results.attachmentBytes = size
+        results.attachmentAgentRSS = ProcessStats.read(pid: agent.pid)?.peakRSSBytes ?? -1
+        results.serverRSS = ProcessStats.read(pid: server.pid)?.peakRSSBytes ?? -1
+        await agent.stop()
+        // The baseline: curl posting the same multipart FileUpload.
+        try work.write("target.json", #"{"targetId":"att","targetDocType":"bench-att","targetProperty":"curl"}"#)
+        let curlStart = now()
+        let curl = try DocsyncProcess(
+            executable: "/usr/bin/curl",
+            arguments: ["-s", "-o", "/dev/null", "-H", "@\(work.file("curl-headers"))", "-F", "file=@\(folder.file("files/big.bin"))",
+                        "-F", "targetDocument=<\(work.file("target.json"))", "\(url)/api/app/upload"],
+            logDirectory: work.path, name: "curl-upload")
+        _ = await curl.wait(timeout: .seconds(3600))
+        results.curlAttachmentSeconds = seconds(since: curlStart)
+        results.serverRSS = ProcessStats.read(pid: server.pid)?.peakRSSBytes ?? results.serverRSS
+    }
 
     func log(_ s: String) { FileHandle.standardError.write(Data("docsync-bench: \(s)\n".utf8)) }
 

@@ -18,6 +18,12 @@ struct Results {
     var baselineImportDocsPerSecond = 0.0
     var baselineLatency: [Double] = []
     var clock = ClockComparison()
+    var attachmentSeconds = 0.0
+    var attachmentBytes = 0
+    var attachmentAgentRSS = 0
+    var curlAttachmentSeconds = 0.0
+    /// The server's peak over the whole run.
+    var serverRSS = 0
 
     static func describeMachine() -> String {
         let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
@@ -51,6 +57,9 @@ struct Results {
             | rescan: document bytes read / all bytes read (rchar) | \(rescanContentBytes) / \(rescanReadBytes) | | | | |
             | idle CPU, ms per minute (observed \(idleSeconds) s) | \(fmt(idleCPUmsPerMinute, 2)) | | | | |
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | | | |
+            | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× | |
+            | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | | | |
+            | peak RSS while moving the attachment: agent / server (server: whole run) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | | | |
 
             ### Clock estimators on the same jittered samples
 
@@ -77,6 +86,8 @@ struct Results {
             ("raw_ingest_docs_per_s", rawDocsPerSecond), ("curl_loop_import_docs_per_s", baselineImportDocsPerSecond),
             ("curl_loop_latency_p50_ms", percentile(baselineLatency, 50)), ("curl_loop_latency_p99_ms", percentile(baselineLatency, 99)),
             ("clock_min_delay_median_ms", clock.minDelayMedian), ("clock_min_delay_p95_ms", clock.minDelayP95),
+            ("attachment_bytes", Double(attachmentBytes)), ("attachment_s", attachmentSeconds), ("curl_attachment_s", curlAttachmentSeconds),
+            ("attachment_agent_peak_rss_bytes", Double(attachmentAgentRSS)), ("server_peak_rss_bytes", Double(serverRSS)),
             ("clock_ema_median_ms", clock.emaMedian), ("clock_ema_p95_ms", clock.emaP95), ("clock_limit_median_ms", clock.limitMedian),
         ]
         let body = values.map { "  \"\($0.0)\": \($0.1.isFinite ? String($0.1) : "null")" }.joined(separator: ",\n")

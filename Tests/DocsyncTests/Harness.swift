@@ -51,9 +51,11 @@ final class TestServer: Sendable {
     let task: Task<Void, any Error>
     let api: APIClient
 
-    static func start(token: String = "test-token-123", wallClock: (@Sendable () -> Int64)? = nil) async throws -> TestServer {
+    static func start(
+        token: String = "test-token-123", maxUploadBytes: Int64 = 4 << 30, wallClock: (@Sendable () -> Int64)? = nil
+    ) async throws -> TestServer {
         let data = try TempFolder("server")
-        let configuration = ReferenceServer.Configuration(port: 0, dataDirectory: data.path, token: token)
+        let configuration = ReferenceServer.Configuration(port: 0, dataDirectory: data.path, token: token, maxUploadBytes: maxUploadBytes)
         let server = try wallClock.map { try ReferenceServer(configuration: configuration, wallClock: $0) }
             ?? ReferenceServer(configuration: configuration)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
