@@ -19,7 +19,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
-        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.0"),
     ],
     targets: [
         // The document model: an order- and literal-preserving JSON value, identity and docType rules.
@@ -66,8 +65,6 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
-            // Its parser takes the body chunk by chunk, so uploads stream to disk.
-            .product(name: "MultipartKit", package: "multipart-kit"),
         ]),
         .executableTarget(name: "docsync", dependencies: [
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncClock", "DocsyncIndex",

@@ -4,7 +4,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import MultipartKit
 import NIOCore
 
 #if canImport(Glibc)
@@ -83,18 +82,24 @@ struct UploadRoutes: Sendable {
         }
         let parts = try UploadParts(temporaryDirectory: blobs.temporaryDirectory, maxFileBytes: maxUploadBytes)
         defer { parts.discard() }
-        let parser = MultipartParser(boundary: boundary)
-        parser.onHeader = { name, value in parts.header(name, value) }
-        parser.onBody = { buffer in parts.body(&buffer) }
-        parser.onPartComplete = { parts.complete() }
+        var stream = MultipartStream(boundary: boundary)
         for try await chunk in request.body {
             do {
-                try parser.execute(chunk)
+                try chunk.withUnsafeReadableBytes { raw in
+                    try stream.feed(raw) { event in
+                        switch event {
+                        case .headers(let headers): parts.begin(headers)
+                        case .body(let bytes): parts.body(bytes)
+                        case .partEnd: parts.complete()
+                        }
+                    }
+                }
             } catch {
                 throw StoreError(400, "the upload is not valid multipart/form-data")
             }
             if let problem = parts.problem { throw problem }
         }
+        guard stream.isComplete else { throw StoreError(400, "the upload ended before its closing boundary") }
         guard let file = parts.file else { throw StoreError(400, "the upload has no complete \"file\" part") }
         guard let targetBytes = parts.target else { throw StoreError(400, "the upload has no \"targetDocument\" part") }
         let target = try Self.target(targetBytes)
@@ -214,7 +219,7 @@ struct UploadRoutes: Sendable {
     }
 }
 
-/// The parts of one upload as the multipart parser delivers them: the `file` part goes straight to
+/// The parts of one upload as ``MultipartStream`` delivers them: the `file` part goes straight to
 /// a temporary file (hashed on the way), `targetDocument` is kept in memory (at most 64 KiB), other
 /// parts are skipped. Used by one request only, from one task.
 final class UploadParts {
@@ -249,29 +254,26 @@ final class UploadParts {
         self.maxFileBytes = maxFileBytes
     }
 
-    func header(_ name: String, _ value: String) {
-        headers[name.lowercased()] = value
+    func begin(_ partHeaders: [String: String]) {
+        headers = partHeaders
+        begin()
     }
 
-    func body(_ buffer: inout ByteBuffer) {
+    func body(_ raw: UnsafeRawBufferPointer) {
         guard problem == nil else { return }
-        if case .none = current { begin() }
         switch current {
         case .file:
-            written += Int64(buffer.readableBytes)
+            written += Int64(raw.count)
             if written > maxFileBytes {
                 problem = StoreError(413, "the file is larger than the limit of \(maxFileBytes) bytes")
                 return
             }
-            buffer.withUnsafeReadableBytes { raw in
-                hasher.update(bufferPointer: raw)
-                pending.append(contentsOf: raw)
-            }
-            // The parser hands over binary content in small pieces (it stops at every CR): written
-            // a megabyte at a time.
+            hasher.update(bufferPointer: raw)
+            pending.append(contentsOf: raw)
+            // Written a megabyte at a time.
             if pending.count >= 1 << 20 { flush() }
         case .target:
-            collected += buffer.readableBytesView
+            collected += raw
             if collected.count > 65536 { problem = StoreError(400, "\"targetDocument\" is larger than 64 KiB") }
         case .other, .none:
             break
@@ -279,7 +281,6 @@ final class UploadParts {
     }
 
     func complete() {
-        if case .none = current { begin() }  // an empty part
         switch current {
         case .file where problem == nil:
             flush()

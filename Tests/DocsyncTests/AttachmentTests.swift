@@ -39,6 +39,39 @@ import Testing
     }
 }
 
+/// The streaming multipart splitter, fed in every chunking from one byte up.
+@Suite struct MultipartStreamTests {
+    @Test func partsComeOutWholeHoweverTheBodyIsChunked() throws {
+        // Content that nearly matches the delimiter, CRs and dashes included.
+        let file = Array("a\r\n--boundar\r\n--bound\r\r\n-- x\r\n".utf8) + (0..<300).map { UInt8($0 % 256) }
+        var body = Array("--boundary\r\nContent-Disposition: form-data; name=\"targetDocument\"\r\n\r\n{\"targetId\":\"d\"}".utf8)
+        body += Array("\r\n--boundary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.bin\"\r\nContent-Type: image/png\r\n\r\n".utf8)
+        body += file
+        body += Array("\r\n--boundary--\r\n".utf8)
+        for chunkSize in [1, 2, 3, 7, 13, 64, body.count] {
+            var stream = MultipartStream(boundary: "boundary")
+            var parts: [([String: String], [UInt8])] = []
+            var current: ([String: String], [UInt8])?
+            for start in stride(from: 0, to: body.count, by: chunkSize) {
+                try body[start..<min(start + chunkSize, body.count)].withUnsafeBytes { raw in
+                    try stream.feed(raw) { event in
+                        switch event {
+                        case .headers(let h): current = (h, [])
+                        case .body(let bytes): current!.1 += bytes
+                        case .partEnd: parts.append(current!); current = nil
+                        }
+                    }
+                }
+            }
+            #expect(stream.isComplete)
+            #expect(parts.count == 2, "chunk size \(chunkSize)")
+            #expect(parts.first?.1 == Array(#"{"targetId":"d"}"#.utf8))
+            #expect(parts.last?.0["content-type"] == "image/png")
+            #expect(parts.last?.1 == file, "chunk size \(chunkSize)")
+        }
+    }
+}
+
 /// The reference endpoint's FileUpload route, driven over real HTTP.
 @Suite struct UploadEndpointTests {
     @Test func anUploadSetsThePropertyAndServesTheSameBytesOnce() async throws {
