@@ -68,7 +68,9 @@ extension HeavySuites {
         let json = try await measure(proxy.url, samples: 4, work: work)
         #expect(json["source"] == "date-header")
         #expect(number(json["bound_ms"]) >= 500)
-        #expect(abs(number(json["offset_ms"])) <= number(json["bound_ms"]), "\(json)")
+        // Hummingbird refreshes its Date value once a second, so on top of the header's truncation
+        // to the second it can be up to a second stale (seen under a loaded test run: 539 ms).
+        #expect(abs(number(json["offset_ms"])) <= number(json["bound_ms"]) + 1000, "\(json)")
         await proxy.stop()
         await server.stop()
     }
