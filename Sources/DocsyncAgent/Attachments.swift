@@ -1,5 +1,6 @@
 import DocsyncIndex
 import DocsyncModel
+import DocsyncWatcher
 import Foundation
 
 #if canImport(Glibc)
@@ -61,7 +62,7 @@ struct Attachments: Sendable {
         var st = stat()
         guard stat(real, &st) == 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
         guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile(written)) }
-        let before = FileStat(size: Int64(st.st_size), mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), inode: UInt64(st.st_ino))
+        let before = FileStat(EntryInfo(st))
         if let hash = knownHash(inside, before) {
             // Unchanged since it was hashed; still make sure it can be read.
             let fd = open(real, O_RDONLY | O_CLOEXEC)
@@ -77,7 +78,7 @@ struct Attachments: Sendable {
         }
         // A file still being written is hashed again when the watcher reports its close.
         guard stat(real, &st) == 0, hashed.size == Int64(st.st_size),
-              FileStat(size: Int64(st.st_size), mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), inode: UInt64(st.st_ino)) == before
+              FileStat(EntryInfo(st)) == before
         else {
             return .failure(.unreadable(written, reason: "it changed while being read; it is read again when it settles"))
         }

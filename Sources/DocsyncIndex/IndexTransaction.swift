@@ -212,13 +212,13 @@ public struct IndexTransaction {
     /// Drops a document's jobs and their queued uploads (the document was deleted).
     public func deleteUploads(docID: String) throws {
         for u in try uploads(docID: docID) {
-            try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [u.outboxKey])
+            try deleteEntry(key: u.outboxKey)
         }
         try db.cachedStatement(sql: "DELETE FROM upload WHERE doc_id = ?").execute(arguments: [docID])
     }
 
     public func deleteUpload(docID: String, property: String) throws {
-        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [UploadRow.outboxKey(docID: docID, property: property)])
+        try deleteEntry(key: UploadRow.outboxKey(docID: docID, property: property))
         try db.cachedStatement(sql: "DELETE FROM upload WHERE doc_id = ? AND property = ?").execute(arguments: [docID, property])
     }
 

@@ -138,7 +138,7 @@ public enum FileSystem {
 }
 
 extension EntryInfo {
-    init(_ st: stat) {
+    public init(_ st: stat) {
         let fmt = st.st_mode & S_IFMT
         let kind: Kind = switch fmt {
         case S_IFREG: .file
