@@ -66,8 +66,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        .systemLibrary(name: "CGlibcMalloc", path: "Sources/CGlibcMalloc"),
         .executableTarget(name: "docsync", dependencies: [
-            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncClock", "DocsyncIndex",
+            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncClock", "DocsyncIndex", "CGlibcMalloc",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

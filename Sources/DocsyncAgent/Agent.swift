@@ -79,7 +79,6 @@ public actor Agent {
         self.index = try Index.open(root: root)
         let ignore = TreeWalker.ignoreRules(root: root)
         self.ignore = ignore
-        self.scanner = Scanner(root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger)
         var endpoint = PingPongEndpoint(baseURL: options.endpointURL, token: options.token, client: client, clock: clock)
         endpoint.clientID = try Self.clientID(index)
         endpoint.requestTimeout = .nanoseconds(Int64(options.requestTimeout.components.seconds) * 1_000_000_000 + options.requestTimeout.components.attoseconds / 1_000_000_000)
@@ -94,6 +93,9 @@ public actor Agent {
             index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             concurrency: options.concurrency, reloadToken: reloadToken)
         self.pusher = pusher
+        self.scanner = Scanner(
+            root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
+            queued: { pusher.wake() })
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             uploading: uploading, reloadToken: reloadToken, uploadEnded: { pusher.wake() })

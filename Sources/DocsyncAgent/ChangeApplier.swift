@@ -268,9 +268,7 @@ struct ChangeApplier: Sendable {
             if let pending {
                 doc.state = .pending
                 doc.updatedAt = now
-                var payload = Scanner.wireBody(content, docType: docType)
-                payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
-                try tx.enqueue(key: pending.key, docID: id, kind: "put", payload: JSONWriter.string(.object(payload)), bodyHash: bodyHash, queuedAt: now)
+                try tx.enqueue(key: pending.key, docID: id, kind: "put", payload: nil, bodyHash: bodyHash, queuedAt: now)
             } else {
                 doc.state = .synced
                 doc.pushedHash = bodyHash

@@ -152,18 +152,18 @@ actor Pusher {
     }
 
     private func send(_ entries: [OutboxEntry]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)] {
-        // The revision each document was last known at: the server refuses a write based on an
-        // older one (409), and the document is merged instead of overwriting someone else's edit.
-        let (revisions, mappings) = (try? await index.read { tx -> ([String: Int64], [String: AttachmentMapping]) in
-            var out: [String: Int64] = [:]
+        // The revision each document was last known at (read with its entry): the server refuses a
+        // write based on an older one (409), and the document is merged instead of overwriting
+        // someone else's edit.
+        let revisions = Dictionary(entries.compactMap { e in e.serverRev.map { (e.docID, $0) } }, uniquingKeysWith: { a, _ in a })
+        let mappings = (try? await index.read { tx -> [String: AttachmentMapping] in
             var mappings: [String: AttachmentMapping] = [:]
             let anyUploads = try tx.hasUploads()
-            for e in entries {
-                if let rev = try tx.document(id: e.docID)?.serverRev { out[e.docID] = rev }
-                if anyUploads || AttachmentMapping.mayReference(e.payload) { mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID)) }
+            for e in entries where anyUploads || AttachmentMapping.mayReference(e.payload) {
+                mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID))
             }
-            return (out, mappings)
-        }) ?? ([:], [:])
+            return mappings
+        }) ?? [:]
         if capabilities.batch != false {
             // Several batches in flight keep both the agent and the server busy.
             let chunks = stride(from: 0, to: entries.count, by: Self.batchChunk).map { Array(entries[$0..<min($0 + Self.batchChunk, entries.count)]) }
@@ -367,21 +367,23 @@ actor Pusher {
     /// and the document remembers what the server holds.
     static func acknowledge(_ entry: OutboxEntry, stored: JSONValue, tx: IndexTransaction) throws {
         let current = try tx.removeEntry(key: entry.key, version: entry.version)
-        guard var doc = try tx.document(id: entry.docID) else { return }
-        doc.pushedHash = entry.bodyHash
-        if case .number(let rev) = stored.object?[DocumentRules.revKey] { doc.serverRev = Int64(rev) }
+        var serverRev: Int64?
+        if case .number(let rev) = stored.object?[DocumentRules.revKey] { serverRev = Int64(rev) }
+        var base: String?
         if let object = stored.object, let docType = object["docType"]?.string {
-            var base = Scanner.wireBody(object, docType: docType)
-            if try tx.hasUploads() || AttachmentMapping.mayReference(doc.body), let local = try? JSONParser.parse(doc.body).object {
-                base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(base, local: local)
+            var wire = Scanner.wireBody(object, docType: docType)
+            if try AttachmentMapping.mayReference(entry.payload) || tx.hasUploads() {
+                // The folder holds file references where the server holds URLs: the base keeps the references.
+                guard let doc = try tx.document(id: entry.docID) else { return }
+                if let local = try? JSONParser.parse(doc.body).object {
+                    wire = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(wire, local: local)
+                }
             }
-            doc.base = JSONWriter.string(.object(base))
+            base = JSONWriter.string(.object(wire))
         }
-        if current {
-            doc.state = .synced
-            doc.error = nil
-        }
-        try tx.upsertDocument(doc)
+        try tx.recordAcknowledged(
+            id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, base: base,
+            baseHash: base.map { ContentHash.sha256Hex($0.utf8) }, current: current)
     }
 
     private func restoreState() async {

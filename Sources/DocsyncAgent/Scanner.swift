@@ -32,12 +32,19 @@ struct Scanner: Sendable {
     let logger: Logger
     let walker: TreeWalker
     let attachments: Attachments
+    /// Told after each committed chunk that queued work, so pushing starts while a long scan
+    /// (an initial import) is still reading.
+    let queued: @Sendable () -> Void
 
     /// Files read and committed per transaction: large enough to amortise the commit, small enough
     /// that an import of 100k files shows progress and keeps memory flat.
     static let chunkSize = 512
 
-    init(root: String, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger) {
+    init(
+        root: String, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
+        queued: @escaping @Sendable () -> Void = {}
+    ) {
+        self.queued = queued
         self.root = root
         self.index = index
         self.clock = clock
@@ -195,15 +202,24 @@ struct Scanner: Sendable {
         // Files whose index row already holds their id go first, so that of an original and its
         // copy, the original keeps the id.
         let ordered = seen.sorted { $0.path < $1.path }
+        // Reading and parsing the next chunk overlaps committing this one.
+        func observing(_ start: Int) -> Task<[Observed], Never> {
+            let chunk = ordered[start..<min(start + Self.chunkSize, ordered.count)]
+            return Task { [self] in
+                chunk.map(observe)
+            }
+        }
         var start = 0
+        var next = observing(0)
         repeat {
-            let chunk = Array(ordered[start..<min(start + Self.chunkSize, ordered.count)])
+            let observed = await next.value
             start += Self.chunkSize
-            let observed = chunk.map(observe)
-            for o in observed { summary.read += 1; summary.bytesRead += o.bytes.count }
             let isLast = start >= ordered.count
+            if !isLast { next = observing(start) }
+            for o in observed { summary.read += 1; summary.bytesRead += o.bytes.count }
             let result = try await commit(observed, vanished: isLast ? vanished : [], claimedVanished: vanished)
             summary.queued += result.queued
+            if result.queued + result.deleted > 0 && !isLast { queued() }
             summary.moved += result.moved
             summary.deleted += result.deleted
             summary.unchanged += result.unchanged
@@ -293,9 +309,12 @@ struct Scanner: Sendable {
         for o in observed { if case .some(.some(let id)) = declared(o) { declaredAt[o.path] = id } }
         // Files whose index row already holds the id they declare go first: of an original and
         // its copy, the original keeps the id.
+        // (The snapshot does not change while planning: each chunk's rows are fetched in two queries.)
+        let rowsAt = try tx.files(at: observed.map(\.path))
+        let rowsHolding = try tx.files(forDocuments: Set(declaredAt.values))
         var holders = Set<Int>()
         for i in observed.indices {
-            if let id = declaredAt[observed[i].path], try tx.file(at: observed[i].path)?.docID == id { holders.insert(i) }
+            if let id = declaredAt[observed[i].path], rowsAt[observed[i].path]?.docID == id { holders.insert(i) }
         }
         let order = observed.indices.sorted { holders.contains($0) && !holders.contains($1) }
         var claimed = Set<String>()
@@ -306,7 +325,7 @@ struct Scanner: Sendable {
                 plan[i] = true  // no id yet, or a second file in this batch with the same one
                 continue
             }
-            if let holder = try tx.file(forDocument: id), holder.path != observed[i].path,
+            if let holder = rowsHolding[id], holder.path != observed[i].path,
                !vanished.contains(holder.path), FileSystem.info(walker.absolute(holder.path)) != nil,
                observed.contains(where: { $0.path == holder.path }) ? declaredAt[holder.path] == id : true
             {
@@ -355,8 +374,9 @@ struct Scanner: Sendable {
         let anyUploads = try tx.hasUploads()
         var claimedIDs = Set<String>()
         var displaced: [String] = []  // ids whose file now holds another document
+        var rows = try ChunkRows(observed, tx: tx)
         for o in observed {
-            let previous = try tx.file(at: o.path)
+            let previous = try rows.file(at: o.path)
             let document: (id: String, docType: String, object: JSONObject)
             do throws(DocumentProblem) {
                 let object = try o.result.get()
@@ -367,6 +387,7 @@ struct Scanner: Sendable {
             } catch {
                 let reason = error.description
                 if previous?.error != reason { r.newProblems.append((o.path, reason)) }
+                rows.changing(path: o.path, id: previous?.docID)
                 try tx.upsertFile(FileRow(
                     path: o.path, docID: previous?.docID, docType: previous?.docType, hash: o.hash.isEmpty ? nil : o.hash,
                     stat: FileStat(o.info), state: .invalid, error: reason))
@@ -376,7 +397,11 @@ struct Scanner: Sendable {
             claimedIDs.insert(document.id)
             if let old = previous?.docID, old != document.id { displaced.append(old) }
             // The file that held this id before, elsewhere: a move, its old row goes.
-            if let holder = try tx.file(forDocument: document.id), holder.path != o.path {
+            let holder = try rows.file(forDocument: document.id)
+            let existing = try rows.document(id: document.id)
+            rows.changing(path: o.path, id: previous?.docID)
+            rows.changing(path: holder?.path, id: document.id)
+            if let holder, holder.path != o.path {
                 try tx.deleteFile(at: holder.path)
                 r.counts.claimed.insert(holder.path)
                 r.counts.moved += 1
@@ -387,7 +412,7 @@ struct Scanner: Sendable {
             let body = wireBody(document.object, docType: document.docType)
             let bodyText = JSONWriter.string(.object(body))
             let bodyHash = ContentHash.sha256Hex(bodyText.utf8)
-            var row = try tx.document(id: document.id)
+            var row = existing
                 ?? DocumentRow(id: document.id, docType: document.docType, path: o.path, body: bodyText, bodyHash: "")
             if row.bodyHash == bodyHash && row.deletedAt == nil {
                 if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
@@ -398,9 +423,7 @@ struct Scanner: Sendable {
                     row.updatedAt = stamp
                     row.state = .pending
                     try tx.upsertDocument(row)
-                    var payload = body
-                    payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
-                    try enqueue(row, payload: payload, stamp: stamp, tx: tx)
+                    try enqueue(row, stamp: stamp, tx: tx)
                     r.counts.queued += 1
                 } else {
                     r.counts.unchanged += 1
@@ -416,9 +439,7 @@ struct Scanner: Sendable {
             row.state = .pending
             row.error = nil
             try tx.upsertDocument(row)
-            var payload = body
-            payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
-            try enqueue(row, payload: payload, stamp: stamp, tx: tx)
+            try enqueue(row, stamp: stamp, tx: tx)
             _ = try reconcileAttachments(o, id: document.id, object: document.object, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
             r.counts.queued += 1
         }
@@ -435,13 +456,50 @@ struct Scanner: Sendable {
             row.state = .pending
             try tx.upsertDocument(row)
             try tx.deleteUploads(docID: id)
-            guard case .object(var payload) = try JSONParser.parse(row.body) else { continue }
-            payload[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
-            payload[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: stamp).rfc3339)
-            try enqueue(row, payload: payload, stamp: stamp, tx: tx)
+            try enqueue(row, stamp: stamp, tx: tx)
             r.counts.deleted += 1
         }
         return r
+    }
+
+    /// A chunk's file and document rows, fetched up front in three queries instead of three per
+    /// file. A path or id the transaction has already changed is read again from the index.
+    struct ChunkRows {
+        let tx: IndexTransaction
+        let filesAt: [String: FileRow]
+        let filesHolding: [String: FileRow]
+        let documents: [String: DocumentRow]
+        var changedPaths = Set<String>()
+        var changedIDs = Set<String>()
+
+        init(_ observed: [Observed], tx: IndexTransaction) throws {
+            self.tx = tx
+            let ids = Set(observed.compactMap { o -> String? in
+                guard case .success(let object) = o.result else { return nil }
+                return (try? DocumentRules.declaredID(of: object)) ?? nil
+            })
+            filesAt = try tx.files(at: observed.map(\.path))
+            filesHolding = try tx.files(forDocuments: ids)
+            documents = try tx.documents(ids: ids)
+        }
+
+        /// Marks what the caller is about to change.
+        mutating func changing(path: String?, id: String?) {
+            if let path { changedPaths.insert(path) }
+            if let id { changedIDs.insert(id) }
+        }
+
+        func file(at path: String) throws -> FileRow? {
+            changedPaths.contains(path) ? try tx.file(at: path) : filesAt[path]
+        }
+
+        func file(forDocument id: String) throws -> FileRow? {
+            changedIDs.contains(id) ? try tx.file(forDocument: id) : filesHolding[id]
+        }
+
+        func document(id: String) throws -> DocumentRow? {
+            changedIDs.contains(id) ? try tx.document(id: id) : documents[id]
+        }
     }
 
     private static func reconcileAttachments(
@@ -454,9 +512,10 @@ struct Scanner: Sendable {
         return reconciled
     }
 
-    private static func enqueue(_ row: DocumentRow, payload: JSONObject, stamp: Int64, tx: IndexTransaction) throws {
+    /// Queues the document as the row now holds it (body, `updated_at`, and `deleted_at` for a tombstone).
+    private static func enqueue(_ row: DocumentRow, stamp: Int64, tx: IndexTransaction) throws {
         try tx.enqueue(
-            key: "doc:\(row.id)", docID: row.id, kind: "put", payload: JSONWriter.string(.object(payload)),
+            key: "doc:\(row.id)", docID: row.id, kind: "put", payload: nil,
             bodyHash: row.deletedAt == nil ? row.bodyHash : "deleted:" + row.bodyHash, queuedAt: stamp)
     }
 
@@ -480,3 +539,4 @@ extension FileStat {
         self.init(size: info.size, mtimeNs: info.mtimeNs, inode: info.inode)
     }
 }
+

@@ -1,3 +1,4 @@
+import DocsyncModel
 import GRDB
 
 /// The index's operations, run inside one `Index.write` or `Index.read` transaction.
@@ -10,11 +11,43 @@ public struct IndexTransaction {
     // MARK: Files
 
     public func file(at path: String) throws -> FileRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE path = ?"), arguments: [path]).map(FileRow.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(FileRow.columns) FROM file WHERE path = ?"), arguments: [path]).map(FileRow.init(row:))
     }
 
     public func file(forDocument id: String) throws -> FileRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM file WHERE doc_id = ?"), arguments: [id]).map(FileRow.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(FileRow.columns) FROM file WHERE doc_id = ?"), arguments: [id]).map(FileRow.init(row:))
+    }
+
+    /// The rows at `paths`, keyed by path (one query for a whole chunk of files).
+    public func files(at paths: some Collection<String>) throws -> [String: FileRow] {
+        var out: [String: FileRow] = [:]
+        for row in try fetchIn(sql: "SELECT \(FileRow.columns) FROM file WHERE path IN", paths) {
+            let file = FileRow(row: row)
+            out[file.path] = file
+        }
+        return out
+    }
+
+    /// The rows holding the documents `ids`, keyed by document id.
+    public func files(forDocuments ids: some Collection<String>) throws -> [String: FileRow] {
+        var out: [String: FileRow] = [:]
+        for row in try fetchIn(sql: "SELECT \(FileRow.columns) FROM file WHERE doc_id IN", ids) {
+            let file = FileRow(row: row)
+            if let id = file.docID { out[id] = file }
+        }
+        return out
+    }
+
+    /// Rows of `sql` followed by `(?, ?, …)` for `values`, a few hundred at a time.
+    private func fetchIn(sql: String, _ values: some Collection<String>) throws -> [Row] {
+        var rows: [Row] = []
+        let all = Array(values)
+        for start in stride(from: 0, to: all.count, by: 500) {
+            let part = all[start..<min(start + 500, all.count)]
+            let placeholders = repeatElement("?", count: part.count).joined(separator: ",")
+            rows += try Row.fetchAll(db, sql: "\(sql) (\(placeholders))", arguments: StatementArguments(Array(part)))
+        }
+        return rows
     }
 
     /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,
@@ -33,7 +66,7 @@ public struct IndexTransaction {
     /// Rows at `path` itself or anywhere below it (a folder that vanished takes its files with it).
     public func files(atOrUnder path: String) throws -> [FileRow] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM file WHERE path = ? OR (path > ? AND path < ?)",
+            db, sql: "SELECT \(FileRow.columns) FROM file WHERE path = ? OR (path > ? AND path < ?)",
             arguments: [path, path + "/", path + "0"]  // '0' is the character after '/'
         ).map(FileRow.init(row:))
     }
@@ -59,21 +92,49 @@ public struct IndexTransaction {
     // MARK: Documents
 
     public func document(id: String) throws -> DocumentRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM document WHERE id = ?"), arguments: [id]).map(DocumentRow.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(DocumentRow.columns) FROM document WHERE id = ?"), arguments: [id]).map(DocumentRow.init(row:))
+    }
+
+    /// The documents `ids` that exist, keyed by id.
+    public func documents(ids: some Collection<String>) throws -> [String: DocumentRow] {
+        var out: [String: DocumentRow] = [:]
+        for row in try fetchIn(sql: "SELECT \(DocumentRow.columns) FROM document WHERE id IN", ids) {
+            let doc = DocumentRow(row: row)
+            out[doc.id] = doc
+        }
+        return out
     }
 
     public func upsertDocument(_ d: DocumentRow) throws {
+        // A merge base equal to the body (a document the server holds as it is here: nearly all of
+        // them) is stored as a flag, not a second copy.
+        let baseIsBody = d.base == d.body
         try db.cachedStatement(sql: """
                 INSERT INTO document (id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at,
-                                      server_rev, base, state, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      server_rev, base, base_is_body, state, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, path = excluded.path,
                     body = excluded.body, body_hash = excluded.body_hash, pushed_hash = excluded.pushed_hash,
                     updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
-                    server_rev = excluded.server_rev, base = excluded.base, state = excluded.state,
-                    error = excluded.error
+                    server_rev = excluded.server_rev, base = excluded.base, base_is_body = excluded.base_is_body,
+                    state = excluded.state, error = excluded.error
                 """).execute(arguments: [d.id, d.docType, d.path, d.body, d.bodyHash, d.pushedHash, d.updatedAt, d.deletedAt,
-                        d.serverRev, d.base, d.state.rawValue, d.error])
+                        d.serverRev, baseIsBody ? nil : d.base, baseIsBody, d.state.rawValue, d.error])
+    }
+
+    /// Records what the endpoint acknowledged, without reading or rewriting the body: the hash it
+    /// acknowledged, its revision (kept when `serverRev` is nil), the new merge base (`baseHash` is
+    /// its SHA-256: equal to the body's, only the flag is stored), and, when the entry sent was
+    /// still the latest (`current`), the synced state.
+    public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, base: String?, baseHash: String?, current: Bool) throws {
+        try db.cachedStatement(sql: """
+                UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev),
+                    base = CASE WHEN ?4 IS NULL THEN base WHEN body_hash = ?4 THEN NULL ELSE ?3 END,
+                    base_is_body = CASE WHEN ?4 IS NULL THEN base_is_body ELSE body_hash = ?4 END,
+                    state = CASE WHEN ?5 THEN 'synced' ELSE state END,
+                    error = CASE WHEN ?5 THEN NULL ELSE error END
+                WHERE id = ?6
+                """).execute(arguments: [pushedHash, serverRev, base, baseHash, current, id])
     }
 
     public func setDocumentPath(id: String, path: String?) throws {
@@ -84,21 +145,26 @@ public struct IndexTransaction {
 
     /// Queues `payload` for `key`, replacing whatever was pending for it. Attempts and backoff
     /// start over: new content deserves a prompt try even if the previous one was failing.
-    public func enqueue(key: String, docID: String, kind: String, payload: String, bodyHash: String, queuedAt: Int64) throws {
+    /// A `nil` payload is the document's own body with its stamps, read when the entry is: the
+    /// body is not stored twice (an entry always goes with the document change that queued it).
+    public func enqueue(key: String, docID: String, kind: String, payload: String?, bodyHash: String, queuedAt: Int64) throws {
         try db.cachedStatement(sql: """
                 INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
                 VALUES (?, ?, ?, 1, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, version = version + 1,
                     payload = excluded.payload, body_hash = excluded.body_hash,
                     attempts = 0, next_attempt_at = 0, last_error = NULL
-                """).execute(arguments: [key, docID, kind, payload, bodyHash, queuedAt])
+                """).execute(arguments: [key, docID, kind, payload ?? "", bodyHash, queuedAt])
     }
 
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight).
     public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = []) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
         let cursor = try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT * FROM outbox WHERE next_attempt_at <= ? AND kind = ? ORDER BY seq"), arguments: [now, kind])
+            db.cachedStatement(sql: """
+                SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
+                WHERE o.next_attempt_at <= ? AND o.kind = ? ORDER BY o.seq
+                """), arguments: [now, kind])
         while out.count < limit, let row = try cursor.next() {
             let entry = OutboxEntry(row: row)
             if !excluding.contains(entry.key) { out.append(entry) }
@@ -107,7 +173,7 @@ public struct IndexTransaction {
     }
 
     public func outboxEntry(key: String) throws -> OutboxEntry? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM outbox WHERE key = ?"), arguments: [key]).map(OutboxEntry.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id WHERE o.key = ?"), arguments: [key]).map(OutboxEntry.init(row:))
     }
 
     /// The earliest `next_attempt_at` among waiting entries of `kind`, if any.
@@ -286,31 +352,54 @@ public struct StatusCounts: Sendable, Hashable, Codable {
     public var rejected: Int
 }
 
+// Rows are read by column position (the lists below), which is measurably cheaper than by name
+// on the bulk paths.
+
 extension FileRow {
+    static let columns = "path, doc_id, doc_type, hash, size, mtime_ns, inode, state, error"
+
     init(row: Row) {
         self.init(
-            path: row["path"], docID: row["doc_id"], docType: row["doc_type"], hash: row["hash"],
-            stat: FileStat(size: row["size"], mtimeNs: row["mtime_ns"], inode: UInt64(bitPattern: row["inode"])),
-            state: State(rawValue: row["state"]) ?? .invalid, error: row["error"])
+            path: row[0], docID: row[1], docType: row[2], hash: row[3],
+            stat: FileStat(size: row[4], mtimeNs: row[5], inode: UInt64(bitPattern: row[6])),
+            state: State(rawValue: row[7]) ?? .invalid, error: row[8])
     }
 }
 
 extension DocumentRow {
+    static let columns = "id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at, server_rev, base, base_is_body, state, error"
+
     init(row: Row) {
+        let body: String = row[3]
+        let baseIsBody: Bool = row[10]
+        let storedBase: String? = row[9]
+        let base = baseIsBody ? body : storedBase
         self.init(
-            id: row["id"], docType: row["doc_type"], path: row["path"], body: row["body"], bodyHash: row["body_hash"],
-            pushedHash: row["pushed_hash"], updatedAt: row["updated_at"], deletedAt: row["deleted_at"],
-            serverRev: row["server_rev"], base: row["base"], state: State(rawValue: row["state"]) ?? .pending,
-            error: row["error"])
+            id: row[0], docType: row[1], path: row[2], body: body, bodyHash: row[4],
+            pushedHash: row[5], updatedAt: row[6], deletedAt: row[7],
+            serverRev: row[8], base: base, state: State(rawValue: row[11]) ?? .pending,
+            error: row[12])
     }
 }
 
 extension OutboxEntry {
+    /// The entry and the revision its document is at (`o` the outbox, `d` the document, joined).
+    static let columns = """
+        o.seq, o.key, o.doc_id, o.kind, o.version, o.payload, o.body_hash, o.queued_at, o.attempts, o.next_attempt_at,
+        o.last_error, d.server_rev, d.body, d.updated_at, d.deleted_at
+        """
+
     init(row: Row) {
+        var payload: String = row[5]
+        if payload.isEmpty {
+            // Stored as "the document's body": what the document holds now is what was queued.
+            let body: String = row[12] ?? "{}"
+            payload = DocumentRules.stampedWireText(body: body, updatedAt: row[13], deletedAt: row[14])
+        }
         self.init(
-            seq: row["seq"], key: row["key"], docID: row["doc_id"], kind: row["kind"], version: row["version"],
-            payload: row["payload"], bodyHash: row["body_hash"], queuedAt: row["queued_at"],
-            attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"], lastError: row["last_error"])
+            seq: row[0], key: row[1], docID: row[2], kind: row[3], version: row[4],
+            payload: payload, bodyHash: row[6], queuedAt: row[7],
+            attempts: row[8], nextAttemptAt: row[9], lastError: row[10], serverRev: row[11])
     }
 }
 

@@ -86,6 +86,8 @@ public struct OutboxEntry: Sendable, Hashable {
     public var attempts: Int
     public var nextAttemptAt: Int64
     public var lastError: String?
+    /// The revision the document was at when the entry was read: what the write is based on.
+    public var serverRev: Int64?
 }
 
 /// The part of a file row a rescan needs to decide "unchanged".

@@ -4,7 +4,10 @@ import Crypto
 public enum ContentHash {
     public static func sha256Hex(_ bytes: some Sequence<UInt8>) -> String {
         var hasher = SHA256()
-        hasher.update(data: Array(bytes))
+        // Contiguous bytes (arrays, native strings' UTF-8) are hashed in place, without a copy.
+        if bytes.withContiguousStorageIfAvailable({ hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }) == nil {
+            hasher.update(data: Array(bytes))
+        }
         return hex(hasher.finalize())
     }
 

@@ -36,6 +36,22 @@ public enum DocumentRules {
     public static let revKey = "rev"
     public static let reservedKeys: Set<String> = [updatedAtKey, deletedAtKey, revKey]
 
+    /// The wire text of a stored body (compact JSON without stamps) with its stamps appended:
+    /// `updated_at`, and `deleted_at` for a tombstone. Spliced as text, the same bytes as setting
+    /// the members on the object and writing it out again.
+    public static func stampedWireText(body: String, updatedAt: Int64?, deletedAt: Int64?) -> String {
+        var bytes = Array(body.utf8)
+        guard bytes.last == UInt8(ascii: "}") else { return body }
+        bytes.removeLast()
+        for (key, value) in [(updatedAtKey, updatedAt), (deletedAtKey, deletedAt)] {
+            guard let value else { continue }
+            if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: "\"\(key)\":\"\(Timestamp(unixMilliseconds: value).rfc3339)\"".utf8)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Default per-file size limit: 16 MiB.
     public static let defaultMaxFileSize = 16 << 20
 

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A top-level property of a document that names a file of the tree: `"scan": {"$file": "scans/42.pdf"}`.
 ///
 /// The path is relative to the document's folder. The reference stays in the local file; the
@@ -25,6 +27,25 @@ public struct FileReference: Sendable, Hashable {
             out.append(FileReference(property: property, written: written, resolved: resolve(written, documentPath: documentPath)))
         }
         return out
+    }
+
+    /// Whether compact JSON text may hold a reference at all: a byte search for the quoted key,
+    /// which lets bulk paths skip parsing and look-ups for the documents that cannot.
+    public static func mayAppear(in json: String) -> Bool {
+        json.utf8.withContiguousStorageIfAvailable(containsQuotedKey) ?? Array(json.utf8).withUnsafeBufferPointer(containsQuotedKey)
+    }
+
+    /// Looks for `"$file"`: `$` is rare in JSON text, so memchr finds the candidates.
+    private static func containsQuotedKey(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress, bytes.count >= 7 else { return false }
+        let tail = Array("file\"".utf8)
+        var offset = 1
+        while offset + 5 < bytes.count, let hit = memchr(base + offset, Int32(UInt8(ascii: "$")), bytes.count - offset - 5) {
+            let at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            if bytes[at - 1] == UInt8(ascii: "\""), memcmp(base + at + 1, tail, tail.count) == 0 { return true }
+            offset = at + 1
+        }
+        return false
     }
 
     /// Whether `value` is a reference object (a wire value never is one).

@@ -67,13 +67,24 @@ public enum JSONWriter {
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        // Most strings need no escape at all: copy them in one go (the writer's hot path).
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: s.utf8)
-            out.append(UInt8(ascii: "\""))
-            return
+        if s.utf8.withContiguousStorageIfAvailable({ writeEscaped($0, into: &out) }) == nil {
+            writeEscaped(Array(s.utf8), into: &out)
         }
-        for byte in s.utf8 {
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Copies runs that need no escape in one go (most strings are one such run: the writer's hot
+    /// path) and escapes the bytes between them.
+    private static func writeEscaped(_ bytes: some RandomAccessCollection<UInt8>, into out: inout [UInt8]) {
+        var runStart = bytes.startIndex
+        var i = bytes.startIndex
+        while i != bytes.endIndex {
+            let byte = bytes[i]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                i = bytes.index(after: i)
+                continue
+            }
+            out.append(contentsOf: bytes[runStart..<i])
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
             case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
@@ -82,14 +93,15 @@ public enum JSONWriter {
             case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
             case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
             case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-            case 0..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
+            default:
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
                 out.append(hexDigits[Int(byte >> 4)])
                 out.append(hexDigits[Int(byte & 0xF)])
-            default: out.append(byte)
             }
+            i = bytes.index(after: i)
+            runStart = i
         }
-        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: bytes[runStart..<i])
     }
 }
 

@@ -1,3 +1,4 @@
+import CGlibcMalloc
 import ArgumentParser
 
 @main
@@ -11,4 +12,21 @@ struct Docsync: AsyncParsableCommand {
             folder under the root). Tokens come from --token-file or DOCSYNC_TOKEN, never the command line.
             """,
         subcommands: [Up.self, Watch.self, Sync.self, Status.self, Conflicts.self, Resolve.self, Serve.self, ClockCommand.self])
+
+    static func main() async {
+        // One malloc arena: glibc otherwise gives each busy thread its own, and each keeps what
+        // a burst (an initial import) freed; measured, this is a third of the agent's peak RSS at
+        // 100k documents for no measurable loss of speed.
+        mallopt(M_ARENA_MAX, 1)
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -8,6 +8,16 @@ import Testing
 
 /// How `{"$file": …}` references resolve, without touching the disk.
 @Suite struct FileReferenceRulesTests {
+    @Test func theQuickCheckFindsEveryReferenceAndSkipsTextWithout() {
+        #expect(FileReference.mayAppear(in: #"{"scan":{"$file":"a.pdf"}}"#))
+        #expect(FileReference.mayAppear(in: #"{"$file":"x"}"#))
+        #expect(FileReference.mayAppear(in: #"{"price":"$5","$x":1,"a":{"$file":"b"}}"#))
+        #expect(!FileReference.mayAppear(in: #"{"price":"$5","$files":1}"#))
+        #expect(!FileReference.mayAppear(in: #"{"note":"costs $file"}"#))
+        #expect(!FileReference.mayAppear(in: "$file\""))
+        #expect(!FileReference.mayAppear(in: ""))
+    }
+
     @Test func pathsResolveAgainstTheDocumentsFolderAndMayNotLeaveTheRoot() {
         #expect(FileReference.resolve("scans/42.pdf", documentPath: "notes/a.json") == .success("notes/scans/42.pdf"))
         #expect(FileReference.resolve("../scans/42.pdf", documentPath: "notes/a.json") == .success("scans/42.pdf"))

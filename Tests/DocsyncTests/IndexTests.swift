@@ -1,4 +1,5 @@
 import DocsyncIndex
+import DocsyncModel
 import DocsyncTestSupport
 import Foundation
 import Testing
@@ -43,6 +44,55 @@ import Testing
             let removed = try await index.write { try $0.removeEntry(key: sent.key, version: sent.version) }
             #expect(!removed)
             #expect(try await index.read { try $0.outboxEntry(key: "doc:a")?.payload } == "v2")
+        }
+    }
+
+    @Test func aDocumentEntryCarriesTheBodyAndStampsTheDocumentHoldsWhenRead() async throws {
+        try await withIndex { index in
+            let body = #"{"id":"a","docType":"note","t":"x"}"#
+            try await index.write { tx in
+                try tx.upsertDocument(DocumentRow(id: "a", docType: "note", path: "a.json", body: body, bodyHash: "h1", updatedAt: 1_000))
+                try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: nil, bodyHash: "h1", queuedAt: 1)
+            }
+            let live = try #require(try await index.read { try $0.dueEntries(now: 10, limit: 1) }.first)
+            #expect(live.payload == #"{"id":"a","docType":"note","t":"x","updated_at":"1970-01-01T00:00:01.000Z"}"#)
+            // A tombstone: both stamps.
+            try await index.write { tx in
+                var doc = try #require(try tx.document(id: "a"))
+                doc.deletedAt = 2_000
+                doc.updatedAt = 2_000
+                try tx.upsertDocument(doc)
+                try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: nil, bodyHash: "deleted:h1", queuedAt: 2)
+            }
+            let deleted = try #require(try await index.read { try $0.outboxEntry(key: "doc:a") })
+            #expect(deleted.payload == #"{"id":"a","docType":"note","t":"x","updated_at":"1970-01-01T00:00:02.000Z","deleted_at":"1970-01-01T00:00:02.000Z"}"#)
+        }
+    }
+
+    @Test func aMergeBaseEqualToTheBodyComesBackAsTheBodyAndADifferentOneAsItself() async throws {
+        try await withIndex { index in
+            try await index.write { tx in
+                try tx.upsertDocument(DocumentRow(id: "same", docType: "n", path: nil, body: "{\"a\":1}", bodyHash: "h", base: "{\"a\":1}"))
+                try tx.upsertDocument(DocumentRow(id: "other", docType: "n", path: nil, body: "{\"a\":2}", bodyHash: "h", base: "{\"a\":1}"))
+                try tx.upsertDocument(DocumentRow(id: "none", docType: "n", path: nil, body: "{\"a\":3}", bodyHash: "h"))
+            }
+            let docs = try await index.read { try $0.documents(ids: ["same", "other", "none"]) }
+            #expect(docs["same"]?.base == "{\"a\":1}")
+            #expect(docs["other"]?.base == "{\"a\":1}")
+            #expect(docs["none"]?.base == nil)
+            // An acknowledgement whose base hashes like the body stores the flag; the body changing
+            // afterwards does not drag the base along.
+            try await index.write { tx in
+                try tx.recordAcknowledged(id: "none", pushedHash: "h", serverRev: 7, base: "{\"a\":3}", baseHash: "h", current: true)
+            }
+            var acked = try #require(try await index.read { try $0.document(id: "none") })
+            #expect(acked.base == "{\"a\":3}")
+            #expect(acked.serverRev == 7)
+            #expect(acked.state == .synced)
+            acked.body = "{\"a\":4}"
+            acked.bodyHash = "h4"
+            try await index.write { [acked] in try $0.upsertDocument(acked) }
+            #expect(try await index.read { try $0.document(id: "none")?.base } == "{\"a\":3}")
         }
     }
 
