@@ -90,6 +90,23 @@ actor Pusher {
             case .idle(let wait): await signal.wait(timeout: wait)
             }
         }
+        await finishRecording()
+    }
+
+    /// The acknowledgements of a round that went through cleanly are recorded while the next
+    /// round is read and sent (the endpoint and the index's writer both stay busy); rounds are
+    /// still recorded in order, and a round with any failure is recorded before anything else.
+    private var recording: Task<Void, Never>?
+    /// Entries of the round being recorded: not due again meanwhile.
+    private var recordingKeys = Set<String>()
+
+    private func finishRecording() async {
+        guard let recording else { return }
+        await recording.value
+        if self.recording == recording {
+            self.recording = nil
+            recordingKeys = []
+        }
     }
 
     /// Pushes until the outbox is empty or an attempt fails; for one-shot `sync`.
@@ -131,10 +148,15 @@ actor Pusher {
         let busy = uploading.snapshot()
         do {
             let limit = offline ? 1 : (capabilities.batch == true ? Self.batchChunk * Self.batchesInFlight : batchSize)
-            due = try await index.read { tx in try tx.dueEntries(now: now, limit: limit) }
+            let excluding = recordingKeys
+            due = try await index.read { tx in try tx.dueEntries(now: now, limit: limit, excluding: excluding) }
         } catch {
             logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
+        }
+        if due.isEmpty && recording != nil {
+            await finishRecording()
+            return .progressed  // look again: the round just recorded may have changed what is due
         }
         if !busy.isEmpty {
             let before = due.count
@@ -148,7 +170,12 @@ actor Pusher {
             return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
         }
         let results = await send(due)
-        return await record(results, oneShot: oneShot)
+        await finishRecording()
+        let clean = !oneShot && !offline && results.allSatisfy { if case .success = $0.1 { true } else { false } }
+        guard clean else { return await record(results, oneShot: oneShot) }
+        recordingKeys = Set(due.map(\.key))
+        recording = Task { _ = await self.record(results, oneShot: false) }
+        return .progressed
     }
 
     private func send(_ entries: [OutboxEntry]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)] {
@@ -260,14 +287,21 @@ actor Pusher {
         let cameBack = successes > 0 && offlineSince != nil
         let endpointURL = endpoint.baseURL
         let offlineSinceValue = wentOffline ? (offlineSince ?? now) : nil
+        // What each acknowledgement records is worked out before the transaction: the index has
+        // one writer, and the folder's scanner waits for it.
+        let acknowledged = results.map { entry, result -> Acknowledgement? in
+            guard case .success(let stored) = result else { return nil }
+            return Acknowledgement(entry, stored: stored)
+        }
         let rejected: [(String, String)]
         do {
             rejected = try await index.write { [transient, unauthorized] tx in
                 var rejected: [(String, String)] = []
-                for (entry, result) in results {
+                let anyUploads = try tx.hasUploads()
+                for ((entry, result), ack) in zip(results, acknowledged) {
                     switch result {
-                    case .success(let stored):
-                        try Self.acknowledge(entry, stored: stored, tx: tx)
+                    case .success:
+                        try ack?.record(tx: tx, anyUploads: anyUploads)
                     case .failure(.rejected(let status, let message)):
                         try tx.removeEntry(key: entry.key, version: entry.version)
                         if var doc = try tx.document(id: entry.docID), doc.bodyHash == entry.bodyHash || entry.bodyHash.hasPrefix("deleted:") {
@@ -363,27 +397,48 @@ actor Pusher {
         return JSONWriter.bytes(.object(object))
     }
 
-    /// Records an acknowledged write: the entry leaves the outbox if it is still the version sent,
-    /// and the document remembers what the server holds.
-    static func acknowledge(_ entry: OutboxEntry, stored: JSONValue, tx: IndexTransaction) throws {
-        let current = try tx.removeEntry(key: entry.key, version: entry.version)
-        var serverRev: Int64?
-        if case .number(let rev) = stored.object?[DocumentRules.revKey] { serverRev = Int64(rev) }
-        var base: String?
-        if let object = stored.object, let docType = object["docType"]?.string {
-            var wire = Scanner.wireBody(object, docType: docType)
-            if try AttachmentMapping.mayReference(entry.payload) || tx.hasUploads() {
+    /// An acknowledged write: the entry leaves the outbox if it is still the version sent, and the
+    /// document remembers what the server holds (revision and merge base).
+    struct Acknowledgement: Sendable {
+        let entry: OutboxEntry
+        let serverRev: Int64?
+        /// The server's version as the folder would hold it, when the reply had one.
+        let wire: JSONObject?
+        let baseText: String?
+        let baseHash: String?
+
+        init(_ entry: OutboxEntry, stored: JSONValue) {
+            self.entry = entry
+            if case .number(let rev) = stored.object?[DocumentRules.revKey] { serverRev = Int64(rev) } else { serverRev = nil }
+            if let object = stored.object, let docType = object["docType"]?.string {
+                let wire = Scanner.wireBody(object, docType: docType)
+                let text = JSONWriter.string(.object(wire))
+                self.wire = wire
+                baseText = text
+                baseHash = ContentHash.sha256Hex(text.utf8)
+            } else {
+                wire = nil
+                baseText = nil
+                baseHash = nil
+            }
+        }
+
+        func record(tx: IndexTransaction, anyUploads: Bool) throws {
+            let current = try tx.removeEntry(key: entry.key, version: entry.version)
+            var baseText = self.baseText
+            var baseHash = self.baseHash
+            if let wire, anyUploads || AttachmentMapping.mayReference(entry.payload) {
                 // The folder holds file references where the server holds URLs: the base keeps the references.
                 guard let doc = try tx.document(id: entry.docID) else { return }
                 if let local = try? JSONParser.parse(doc.body).object {
-                    wire = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(wire, local: local)
+                    let text = JSONWriter.string(.object(AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(wire, local: local)))
+                    baseText = text
+                    baseHash = ContentHash.sha256Hex(text.utf8)
                 }
             }
-            base = JSONWriter.string(.object(wire))
+            try tx.recordAcknowledged(
+                id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, base: baseText, baseHash: baseHash, current: current)
         }
-        try tx.recordAcknowledged(
-            id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, base: base,
-            baseHash: base.map { ContentHash.sha256Hex($0.utf8) }, current: current)
     }
 
     private func restoreState() async {

@@ -195,6 +195,19 @@ struct Scanner: Sendable {
         var hash: String
         var result: Result<JSONObject, DocumentProblem>
         var attachments: [AttachmentObservation] = []
+        /// The document's wire body as compact text, and its hash: worked out while reading, off
+        /// the index's single writer.
+        var wire: (text: String, hash: String)?
+    }
+
+    static func wire(_ result: Result<JSONObject, DocumentProblem>, path: String) -> (text: String, hash: String)? {
+        guard case .success(let object) = result, let docType = try? DocumentRules.docType(of: object, relativePath: path) else { return nil }
+        return wireText(object, docType: docType)
+    }
+
+    static func wireText(_ object: JSONObject, docType: String) -> (text: String, hash: String) {
+        let text = JSONWriter.string(.object(wireBody(object, docType: docType)))
+        return (text, ContentHash.sha256Hex(text.utf8))
     }
 
     private func apply(seen: [Seen], vanished: Set<String>, summary: inout ScanSummary) async throws {
@@ -238,7 +251,9 @@ struct Scanner: Sendable {
             let (bytes, info) = try FileSystem.read(abs, maxSize: maxFileSize)
             let hash = ContentHash.sha256Hex(bytes)
             let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
-            return Observed(path: s.path, info: info, bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path))
+            return Observed(
+                path: s.path, info: info, bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path),
+                wire: Self.wire(result, path: s.path))
         } catch {
             return Observed(path: s.path, info: s.info, bytes: [], hash: "", result: .failure(error))
         }
@@ -263,21 +278,32 @@ struct Scanner: Sendable {
     private func commit(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>) async throws -> CommitResult {
         // Ids have to be written into files before the transaction that records them: a crash in
         // between leaves a file with an id the index does not know yet, which the next scan adopts.
-        var prepared: [Observed] = []
-        var assigned = 0
-        let plan = try await index.read { tx in try self.planIDs(observed, tx: tx, vanished: claimedVanished) }
-        for (o, needsID) in zip(observed, plan) {
-            guard needsID, case .success = o.result else {
-                prepared.append(o)
-                continue
-            }
-            prepared.append(writeID(into: o))
-            assigned += 1
-        }
-        let stamp = clock.now()
         let maxFileSize = self.maxFileSize
-        var result = try await index.write { [prepared] tx in
-            try Self.record(prepared, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
+        var result: RecordResult
+        var assigned = 0
+        let everyFileHasAnID = !observed.contains { o in
+            guard case .success(let object) = o.result else { return false }
+            return (try? DocumentRules.declaredID(of: object)) == .some(nil)
+        }
+        if everyFileHasAnID, let recorded = try await planAndRecord(observed, vanished: vanished, claimedVanished: claimedVanished) {
+            // The usual case, every file carrying its id (and none a copy): planned and recorded
+            // in one transaction.
+            result = recorded
+        } else {
+            var prepared: [Observed] = []
+            let plan = try await index.read { tx in try self.planIDs(observed, tx: tx, vanished: claimedVanished) }
+            for (o, needsID) in zip(observed, plan) {
+                guard needsID, case .success = o.result else {
+                    prepared.append(o)
+                    continue
+                }
+                prepared.append(writeID(into: o))
+                assigned += 1
+            }
+            let stamp = clock.now()
+            result = try await index.write { [prepared] tx in
+                try Self.record(prepared, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
+            }
         }
         result.counts.idsAssigned = assigned
         for (path, reason) in result.newProblems {
@@ -289,6 +315,16 @@ struct Scanner: Sendable {
                 metadata: ["file.path": "\(path)", "property": "\(property)"])
         }
         return result.counts
+    }
+
+    /// Records the chunk if no file in it needs an id written first; `nil` (nothing written) if one does.
+    private func planAndRecord(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>) async throws -> RecordResult? {
+        let stamp = clock.now()
+        let maxFileSize = self.maxFileSize
+        return try await index.write { tx in
+            guard !(try self.planIDs(observed, tx: tx, vanished: claimedVanished).contains(true)) else { return nil }
+            return try Self.record(observed, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
+        }
     }
 
     /// For each observed file, whether it needs a fresh id: it has none, or its id is already
@@ -357,7 +393,9 @@ struct Scanner: Sendable {
         let info = FileSystem.info(abs) ?? o.info
         let parsed = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(text, maxSize: Int.max) }
         logger.info("assigned id", metadata: ["file.path": "\(o.path)", "doc.id": "\(id)"])
-        return Observed(path: o.path, info: info, bytes: text, hash: ContentHash.sha256Hex(text), result: parsed, attachments: o.attachments)
+        return Observed(
+            path: o.path, info: info, bytes: text, hash: ContentHash.sha256Hex(text), result: parsed, attachments: o.attachments,
+            wire: Self.wire(parsed, path: o.path))
     }
 
     struct RecordResult: Sendable {
@@ -409,9 +447,7 @@ struct Scanner: Sendable {
             try tx.upsertFile(FileRow(
                 path: o.path, docID: document.id, docType: document.docType, hash: o.hash, stat: FileStat(o.info),
                 state: .ok, error: nil))
-            let body = wireBody(document.object, docType: document.docType)
-            let bodyText = JSONWriter.string(.object(body))
-            let bodyHash = ContentHash.sha256Hex(bodyText.utf8)
+            let (bodyText, bodyHash) = o.wire ?? wireText(document.object, docType: document.docType)
             var row = existing
                 ?? DocumentRow(id: document.id, docType: document.docType, path: o.path, body: bodyText, bodyHash: "")
             if row.bodyHash == bodyHash && row.deletedAt == nil {

@@ -146,6 +146,15 @@ public struct Index: Sendable {
                 UPDATE document SET base = NULL, base_is_body = 1 WHERE base = body;
                 """)
         }
+        migrator.registerMigration("v4-fewer-indexes") { db in
+            // Neither index served a query (the outbox is read in seq order, documents by id), and
+            // each insert and delete paid for them.
+            try db.execute(sql: """
+                DROP INDEX document_path;
+                DROP INDEX outbox_due;
+                """)
+        }
         return migrator
     }
 }
+

@@ -166,8 +166,7 @@ public struct IndexTransaction {
                 WHERE o.next_attempt_at <= ? AND o.kind = ? ORDER BY o.seq
                 """), arguments: [now, kind])
         while out.count < limit, let row = try cursor.next() {
-            let entry = OutboxEntry(row: row)
-            if !excluding.contains(entry.key) { out.append(entry) }
+            if excluding.isEmpty || !excluding.contains(row[1]) { out.append(OutboxEntry(row: row)) }
         }
         return out
     }

@@ -176,6 +176,24 @@ public struct JSONParser: ~Copyable {
     private mutating func parseString() throws(JSONSyntaxError) -> String {
         let quote = index
         index += 1
+        // Most strings hold no escape: find the closing quote and make the string straight from
+        // the input bytes.
+        let start = index
+        let plainEnd = bytes.withUnsafeBufferPointer { buffer in
+            var i = start
+            while i < buffer.count {
+                let c = buffer[i]
+                if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c < 0x20 { break }
+                i += 1
+            }
+            return i
+        }
+        if plainEnd < bytes.count, bytes[plainEnd] == UInt8(ascii: "\"") {
+            let decoded = bytes.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[start..<plainEnd]), as: UTF8.self) }
+            guard let decoded else { throw error("string is not valid UTF-8", at: quote) }
+            index = plainEnd + 1
+            return decoded
+        }
         var runStart = index
         var scalars: [UInt8] = []
         scalars.reserveCapacity(16)

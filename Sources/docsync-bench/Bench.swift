@@ -110,8 +110,12 @@ struct Bench: AsyncParsableCommand {
         results.idleWakeupsPerMinute = Double(idleAfter.wakeups(since: idleBefore)) * 60 / Double(idleSeconds)
         await agent.stop()
 
-        // 5a. Baseline: the server's raw ingest limit, from an in-process client.
+        // 5a. Baseline: the server's raw ingest limit, from an in-process client: the same
+        // documents in the batch call docsync uses, then as single PUTs.
         log("raw ingest")
+        let rawBatchStart = now()
+        try await syncAll(api: api, count: docs, batch: 500, inFlight: 4)
+        results.rawBatchDocsPerSecond = Double(docs) / seconds(since: rawBatchStart)
         let rawStart = now()
         try await putAll(api: api, count: docs, concurrency: 16)
         results.rawDocsPerSecond = Double(docs) / seconds(since: rawStart)
@@ -232,6 +236,38 @@ struct Bench: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(50))
         }
         return closedAt.compactMap { id, closed in stored[id].map { Double($0 - closed) / 1e6 } }
+    }
+
+    /// Posts `count` documents to `/api/sync`, `batch` per call and `inFlight` calls at a time, as a
+    /// client of its own (its writes are not echoed back) that starts from the current cursor.
+    func syncAll(api: APIClient, count: Int, batch: Int, inFlight: Int) async throws {
+        let headers = [("X-Docsync-Client", "bench-raw-\(UUID().uuidString)")]
+        // A cursor past the end: the reply carries the real one, and none of the earlier history.
+        let first = try await api.request("POST", "/api/sync", body: #"{"since":9007199254740991,"documents":[]}"#, headers: headers)
+        guard case .number(let start)? = first.json?.object?["cursor"], var cursor = Int64(start) else {
+            throw ProcessFailure("no cursor in the sync reply: \(first.text)")
+        }
+        let batches = stride(from: 0, to: count, by: batch).map { $0..<min($0 + batch, count) }
+        try await withThrowingTaskGroup(of: Int64.self) { group in
+            var next = 0
+            func add() {
+                let range = batches[next]
+                next += 1
+                let documents = range.map { document($0, prefix: "rawb", type: "bench-raw-batch") }.joined(separator: ",")
+                group.addTask { [cursor] in
+                    let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[\#(documents)]}"#, headers: headers)
+                    guard reply.status == 200, case .number(let after)? = reply.json?.object?["cursor"], let value = Int64(after) else {
+                        throw ProcessFailure("sync refused: \(reply.status) \(reply.text)")
+                    }
+                    return value
+                }
+            }
+            for _ in 0..<min(inFlight, batches.count) { add() }
+            while let after = try await group.next() {
+                cursor = max(cursor, after)
+                if next < batches.count { add() }
+            }
+        }
     }
 
     func putAll(api: APIClient, count: Int, concurrency: Int) async throws {

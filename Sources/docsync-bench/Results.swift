@@ -15,6 +15,7 @@ struct Results {
     var idleCPUmsPerMinute = 0.0
     var idleWakeupsPerMinute = 0.0
     var rawDocsPerSecond = 0.0
+    var rawBatchDocsPerSecond = 0.0
     var baselineImportDocsPerSecond = 0.0
     var baselineLatency: [Double] = []
     var clock = ClockComparison()
@@ -43,23 +44,25 @@ struct Results {
 
             Machine: \(machine). Loopback, release build, one run.
 
-            | measure | docsync | inotifywait + curl | server raw ingest | docsync / curl loop | docsync / raw |
-            |---|---:|---:|---:|---:|---:|
-            | initial import, docs/s (\(docs) docs of ~1 KiB; curl loop on \(baselineDocs)) | \(fmt(importRate, 0)) | \(fmt(baselineImportDocsPerSecond, 0)) | \(fmt(rawDocsPerSecond, 0)) | \(fmt(importRate / baselineImportDocsPerSecond))× | \(fmt(importRate / rawDocsPerSecond, 2))× |
-            | initial import, seconds | \(fmt(importSeconds, 2)) | | | | |
-            | import CPU seconds, agent / server | \(fmt(agentCPU, 2)) / \(fmt(serverCPU, 2)) | | | | |
-            | agent peak RSS | \(agentRSS >> 20) MiB | | | | |
-            | save → stored latency p50, ms (\(saves) saves at \(rate)/s) | \(ms(latency, 50)) | \(ms(baselineLatency, 50)) | | \(fmt(percentile(latency, 50) / percentile(baselineLatency, 50), 2))× | |
-            | latency p90, ms | \(ms(latency, 90)) | \(ms(baselineLatency, 90)) | | | |
-            | latency p99, ms | \(ms(latency, 99)) | \(ms(baselineLatency, 99)) | | | |
-            | latency max, ms | \(fmt(maxLatency)) | \(fmt(baseMax)) | | | |
-            | restart rescan of \(docs) unchanged files, s | \(fmt(rescanSeconds, 3)) | | | | |
-            | rescan: document bytes read / all bytes read (rchar) | \(rescanContentBytes) / \(rescanReadBytes) | | | | |
-            | idle CPU, ms per minute (observed \(idleSeconds) s) | \(fmt(idleCPUmsPerMinute, 2)) | | | | |
-            | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | | | |
-            | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× | |
-            | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | | | |
-            | peak RSS while moving the attachment: agent / server (server: whole run) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | | | |
+            | measure | docsync | inotifywait + curl | docsync / curl loop |
+            |---|---:|---:|---:|
+            | initial import, docs/s (\(docs) docs of ~1 KiB; curl loop on \(baselineDocs)) | \(fmt(importRate, 0)) | \(fmt(baselineImportDocsPerSecond, 0)) | \(fmt(importRate / baselineImportDocsPerSecond))× |
+            | server raw ingest, docs/s: batches of 500 through `/api/sync`, 4 in flight (docsync / raw) | \(fmt(rawBatchDocsPerSecond, 0)) | | \(fmt(importRate / rawBatchDocsPerSecond, 2))× |
+            | server raw ingest, docs/s: single `PUT /api/document`, 16 in flight (docsync / raw) | \(fmt(rawDocsPerSecond, 0)) | | \(fmt(importRate / rawDocsPerSecond, 2))× |
+            | initial import, seconds | \(fmt(importSeconds, 2)) | | |
+            | import CPU seconds, agent / server | \(fmt(agentCPU, 2)) / \(fmt(serverCPU, 2)) | | |
+            | agent peak RSS | \(agentRSS >> 20) MiB | | |
+            | save → stored latency p50, ms (\(saves) saves at \(rate)/s) | \(ms(latency, 50)) | \(ms(baselineLatency, 50)) | \(fmt(percentile(latency, 50) / percentile(baselineLatency, 50), 2))× |
+            | latency p90, ms | \(ms(latency, 90)) | \(ms(baselineLatency, 90)) | |
+            | latency p99, ms | \(ms(latency, 99)) | \(ms(baselineLatency, 99)) | |
+            | latency max, ms | \(fmt(maxLatency)) | \(fmt(baseMax)) | |
+            | restart rescan of \(docs) unchanged files, s | \(fmt(rescanSeconds, 3)) | | |
+            | rescan: document bytes read / all bytes read (rchar) | \(rescanContentBytes) / \(rescanReadBytes) | | |
+            | idle CPU, ms per minute (observed \(idleSeconds) s) | \(fmt(idleCPUmsPerMinute, 2)) | | |
+            | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
+            | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
+            | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
+            | peak RSS while moving the attachment: agent / server (server: whole run) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |
 
             ### Clock estimators on the same jittered samples
 
@@ -83,7 +86,7 @@ struct Results {
             ("latency_p99_ms", percentile(latency, 99)), ("latency_max_ms", latency.max() ?? .nan),
             ("rescan_s", rescanSeconds), ("rescan_document_bytes", Double(rescanContentBytes)), ("rescan_rchar_bytes", Double(rescanReadBytes)),
             ("idle_cpu_ms_per_min", idleCPUmsPerMinute), ("idle_wakeups_per_min", idleWakeupsPerMinute),
-            ("raw_ingest_docs_per_s", rawDocsPerSecond), ("curl_loop_import_docs_per_s", baselineImportDocsPerSecond),
+            ("raw_ingest_docs_per_s", rawDocsPerSecond), ("raw_batch_ingest_docs_per_s", rawBatchDocsPerSecond), ("curl_loop_import_docs_per_s", baselineImportDocsPerSecond),
             ("curl_loop_latency_p50_ms", percentile(baselineLatency, 50)), ("curl_loop_latency_p99_ms", percentile(baselineLatency, 99)),
             ("clock_min_delay_median_ms", clock.minDelayMedian), ("clock_min_delay_p95_ms", clock.minDelayP95),
             ("attachment_bytes", Double(attachmentBytes)), ("attachment_s", attachmentSeconds), ("curl_attachment_s", curlAttachmentSeconds),
