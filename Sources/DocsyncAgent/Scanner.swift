@@ -219,7 +219,11 @@ struct Scanner: Sendable {
         func observing(_ start: Int) -> Task<[Observed], Never> {
             let chunk = ordered[start..<min(start + Self.chunkSize, ordered.count)]
             return Task { [self] in
-                chunk.map(observe)
+                // Two halves at once: reading, parsing and hashing use a second core.
+                let middle = chunk.startIndex + chunk.count / 2
+                async let first = chunk[..<middle].map(observe)
+                let second = chunk[middle...].map(observe)
+                return await first + second
             }
         }
         var start = 0

@@ -159,14 +159,20 @@ public struct DocumentStore: Sendable {
                     outcome.errors.append(entry)
                 }
             }
+            // A client's own writes (this call's among them) are skipped in the query, not read
+            // and dropped: a batch would otherwise read back every document it just stored.
             let rows = try Row.fetchAll(
-                db, sql: "SELECT id, body, seq, writer FROM document WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [since, limit + 1])
+                db,
+                sql: client == nil
+                    ? "SELECT id, body, seq FROM document WHERE seq > ? ORDER BY seq LIMIT ?"
+                    : "SELECT id, body, seq FROM document WHERE seq > ? AND writer IS NOT ? ORDER BY seq LIMIT ?",
+                arguments: client.map { [since, $0, limit + 1] } ?? [since, limit + 1])
             outcome.more = rows.count > limit
-            for row in rows.prefix(limit) where !sent.contains(row["id"] as String) && (client == nil || row["writer"] as String? != client) {
-                outcome.changes.append(row["body"])
+            for row in rows.prefix(limit) where !sent.contains(row[0] as String) {
+                outcome.changes.append(row[1])
             }
             if outcome.more {
-                outcome.cursor = rows[limit - 1]["seq"]
+                outcome.cursor = rows[limit - 1][2]
             } else {
                 outcome.cursor = max(since, try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM document") ?? 0)
             }
