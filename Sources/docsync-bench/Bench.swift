@@ -106,7 +106,7 @@ struct Bench: AsyncParsableCommand {
         let idleBefore = ProcessStats.read(pid: agent.pid)!
         try await Task.sleep(for: .seconds(idleSeconds))
         let idleAfter = ProcessStats.read(pid: agent.pid)!
-        results.idleCPUmsPerMinute = (idleAfter.cpuSeconds - idleBefore.cpuSeconds) * 1000 * 60 / Double(idleSeconds)
+        results.idleCPUmsPerMinute = Double(idleAfter.cpuNanoseconds(since: idleBefore)) / 1e6 * 60 / Double(idleSeconds)
         results.idleWakeupsPerMinute = Double(idleAfter.wakeups(since: idleBefore)) * 60 / Double(idleSeconds)
         await agent.stop()
 
@@ -204,7 +204,7 @@ struct Bench: AsyncParsableCommand {
             let stats = try await api.request("GET", "/api/stats")
             if case .number(let n)? = stats.json?.object?["data"]?.object?["documents"], Int(n) ?? 0 >= count { return }
             guard process.isRunning else { throw ProcessFailure("agent exited: \(process.stderr)") }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

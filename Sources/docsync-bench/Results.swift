@@ -58,7 +58,7 @@ struct Results {
             | latency max, ms | \(fmt(maxLatency)) | \(fmt(baseMax)) | |
             | restart rescan of \(docs) unchanged files, s | \(fmt(rescanSeconds, 3)) | | |
             | rescan: document bytes read / all bytes read (rchar) | \(rescanContentBytes) / \(rescanReadBytes) | | |
-            | idle CPU, ms per minute (observed \(idleSeconds) s) | \(fmt(idleCPUmsPerMinute, 2)) | | |
+            | idle CPU, ms per minute (observed \(idleSeconds) s; per-thread schedstat) | \(fmt(idleCPUmsPerMinute, 2)) | | |
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
