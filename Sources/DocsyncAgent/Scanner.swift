@@ -295,7 +295,7 @@ struct Scanner: Sendable {
             result = recorded
         } else {
             var prepared: [Observed] = []
-            let plan = try await index.read { tx in try self.planIDs(observed, tx: tx, vanished: claimedVanished) }
+            let plan = try await index.read { tx in try self.planIDs(observed, rows: ChunkRows(observed, tx: tx), vanished: claimedVanished) }
             for (o, needsID) in zip(observed, plan) {
                 guard needsID, case .success = o.result else {
                     prepared.append(o)
@@ -306,7 +306,9 @@ struct Scanner: Sendable {
             }
             let stamp = clock.now()
             result = try await index.write { [prepared] tx in
-                try Self.record(prepared, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
+                try Self.record(
+                    prepared, rows: ChunkRows(prepared, tx: tx), vanished: vanished, movable: claimedVanished, stamp: stamp,
+                    maxFileSize: maxFileSize, tx: tx)
             }
         }
         result.counts.idsAssigned = assigned
@@ -326,14 +328,17 @@ struct Scanner: Sendable {
         let stamp = clock.now()
         let maxFileSize = self.maxFileSize
         return try await index.write { tx in
-            guard !(try self.planIDs(observed, tx: tx, vanished: claimedVanished).contains(true)) else { return nil }
-            return try Self.record(observed, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
+            // One set of look-ups serves planning and recording: nothing changes in between.
+            let rows = try ChunkRows(observed, tx: tx)
+            guard !(try self.planIDs(observed, rows: rows, vanished: claimedVanished).contains(true)) else { return nil }
+            return try Self.record(
+                observed, rows: rows, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
         }
     }
 
     /// For each observed file, whether it needs a fresh id: it has none, or its id is already
     /// taken by another file that still exists (it is a copy).
-    private func planIDs(_ observed: [Observed], tx: IndexTransaction, vanished: Set<String>) throws -> [Bool] {
+    private func planIDs(_ observed: [Observed], rows: ChunkRows, vanished: Set<String>) throws -> [Bool] {
         func declared(_ o: Observed) -> String?? {
             guard case .success(let object) = o.result else { return .none }
             // A file that cannot become a document anyway (no usable docType) is reported as it
@@ -349,12 +354,9 @@ struct Scanner: Sendable {
         for o in observed { if case .some(.some(let id)) = declared(o) { declaredAt[o.path] = id } }
         // Files whose index row already holds the id they declare go first: of an original and
         // its copy, the original keeps the id.
-        // (The snapshot does not change while planning: each chunk's rows are fetched in two queries.)
-        let rowsAt = try tx.files(at: observed.map(\.path))
-        let rowsHolding = try tx.files(forDocuments: Set(declaredAt.values))
         var holders = Set<Int>()
         for i in observed.indices {
-            if let id = declaredAt[observed[i].path], rowsAt[observed[i].path]?.docID == id { holders.insert(i) }
+            if let id = declaredAt[observed[i].path], try rows.file(at: observed[i].path)?.docID == id { holders.insert(i) }
         }
         let order = observed.indices.sorted { holders.contains($0) && !holders.contains($1) }
         var claimed = Set<String>()
@@ -365,7 +367,7 @@ struct Scanner: Sendable {
                 plan[i] = true  // no id yet, or a second file in this batch with the same one
                 continue
             }
-            if let holder = rowsHolding[id], holder.path != observed[i].path,
+            if let holder = try rows.file(forDocument: id), holder.path != observed[i].path,
                !vanished.contains(holder.path), FileSystem.info(walker.absolute(holder.path)) != nil,
                observed.contains(where: { $0.path == holder.path }) ? declaredAt[holder.path] == id : true
             {
@@ -410,13 +412,14 @@ struct Scanner: Sendable {
     }
 
     private static func record(
-        _ observed: [Observed], vanished: Set<String>, movable: Set<String>, stamp: Int64, maxFileSize: Int, tx: IndexTransaction
+        _ observed: [Observed], rows: ChunkRows, vanished: Set<String>, movable: Set<String>, stamp: Int64, maxFileSize: Int,
+        tx: IndexTransaction
     ) throws -> RecordResult {
         var r = RecordResult()
         let anyUploads = try tx.hasUploads()
         var claimedIDs = Set<String>()
         var displaced: [String] = []  // ids whose file now holds another document
-        var rows = try ChunkRows(observed, tx: tx)
+        var rows = rows
         for o in observed {
             let previous = try rows.file(at: o.path)
             let document: (id: String, docType: String, object: JSONObject)
@@ -502,8 +505,9 @@ struct Scanner: Sendable {
         return r
     }
 
-    /// A chunk's file and document rows, fetched up front in three queries instead of three per
-    /// file. A path or id the transaction has already changed is read again from the index.
+    /// A chunk's file and document rows, fetched up front in three queries instead of several per
+    /// file (for planning ids and for recording). A path or id the transaction has already changed
+    /// is read again from the index.
     struct ChunkRows {
         let tx: IndexTransaction
         let filesAt: [String: FileRow]
