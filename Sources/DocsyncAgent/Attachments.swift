@@ -181,9 +181,6 @@ struct AttachmentMapping: Sendable {
 
     static let none = AttachmentMapping([])
 
-    /// Whether `payload` (compact JSON as the agent writes it) may need mapping at all.
-    static func mayReference(_ payload: String) -> Bool { FileReference.mayAppear(in: payload) }
-
     /// The document as the server should hold it.
     func toWire(_ local: JSONObject) -> JSONObject {
         var wire = local

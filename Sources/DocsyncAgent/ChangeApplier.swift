@@ -172,7 +172,7 @@ struct ChangeApplier: Sendable {
     private func localForm(_ wireBody: JSONObject, known: DocumentRow?) async throws -> JSONObject {
         guard let known else { return wireBody }
         let rows = try await index.read { tx -> [UploadRow]? in
-            guard try tx.hasUploads() || AttachmentMapping.mayReference(known.body) else { return nil }
+            guard try tx.hasUploads() || FileReference.mayAppear(in: known.body) else { return nil }
             return try tx.uploads(docID: known.id)
         }
         guard let rows, let local = try? JSONParser.parse(known.body).object else { return wireBody }

@@ -186,7 +186,7 @@ actor Pusher {
         let mappings = (try? await index.read { tx -> [String: AttachmentMapping] in
             var mappings: [String: AttachmentMapping] = [:]
             let anyUploads = try tx.hasUploads()
-            for e in entries where anyUploads || AttachmentMapping.mayReference(e.payload) {
+            for e in entries where anyUploads || FileReference.mayAppear(in: e.payload) {
                 mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID))
             }
             return mappings
@@ -427,7 +427,7 @@ actor Pusher {
             let current = try tx.removeEntry(key: entry.key, version: entry.version)
             var baseText = self.baseText
             var baseHash = self.baseHash
-            if let wire, anyUploads || AttachmentMapping.mayReference(entry.payload) {
+            if let wire, anyUploads || FileReference.mayAppear(in: entry.payload) {
                 // The folder holds file references where the server holds URLs: the base keeps the references.
                 guard let doc = try tx.document(id: entry.docID) else { return }
                 if let local = try? JSONParser.parse(doc.body).object {
