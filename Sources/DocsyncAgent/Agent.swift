@@ -117,11 +117,17 @@ public actor Agent {
         let puller = self.puller
         let scanner = self.scanner
         await attachPusher()
-        await calibrateClock()
+        // A stored estimate stamps the scan's changes at once and is refreshed alongside it; only
+        // a folder that never saw the endpoint waits for a first sample (a refused connect fails fast).
+        let restored = await restoreCalibration()
+        if !restored { await refreshCalibration() }
         let pushing = Task { await pusher.run() }
         let uploading = Task { await uploader.run() }
         let pulling = Task { await puller.run() }
-        let calibrating = Task { await self.keepClockCalibrated() }
+        let calibrating = Task {
+            if restored { await self.refreshCalibration() }
+            await self.keepClockCalibrated()
+        }
         let summary = try await lock.run { try await scanner.fullScan() }
         logger.info(
             "watching \(options.root)",
@@ -177,12 +183,16 @@ public actor Agent {
 
     // MARK: - Clock
 
-    /// Restores this boot's stored calibration, and asks `/api/time` when there is none or it is
-    /// older than `clockMaxAge`. An unreachable endpoint leaves the clock uncalibrated (local time).
-    func calibrateClock() async {
-        if let saved = try? await index.read({ try $0.meta("clock") }), let calibration = Calibration.decode(saved) {
-            clock.restore(calibration)
-        }
+    /// Restores this boot's stored calibration; true when there was one.
+    func restoreCalibration() async -> Bool {
+        guard let saved = try? await index.read({ try $0.meta("clock") }), let calibration = Calibration.decode(saved) else { return false }
+        clock.restore(calibration)
+        return clock.isCalibrated
+    }
+
+    /// Asks `/api/time` when the estimate is missing or older than `clockMaxAge`. An unreachable
+    /// endpoint leaves the clock as it was (uncalibrated: local time).
+    func refreshCalibration() async {
         if (clock.estimateAge ?? .seconds(Int64.max / 2_000_000_000)) >= options.clockMaxAge {
             do throws(EndpointError) {
                 _ = try await endpoint.time()
@@ -195,6 +205,11 @@ public actor Agent {
         } else {
             logger.notice("clock not calibrated against the endpoint yet; stamping changes with local time")
         }
+    }
+
+    func calibrateClock() async {
+        _ = await restoreCalibration()
+        await refreshCalibration()
     }
 
     /// Keeps the estimate fresh when no traffic does: sleeps until it turns `clockMaxAge` old

@@ -1,4 +1,7 @@
 import AsyncHTTPClient
+#if canImport(Glibc)
+import Glibc
+#endif
 import DocsyncClock
 import DocsyncModel
 import Logging
@@ -183,6 +186,10 @@ public struct PingPongEndpoint: Sendable {
             if e == .remoteConnectionClosed { return "connection closed by the server" }
             return "\(e)"
         }
+        if let e = error as? IOError {
+            // NIO phrases a refused connect as "connection reset (error set): …"; the errno says it plainly.
+            return String(cString: strerror(e.errnoCode)).lowercased()
+        }
         return "\(error)"
     }
 }
@@ -211,4 +218,19 @@ extension String {
     }
 
     func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+}
+
+/// The HTTP client every docsync command uses against an endpoint.
+///
+/// A refused or failed connect is reported to the caller at once instead of being retried inside
+/// the connection pool until the connect timeout: the agent has its own retry policy (with
+/// backoff and logging), and an agent started offline must not sit for seconds before scanning.
+public func makeHTTPClient() -> HTTPClient {
+    var configuration = HTTPClient.Configuration()
+    configuration.timeout = .init(connect: .seconds(5), read: .seconds(60))
+    var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+    pool.retryConnectionEstablishment = false
+    configuration.connectionPool = pool
+    configuration.decompression = .disabled
+    return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DocsyncAgent
+import DocsyncEndpoint
 import Foundation
 import Logging
 

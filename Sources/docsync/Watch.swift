@@ -21,11 +21,3 @@ struct Watch: AsyncParsableCommand {
         }
     }
 }
-
-func makeHTTPClient() -> HTTPClient {
-    var configuration = HTTPClient.Configuration()
-    configuration.timeout = .init(connect: .seconds(5), read: .seconds(60))
-    configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
-    configuration.decompression = .disabled
-    return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-}

@@ -160,4 +160,19 @@ import Testing
         #expect(try await AgentStatus.read(root: rig.folder.path).offlineSince == nil)
         await rig.finish()
     }
+
+    /// The endpoint refuses connections from the start: the folder is scanned and its documents
+    /// queued at once, not after a connect timeout (5 s) spent asking for the server's time.
+    @Test func anAgentStartedOfflineQueuesTheFolderAtOnce() async throws {
+        let folder = try TempFolder("offline-start")
+        defer { folder.remove() }
+        try writeNotes(folder, 0..<5)
+        let closed = FaultProxy(upstream: "http://127.0.0.1:1")
+        try await closed.start()
+        let url = closed.url
+        await closed.stop()  // a port that was just ours and now refuses connections
+        let agent = try await TestAgent.start(folder: folder, endpoint: url, token: "t")
+        #expect(await eventually(timeout: .seconds(2)) { (try? await AgentStatus.read(root: folder.path))?.counts.pending == 5 })
+        try await agent.stop()
+    }
 }

@@ -1,10 +1,12 @@
 import AsyncHTTPClient
 import Testing
 @testable import DocsyncAgent
+import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
 import DocsyncServer
 import DocsyncTestSupport
+import DocsyncWatcher
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -98,7 +100,7 @@ final class TestAgent: Sendable {
         var options = AgentOptions(root: folder.path, endpointURL: endpoint, token: token)
         options.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(500))
         configure(&options)
-        let agent = try Agent(options: options, client: .shared, logger: logs.logger())
+        let agent = try Agent(options: options, client: agentClient, logger: logs.logger())
         let task = Task { try await agent.run() }
         return TestAgent(agent: agent, folder: folder, task: task, index: try Index.open(root: folder.path), logs: logs)
     }
@@ -143,8 +145,6 @@ enum TreeWalkerProbe {
     }
 }
 
-import DocsyncWatcher
-
 enum DocsyncWatcherProbe {
     static func walk(_ root: String) -> [(String, FileStat)] {
         TreeWalker(root: root).walk()
@@ -154,6 +154,9 @@ enum DocsyncWatcherProbe {
 }
 
 /// Reads a document file's id.
+/// The client the `docsync` binary uses, so tests exercise its connection behaviour.
+let agentClient = makeHTTPClient()
+
 func idOf(_ folder: TempFolder, _ path: String) throws -> String? {
     try DocumentRules.parseObject(Array(folder.bytes(path))).object?["id"]?.string
 }
