@@ -235,7 +235,7 @@ actor Pusher {
         let cursor = (try? await index.read { try $0.meta("cursor") }).flatMap { $0.flatMap { Int64($0) } } ?? 0
         let reply: PingPongEndpoint.SyncReply
         do throws(EndpointError) {
-            reply = try await endpoint.sync(since: cursor, documents: payloads)
+            reply = try await endpoint.sync(since: cursor, documents: payloads, echo: false)
         } catch .rejected(let status, _) where status == 404 || status == 405 {
             capabilities.setBatch(false)
             return nil
@@ -406,11 +406,15 @@ actor Pusher {
         let wire: JSONObject?
         let baseText: String?
         let baseHash: String?
+        /// The endpoint acknowledged the write without returning it (no `docType`): it stored the
+        /// body as sent, which becomes the merge base.
+        let storedAsSent: Bool
 
         init(_ entry: OutboxEntry, stored: JSONValue) {
             self.entry = entry
             if case .number(let rev) = stored.object?[DocumentRules.revKey] { serverRev = Int64(rev) } else { serverRev = nil }
-            if let object = stored.object, let docType = object["docType"]?.string {
+            storedAsSent = stored.object.map { $0["docType"] == nil && $0["id"] != nil } ?? false
+            if !storedAsSent, let object = stored.object, let docType = object["docType"]?.string {
                 let wire = Scanner.wireBody(object, docType: docType)
                 let text = JSONWriter.string(.object(wire))
                 self.wire = wire
@@ -425,6 +429,10 @@ actor Pusher {
 
         func record(tx: IndexTransaction, anyUploads: Bool) throws {
             let current = try tx.removeEntry(key: entry.key, version: entry.version)
+            if storedAsSent {
+                try recordStoredAsSent(tx: tx, current: current)
+                return
+            }
             var baseText = self.baseText
             var baseHash = self.baseHash
             if let wire, anyUploads || FileReference.mayAppear(in: entry.payload) {
@@ -438,6 +446,21 @@ actor Pusher {
             }
             try tx.recordAcknowledged(
                 id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, base: baseText, baseHash: baseHash, current: current)
+        }
+
+        /// The base is the body that was queued (references and all, as the folder holds it). When
+        /// the document still has that body (nearly always) only the flag is set; otherwise the
+        /// sent body is taken back out of the payload.
+        private func recordStoredAsSent(tx: IndexTransaction, current: Bool) throws {
+            let sentHash = entry.bodyHash.hasPrefix("deleted:") ? String(entry.bodyHash.dropFirst("deleted:".count)) : entry.bodyHash
+            if try tx.recordAcknowledged(id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, ifBodyHash: sentHash, current: current) {
+                return
+            }
+            guard case .object(let object)? = try? JSONParser.parse(entry.payload), let docType = object["docType"]?.string else { return }
+            let text = JSONWriter.string(.object(Scanner.wireBody(object, docType: docType)))
+            try tx.recordAcknowledged(
+                id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, base: text, baseHash: ContentHash.sha256Hex(text.utf8),
+                current: current)
         }
     }
 

@@ -60,9 +60,12 @@ public struct PingPongEndpoint: Sendable {
 
     /// sync-rails' batch call: sends `documents` (each may carry `rev`, its base revision) and
     /// receives everything changed since `since`. With `wait`, an empty call is held by the server
-    /// until something changes (a long poll). `.rejected(404/405)` means the endpoint has no batch call.
-    public func sync(since: Int64, documents: [[UInt8]], wait: Int? = nil) async throws(EndpointError) -> SyncReply {
+    /// until something changes (a long poll). With `echo: false` the endpoint may acknowledge a sent
+    /// document (`id`, `rev`, stamps: no `docType`) instead of returning it whole, which says it
+    /// stored the body exactly as sent. `.rejected(404/405)` means the endpoint has no batch call.
+    public func sync(since: Int64, documents: [[UInt8]], wait: Int? = nil, echo: Bool = true) async throws(EndpointError) -> SyncReply {
         var body = Array("{\"since\":\(since),".utf8)
+        if !echo { body += Array("\"echo\":false,".utf8) }
         if let wait { body += Array("\"wait\":\(wait),".utf8) }
         body += Array("\"documents\":[".utf8)
         for (i, d) in documents.enumerated() {

@@ -137,6 +137,19 @@ public struct IndexTransaction {
                 """).execute(arguments: [pushedHash, serverRev, base, baseHash, current, id])
     }
 
+    /// Records an acknowledgement whose merge base is the document's body, provided the body is
+    /// still the one hashed `bodyHash`; returns whether it was (nothing is written otherwise).
+    @discardableResult
+    public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, ifBodyHash bodyHash: String, current: Bool) throws -> Bool {
+        try db.cachedStatement(sql: """
+                UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev), base = NULL, base_is_body = 1,
+                    state = CASE WHEN ?3 THEN 'synced' ELSE state END,
+                    error = CASE WHEN ?3 THEN NULL ELSE error END
+                WHERE id = ?4 AND body_hash = ?5
+                """).execute(arguments: [pushedHash, serverRev, current, id, bodyHash])
+        return db.changesCount > 0
+    }
+
     public func setDocumentPath(id: String, path: String?) throws {
         try db.cachedStatement(sql: "UPDATE document SET path = ? WHERE id = ?").execute(arguments: [path, id])
     }
@@ -159,14 +172,34 @@ public struct IndexTransaction {
 
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight).
     public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = []) throws -> [OutboxEntry] {
-        var out: [OutboxEntry] = []
+        if excluding.isEmpty {
+            return try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
+                    WHERE o.next_attempt_at <= ? AND o.kind = ? ORDER BY o.seq LIMIT ?
+                    """), arguments: [now, kind, limit]
+            ).map(OutboxEntry.init(row:))
+        }
+        // The entries in flight are usually the oldest ones, thousands of them: they are skipped
+        // by key alone, and only the entries taken are joined with their documents and decoded.
+        var seqs: [Int64] = []
         let cursor = try Row.fetchCursor(
-            db.cachedStatement(sql: """
-                SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
-                WHERE o.next_attempt_at <= ? AND o.kind = ? ORDER BY o.seq
-                """), arguments: [now, kind])
-        while out.count < limit, let row = try cursor.next() {
-            if excluding.isEmpty || !excluding.contains(row[1]) { out.append(OutboxEntry(row: row)) }
+            db.cachedStatement(sql: "SELECT seq, key FROM outbox WHERE next_attempt_at <= ? AND kind = ? ORDER BY seq"),
+            arguments: [now, kind])
+        while seqs.count < limit, let row = try cursor.next() {
+            if !excluding.contains(row[1]) { seqs.append(row[0]) }
+        }
+        var out: [OutboxEntry] = []
+        out.reserveCapacity(seqs.count)
+        for start in stride(from: 0, to: seqs.count, by: 500) {
+            let part = seqs[start..<min(start + 500, seqs.count)]
+            let placeholders = repeatElement("?", count: part.count).joined(separator: ",")
+            out += try Row.fetchAll(
+                db, sql: """
+                    SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
+                    WHERE o.seq IN (\(placeholders)) ORDER BY o.seq
+                    """, arguments: StatementArguments(Array(part))
+            ).map(OutboxEntry.init(row:))
         }
         return out
     }

@@ -166,6 +166,9 @@ public struct ReferenceServer: Sendable {
                     guard case .array(let list) = d else { throw StoreError(400, "\"documents\" must be an array") }
                     documents = list
                 }
+                // `"echo": false`: the caller's own documents are acknowledged (id, revision and
+                // stamps) instead of sent back whole; this store keeps every body exactly as sent.
+                let echo = body["echo"] != .bool(false)
                 var wait: Duration = .zero
                 if case .number(let w)? = body["wait"], let seconds = Double(w) { wait = .milliseconds(Int64(min(max(seconds, 0), 60) * 1000)) }
                 let pageSize = 1000
@@ -184,7 +187,7 @@ public struct ReferenceServer: Sendable {
                 for doc in outcome.stored {
                     if !first { buffer.writeString(",") }
                     first = false
-                    buffer.writeBytes(JSONWriter.bytes(.object(doc)))
+                    buffer.writeBytes(JSONWriter.bytes(.object(echo ? doc : Self.acknowledgement(doc))))
                 }
                 for text in outcome.changes {
                     if !first { buffer.writeString(",") }
@@ -222,6 +225,15 @@ public struct ReferenceServer: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// A stored document reduced to what its writer does not already know.
+    static func acknowledgement(_ doc: JSONObject) -> JSONObject {
+        var ack = JSONObject()
+        for key in ["id", DocumentRules.revKey, DocumentRules.updatedAtKey, DocumentRules.deletedAtKey] {
+            if let value = doc[key] { ack[key] = value }
+        }
+        return ack
+    }
 
     /// The `X-Docsync-Client` id a request names (an agent's own, so its writes are not echoed).
     static func client(_ request: Request) -> String? {

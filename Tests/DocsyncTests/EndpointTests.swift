@@ -1,5 +1,6 @@
 import DocsyncModel
 import DocsyncTestSupport
+import Foundation
 import Testing
 
 /// The reference endpoint over real HTTP on 127.0.0.1, route by route.
@@ -131,8 +132,6 @@ import Testing
     }
 }
 
-import Foundation
-
 @Suite struct BatchEndpointTests {
     @Test func syncUpsertsReportsErrorsAndReturnsOthersChangesSinceTheCursor() async throws {
         let server = try await TestServer.start()
@@ -156,6 +155,23 @@ import Foundation
         let later = try await server.api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
         let changed = try #require(later.json?.object?["documents"]?.object?["success"]).arrayValue
         #expect(changed.count == 1 && changed[0].object?["deleted_at"] != nil)
+    }
+
+    @Test func withoutEchoOwnWritesAreAcknowledgedAndOthersChangesComeWhole() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"other","docType":"note","by":"someone else"}"#)
+        let reply = try await server.api.request(
+            "POST", "/api/sync",
+            body: #"{"since":0,"echo":false,"documents":[{"id":"a","docType":"note","text":"long"},{"id":"g","docType":"note","deleted_at":"2026-01-01T00:00:00Z"}]}"#)
+        let success = try #require(reply.json?.object?["documents"]?.object?["success"]).arrayValue.compactMap(\.object)
+        let byID = Dictionary(uniqueKeysWithValues: success.map { ($0["id"]!.string!, $0) })
+        #expect(byID["a"]?.keys.sorted() == ["id", "rev", "updated_at"], "an acknowledgement, not the document")
+        #expect(byID["a"]?["rev"] == .number("1"))
+        #expect(byID["g"]?["deleted_at"]?.string == "2026-01-01T00:00:00.000Z")
+        #expect(byID["other"]?["by"] == "someone else")
+        let stored = try await server.api.documents(type: "note")
+        #expect(stored["a"]?["text"] == "long")
     }
 
     @Test func aStaleRevisionInABatchIsAConflictWithTheCurrentDocument() async throws {

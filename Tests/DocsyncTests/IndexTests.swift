@@ -36,6 +36,23 @@ import Testing
         }
     }
 
+    @Test func dueEntriesSkipTheOnesInFlightAndThoseNotDueYet() async throws {
+        try await withIndex { index in
+            try await index.write { tx in
+                for n in 0..<1_200 {
+                    try tx.enqueue(key: "doc:\(n)", docID: "\(n)", kind: "put", payload: "{\"n\":\(n)}", bodyHash: "h", queuedAt: Int64(n))
+                }
+                try tx.recordFailure(key: "doc:1000", version: 1, error: "503", nextAttemptAt: 50)
+            }
+            let inFlight = Set((0..<1_000).map { "doc:\($0)" }).subtracting(["doc:7"])
+            let due = try await index.read { try $0.dueEntries(now: 10, limit: 600, excluding: inFlight) }
+            #expect(due.map(\.key) == ["doc:7"] + (1_001..<1_200).map { "doc:\($0)" })
+            #expect(due.last?.payload == #"{"n":1199}"#)
+            let firstTwo = try await index.read { try $0.dueEntries(now: 10, limit: 2, excluding: inFlight) }
+            #expect(firstTwo.map(\.key) == ["doc:7", "doc:1001"])
+        }
+    }
+
     @Test func anAcknowledgementOfAnOlderVersionLeavesTheNewerQueued() async throws {
         try await withIndex { index in
             try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v1", bodyHash: "h1", queuedAt: 1) }
