@@ -239,7 +239,8 @@ struct Bench: AsyncParsableCommand {
     }
 
     /// Posts `count` documents to `/api/sync`, `batch` per call and `inFlight` calls at a time, as a
-    /// client of its own (its writes are not echoed back) that starts from the current cursor.
+    /// client of its own that starts from the current cursor, asking for acknowledgements rather
+    /// than its documents back (as the agent does).
     func syncAll(api: APIClient, count: Int, batch: Int, inFlight: Int) async throws {
         let headers = [("X-Docsync-Client", "bench-raw-\(UUID().uuidString)")]
         // A cursor past the end: the reply carries the real one, and none of the earlier history.
@@ -255,7 +256,7 @@ struct Bench: AsyncParsableCommand {
                 next += 1
                 let documents = range.map { document($0, prefix: "rawb", type: "bench-raw-batch") }.joined(separator: ",")
                 group.addTask { [cursor] in
-                    let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[\#(documents)]}"#, headers: headers)
+                    let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"echo":false,"documents":[\#(documents)]}"#, headers: headers)
                     guard reply.status == 200, case .number(let after)? = reply.json?.object?["cursor"], let value = Int64(after) else {
                         throw ProcessFailure("sync refused: \(reply.status) \(reply.text)")
                     }
