@@ -39,6 +39,7 @@ let package = Package(
         .target(name: "DocsyncIndex", dependencies: [
             "DocsyncModel",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         // Endpoint adapters: the PingPong REST endpoint, with clock samples taken from every reply.
         .target(name: "DocsyncEndpoint", dependencies: [

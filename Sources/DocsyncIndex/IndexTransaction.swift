@@ -11,18 +11,22 @@ public struct IndexTransaction {
     // MARK: Files
 
     public func file(at path: String) throws -> FileRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(FileRow.columns) FROM file WHERE path = ?"), arguments: [path]).map(FileRow.init(row:))
+        let s = try RawStatement(db, cached: "SELECT \(FileRow.columns) FROM file WHERE path = ?")
+        s.bind(1, path)
+        return try s.step() ? FileRow(s) : nil
     }
 
     public func file(forDocument id: String) throws -> FileRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(FileRow.columns) FROM file WHERE doc_id = ?"), arguments: [id]).map(FileRow.init(row:))
+        let s = try RawStatement(db, cached: "SELECT \(FileRow.columns) FROM file WHERE doc_id = ?")
+        s.bind(1, id)
+        return try s.step() ? FileRow(s) : nil
     }
 
     /// The rows at `paths`, keyed by path (one query for a whole chunk of files).
     public func files(at paths: some Collection<String>) throws -> [String: FileRow] {
         var out: [String: FileRow] = [:]
-        for row in try fetchIn(sql: "SELECT \(FileRow.columns) FROM file WHERE path IN", paths) {
-            let file = FileRow(row: row)
+        try fetchIn(sql: "SELECT \(FileRow.columns) FROM file WHERE path IN", paths) { s in
+            let file = FileRow(s)
             out[file.path] = file
         }
         return out
@@ -31,54 +35,67 @@ public struct IndexTransaction {
     /// The rows holding the documents `ids`, keyed by document id.
     public func files(forDocuments ids: some Collection<String>) throws -> [String: FileRow] {
         var out: [String: FileRow] = [:]
-        for row in try fetchIn(sql: "SELECT \(FileRow.columns) FROM file WHERE doc_id IN", ids) {
-            let file = FileRow(row: row)
+        try fetchIn(sql: "SELECT \(FileRow.columns) FROM file WHERE doc_id IN", ids) { s in
+            let file = FileRow(s)
             if let id = file.docID { out[id] = file }
         }
         return out
     }
 
-    /// Rows of `sql` followed by `(?, ?, …)` for `values`, a few hundred at a time.
-    private func fetchIn(sql: String, _ values: some Collection<String>) throws -> [Row] {
-        var rows: [Row] = []
+    /// Calls `row` for each row of `sql` followed by `(?, ?, …)` for `values`, a few hundred at a time.
+    private func fetchIn(sql: String, _ values: some Collection<String>, row: (borrowing RawStatement) -> Void) throws {
         let all = Array(values)
         for start in stride(from: 0, to: all.count, by: 500) {
             let part = all[start..<min(start + 500, all.count)]
             let placeholders = repeatElement("?", count: part.count).joined(separator: ",")
-            rows += try Row.fetchAll(db, sql: "\(sql) (\(placeholders))", arguments: StatementArguments(Array(part)))
+            let s = try RawStatement(db, uncached: "\(sql) (\(placeholders))")
+            for (i, value) in part.enumerated() { s.bind(Int32(i + 1), value) }
+            while try s.step() { row(s) }
         }
-        return rows
     }
 
     /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,
     /// without loading hashes and errors (100k files stay a few megabytes).
     public func allFileStats() throws -> [String: FileSummary] {
         var result: [String: FileSummary] = [:]
-        let cursor = try Row.fetchCursor(db, sql: "SELECT path, size, mtime_ns, inode, state FROM file")
-        while let row = try cursor.next() {
-            result[row[0]] = FileSummary(
-                stat: FileStat(size: row[1], mtimeNs: row[2], inode: UInt64(bitPattern: row[3])),
-                state: FileRow.State(rawValue: row[4]) ?? .invalid)
+        let s = try RawStatement(db, uncached: "SELECT path, size, mtime_ns, inode, state FROM file")
+        while try s.step() {
+            result[s.string(0)] = FileSummary(
+                stat: FileStat(size: s.int64(1) ?? 0, mtimeNs: s.int64(2) ?? 0, inode: UInt64(bitPattern: s.int64(3) ?? 0)),
+                state: FileRow.State(rawValue: s.string(4)) ?? .invalid)
         }
         return result
     }
 
     /// Rows at `path` itself or anywhere below it (a folder that vanished takes its files with it).
     public func files(atOrUnder path: String) throws -> [FileRow] {
-        try Row.fetchAll(
-            db, sql: "SELECT \(FileRow.columns) FROM file WHERE path = ? OR (path > ? AND path < ?)",
-            arguments: [path, path + "/", path + "0"]  // '0' is the character after '/'
-        ).map(FileRow.init(row:))
+        let s = try RawStatement(db, cached: "SELECT \(FileRow.columns) FROM file WHERE path = ? OR (path > ? AND path < ?)")
+        s.bind(1, path)
+        s.bind(2, path + "/")
+        s.bind(3, path + "0")  // '0' is the character after '/'
+        var rows: [FileRow] = []
+        while try s.step() { rows.append(FileRow(s)) }
+        return rows
     }
 
     public func upsertFile(_ f: FileRow) throws {
-        try db.cachedStatement(sql: """
+        let s = try RawStatement(db, cached: """
                 INSERT INTO file (path, doc_id, doc_type, hash, size, mtime_ns, inode, state, error)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(path) DO UPDATE SET doc_id = excluded.doc_id, doc_type = excluded.doc_type,
                     hash = excluded.hash, size = excluded.size, mtime_ns = excluded.mtime_ns,
                     inode = excluded.inode, state = excluded.state, error = excluded.error
-                """).execute(arguments: [f.path, f.docID, f.docType, f.hash, f.stat.size, f.stat.mtimeNs, Int64(bitPattern: f.stat.inode), f.state.rawValue, f.error])
+                """)
+        s.bind(1, f.path)
+        s.bind(2, f.docID)
+        s.bind(3, f.docType)
+        s.bind(4, f.hash)
+        s.bind(5, f.stat.size)
+        s.bind(6, f.stat.mtimeNs)
+        s.bind(7, Int64(bitPattern: f.stat.inode))
+        s.bind(8, f.state.rawValue)
+        s.bind(9, f.error)
+        try s.run()
     }
 
     public func updateStat(path: String, stat: FileStat) throws {
@@ -92,14 +109,16 @@ public struct IndexTransaction {
     // MARK: Documents
 
     public func document(id: String) throws -> DocumentRow? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(DocumentRow.columns) FROM document WHERE id = ?"), arguments: [id]).map(DocumentRow.init(row:))
+        let s = try RawStatement(db, cached: "SELECT \(DocumentRow.columns) FROM document WHERE id = ?")
+        s.bind(1, id)
+        return try s.step() ? DocumentRow(s) : nil
     }
 
     /// The documents `ids` that exist, keyed by id.
     public func documents(ids: some Collection<String>) throws -> [String: DocumentRow] {
         var out: [String: DocumentRow] = [:]
-        for row in try fetchIn(sql: "SELECT \(DocumentRow.columns) FROM document WHERE id IN", ids) {
-            let doc = DocumentRow(row: row)
+        try fetchIn(sql: "SELECT \(DocumentRow.columns) FROM document WHERE id IN", ids) { s in
+            let doc = DocumentRow(s)
             out[doc.id] = doc
         }
         return out
@@ -109,7 +128,7 @@ public struct IndexTransaction {
         // A merge base equal to the body (a document the server holds as it is here: nearly all of
         // them) is stored as a flag, not a second copy.
         let baseIsBody = d.base == d.body
-        try db.cachedStatement(sql: """
+        let s = try RawStatement(db, cached: """
                 INSERT INTO document (id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at,
                                       server_rev, base, base_is_body, state, error)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -118,8 +137,21 @@ public struct IndexTransaction {
                     updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
                     server_rev = excluded.server_rev, base = excluded.base, base_is_body = excluded.base_is_body,
                     state = excluded.state, error = excluded.error
-                """).execute(arguments: [d.id, d.docType, d.path, d.body, d.bodyHash, d.pushedHash, d.updatedAt, d.deletedAt,
-                        d.serverRev, baseIsBody ? nil : d.base, baseIsBody, d.state.rawValue, d.error])
+                """)
+        s.bind(1, d.id)
+        s.bind(2, d.docType)
+        s.bind(3, d.path)
+        s.bind(4, d.body)
+        s.bind(5, d.bodyHash)
+        s.bind(6, d.pushedHash)
+        s.bind(7, d.updatedAt)
+        s.bind(8, d.deletedAt)
+        s.bind(9, d.serverRev)
+        s.bind(10, baseIsBody ? nil : d.base)
+        s.bind(11, baseIsBody)
+        s.bind(12, d.state.rawValue)
+        s.bind(13, d.error)
+        try s.run()
     }
 
     /// Records what the endpoint acknowledged, without reading or rewriting the body: the hash it
@@ -127,26 +159,39 @@ public struct IndexTransaction {
     /// its SHA-256: equal to the body's, only the flag is stored), and, when the entry sent was
     /// still the latest (`current`), the synced state.
     public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, base: String?, baseHash: String?, current: Bool) throws {
-        try db.cachedStatement(sql: """
+        let s = try RawStatement(db, cached: """
                 UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev),
                     base = CASE WHEN ?4 IS NULL THEN base WHEN body_hash = ?4 THEN NULL ELSE ?3 END,
                     base_is_body = CASE WHEN ?4 IS NULL THEN base_is_body ELSE body_hash = ?4 END,
                     state = CASE WHEN ?5 THEN 'synced' ELSE state END,
                     error = CASE WHEN ?5 THEN NULL ELSE error END
                 WHERE id = ?6
-                """).execute(arguments: [pushedHash, serverRev, base, baseHash, current, id])
+                """)
+        s.bind(1, pushedHash)
+        s.bind(2, serverRev)
+        s.bind(3, base)
+        s.bind(4, baseHash)
+        s.bind(5, current)
+        s.bind(6, id)
+        try s.run()
     }
 
     /// Records an acknowledgement whose merge base is the document's body, provided the body is
     /// still the one hashed `bodyHash`; returns whether it was (nothing is written otherwise).
     @discardableResult
     public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, ifBodyHash bodyHash: String, current: Bool) throws -> Bool {
-        try db.cachedStatement(sql: """
+        let s = try RawStatement(db, cached: """
                 UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev), base = NULL, base_is_body = 1,
                     state = CASE WHEN ?3 THEN 'synced' ELSE state END,
                     error = CASE WHEN ?3 THEN NULL ELSE error END
                 WHERE id = ?4 AND body_hash = ?5
-                """).execute(arguments: [pushedHash, serverRev, current, id, bodyHash])
+                """)
+        s.bind(1, pushedHash)
+        s.bind(2, serverRev)
+        s.bind(3, current)
+        s.bind(4, id)
+        s.bind(5, bodyHash)
+        try s.run()
         return db.changesCount > 0
     }
 
@@ -161,51 +206,65 @@ public struct IndexTransaction {
     /// A `nil` payload is the document's own body with its stamps, read when the entry is: the
     /// body is not stored twice (an entry always goes with the document change that queued it).
     public func enqueue(key: String, docID: String, kind: String, payload: String?, bodyHash: String, queuedAt: Int64) throws {
-        try db.cachedStatement(sql: """
+        let s = try RawStatement(db, cached: """
                 INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
                 VALUES (?, ?, ?, 1, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, version = version + 1,
                     payload = excluded.payload, body_hash = excluded.body_hash,
                     attempts = 0, next_attempt_at = 0, last_error = NULL
-                """).execute(arguments: [key, docID, kind, payload ?? "", bodyHash, queuedAt])
+                """)
+        s.bind(1, key)
+        s.bind(2, docID)
+        s.bind(3, kind)
+        s.bind(4, payload ?? "")
+        s.bind(5, bodyHash)
+        s.bind(6, queuedAt)
+        try s.run()
     }
 
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight).
     public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = []) throws -> [OutboxEntry] {
+        var out: [OutboxEntry] = []
         if excluding.isEmpty {
-            return try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
-                    WHERE o.next_attempt_at <= ? AND o.kind = ? ORDER BY o.seq LIMIT ?
-                    """), arguments: [now, kind, limit]
-            ).map(OutboxEntry.init(row:))
+            let s = try RawStatement(db, cached: """
+                SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
+                WHERE o.next_attempt_at <= ? AND o.kind = ? ORDER BY o.seq LIMIT ?
+                """)
+            s.bind(1, now)
+            s.bind(2, kind)
+            s.bind(3, limit)
+            while try s.step() { out.append(OutboxEntry(s)) }
+            return out
         }
         // The entries in flight are usually the oldest ones, thousands of them: they are skipped
         // by key alone, and only the entries taken are joined with their documents and decoded.
         var seqs: [Int64] = []
-        let cursor = try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT seq, key FROM outbox WHERE next_attempt_at <= ? AND kind = ? ORDER BY seq"),
-            arguments: [now, kind])
-        while seqs.count < limit, let row = try cursor.next() {
-            if !excluding.contains(row[1]) { seqs.append(row[0]) }
+        do {
+            let s = try RawStatement(db, cached: "SELECT seq, key FROM outbox WHERE next_attempt_at <= ? AND kind = ? ORDER BY seq")
+            s.bind(1, now)
+            s.bind(2, kind)
+            while seqs.count < limit, try s.step() {
+                if !excluding.contains(s.string(1)) { seqs.append(s.int64(0) ?? 0) }
+            }
         }
-        var out: [OutboxEntry] = []
         out.reserveCapacity(seqs.count)
         for start in stride(from: 0, to: seqs.count, by: 500) {
             let part = seqs[start..<min(start + 500, seqs.count)]
             let placeholders = repeatElement("?", count: part.count).joined(separator: ",")
-            out += try Row.fetchAll(
-                db, sql: """
-                    SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
-                    WHERE o.seq IN (\(placeholders)) ORDER BY o.seq
-                    """, arguments: StatementArguments(Array(part))
-            ).map(OutboxEntry.init(row:))
+            let s = try RawStatement(db, uncached: """
+                SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
+                WHERE o.seq IN (\(placeholders)) ORDER BY o.seq
+                """)
+            for (i, seq) in part.enumerated() { s.bind(Int32(i + 1), seq) }
+            while try s.step() { out.append(OutboxEntry(s)) }
         }
         return out
     }
 
     public func outboxEntry(key: String) throws -> OutboxEntry? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id WHERE o.key = ?"), arguments: [key]).map(OutboxEntry.init(row:))
+        let s = try RawStatement(db, cached: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id WHERE o.key = ?")
+        s.bind(1, key)
+        return try s.step() ? OutboxEntry(s) : nil
     }
 
     /// The earliest `next_attempt_at` among waiting entries of `kind`, if any.
@@ -217,7 +276,10 @@ public struct IndexTransaction {
     /// A newer version (the file changed while the request was in flight) stays queued.
     @discardableResult
     public func removeEntry(key: String, version: Int64) throws -> Bool {
-        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ? AND version = ?").execute(arguments: [key, version])
+        let s = try RawStatement(db, cached: "DELETE FROM outbox WHERE key = ? AND version = ?")
+        s.bind(1, key)
+        s.bind(2, version)
+        try s.run()
         return db.changesCount > 0
     }
 
@@ -384,33 +446,30 @@ public struct StatusCounts: Sendable, Hashable, Codable {
     public var rejected: Int
 }
 
-// Rows are read by column position (the lists below), which is measurably cheaper than by name
-// on the bulk paths.
+// Files, documents and outbox entries are read by column position (the lists below) through
+// `RawStatement`: they are the rows read by the thousand.
 
 extension FileRow {
     static let columns = "path, doc_id, doc_type, hash, size, mtime_ns, inode, state, error"
 
-    init(row: Row) {
+    init(_ s: borrowing RawStatement) {
         self.init(
-            path: row[0], docID: row[1], docType: row[2], hash: row[3],
-            stat: FileStat(size: row[4], mtimeNs: row[5], inode: UInt64(bitPattern: row[6])),
-            state: State(rawValue: row[7]) ?? .invalid, error: row[8])
+            path: s.string(0), docID: s.text(1), docType: s.text(2), hash: s.text(3),
+            stat: FileStat(size: s.int64(4) ?? 0, mtimeNs: s.int64(5) ?? 0, inode: UInt64(bitPattern: s.int64(6) ?? 0)),
+            state: State(rawValue: s.string(7)) ?? .invalid, error: s.text(8))
     }
 }
 
 extension DocumentRow {
     static let columns = "id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at, server_rev, base, base_is_body, state, error"
 
-    init(row: Row) {
-        let body: String = row[3]
-        let baseIsBody: Bool = row[10]
-        let storedBase: String? = row[9]
-        let base = baseIsBody ? body : storedBase
+    init(_ s: borrowing RawStatement) {
+        let body = s.string(3)
         self.init(
-            id: row[0], docType: row[1], path: row[2], body: body, bodyHash: row[4],
-            pushedHash: row[5], updatedAt: row[6], deletedAt: row[7],
-            serverRev: row[8], base: base, state: State(rawValue: row[11]) ?? .pending,
-            error: row[12])
+            id: s.string(0), docType: s.string(1), path: s.text(2), body: body, bodyHash: s.string(4),
+            pushedHash: s.text(5), updatedAt: s.int64(6), deletedAt: s.int64(7),
+            serverRev: s.int64(8), base: s.bool(10) ? body : s.text(9), state: State(rawValue: s.string(11)) ?? .pending,
+            error: s.text(12))
     }
 }
 
@@ -421,17 +480,16 @@ extension OutboxEntry {
         o.last_error, d.server_rev, d.body, d.updated_at, d.deleted_at
         """
 
-    init(row: Row) {
-        var payload: String = row[5]
+    init(_ s: borrowing RawStatement) {
+        var payload = s.string(5)
         if payload.isEmpty {
             // Stored as "the document's body": what the document holds now is what was queued.
-            let body: String = row[12] ?? "{}"
-            payload = DocumentRules.stampedWireText(body: body, updatedAt: row[13], deletedAt: row[14])
+            payload = DocumentRules.stampedWireText(body: s.text(12) ?? "{}", updatedAt: s.int64(13), deletedAt: s.int64(14))
         }
         self.init(
-            seq: row[0], key: row[1], docID: row[2], kind: row[3], version: row[4],
-            payload: payload, bodyHash: row[6], queuedAt: row[7],
-            attempts: row[8], nextAttemptAt: row[9], lastError: row[10], serverRev: row[11])
+            seq: s.int64(0) ?? 0, key: s.string(1), docID: s.string(2), kind: s.string(3), version: s.int64(4) ?? 0,
+            payload: payload, bodyHash: s.string(6), queuedAt: s.int64(7) ?? 0,
+            attempts: Int(s.int64(8) ?? 0), nextAttemptAt: s.int64(9) ?? 0, lastError: s.text(10), serverRev: s.int64(11))
     }
 }
 

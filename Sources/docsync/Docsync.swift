@@ -1,5 +1,6 @@
 import CGlibcMalloc
 import ArgumentParser
+import Glibc
 
 @main
 struct Docsync: AsyncParsableCommand {
@@ -17,7 +18,8 @@ struct Docsync: AsyncParsableCommand {
         // One malloc arena: glibc otherwise gives each busy thread its own, and each keeps what
         // a burst (an initial import) freed; measured, this is a third of the agent's peak RSS at
         // 100k documents for no measurable loss of speed.
-        mallopt(M_ARENA_MAX, 1)
+        // A MALLOC_ARENA_MAX in the environment is the user's choice and is left alone.
+        if getenv("MALLOC_ARENA_MAX") == nil { mallopt(M_ARENA_MAX, 1) }
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {

@@ -135,6 +135,33 @@ import Testing
         }
     }
 
+    /// Rows are bound and read through SQLite's C API: text of any script (and a NUL inside a
+    /// JSON string's escape-free text), NULL against empty, and 64-bit inodes come back as stored.
+    @Test func rowsComeBackExactlyAsStored() async throws {
+        try await withIndex { index in
+            let path = "Überweisungen/2026 — café 😀.json"
+            let stat = FileStat(size: 1 << 40, mtimeNs: -5, inode: UInt64.max - 1)
+            let body = "{\"name\":\"Zoë \u{0} 東京\"}"
+            try await index.write { tx in
+                try tx.upsertFile(FileRow(path: path, docID: "d1", docType: "", hash: nil, stat: stat, state: .ok, error: "ä"))
+                try tx.upsertDocument(DocumentRow(id: "d1", docType: "", path: path, body: body, bodyHash: "h", updatedAt: nil, deletedAt: 7))
+            }
+            let file = try #require(try await index.read { try $0.file(at: path) })
+            #expect(file.docID == "d1")
+            #expect(file.docType == "")
+            #expect(file.hash == nil)
+            #expect(file.stat == stat)
+            #expect(file.error == "ä")
+            #expect(try await index.read { try $0.files(at: [path, "missing.json"]) }.keys.sorted() == [path])
+            #expect(try await index.read { try $0.allFileStats() }[path]?.stat == stat)
+            let doc = try #require(try await index.read { try $0.documents(ids: ["d1"]) }["d1"])
+            #expect(doc.body == body)
+            #expect(doc.path == path)
+            #expect(doc.updatedAt == nil)
+            #expect(doc.deletedAt == 7)
+        }
+    }
+
     @Test func aDocumentIDBelongsToOneFile() async throws {
         try await withIndex { index in
             let stat = FileStat(size: 1, mtimeNs: 1, inode: 1)
