@@ -42,16 +42,40 @@ public struct IndexTransaction {
         return out
     }
 
-    /// Calls `row` for each row of `sql` followed by `(?, ?, …)` for `values`, a few hundred at a time.
+    /// Calls `row` for each row of `sql` followed by `(?, ?, …)` for `values`, up to 500 at a time.
     private func fetchIn(sql: String, _ values: some Collection<String>, row: (borrowing RawStatement) -> Void) throws {
         let all = Array(values)
-        for start in stride(from: 0, to: all.count, by: 500) {
-            let part = all[start..<min(start + 500, all.count)]
-            let placeholders = repeatElement("?", count: part.count).joined(separator: ",")
-            let s = try RawStatement(db, uncached: "\(sql) (\(placeholders))")
-            for (i, value) in part.enumerated() { s.bind(Int32(i + 1), value) }
+        for start in stride(from: 0, to: all.count, by: Self.inListSizes.last!) {
+            let part = all[start..<min(start + Self.inListSizes.last!, all.count)]
+            let (size, placeholders) = Self.inList(part.count)
+            let s = try RawStatement(db, cached: "\(sql) (\(placeholders))")
+            for i in 0..<size { s.bind(Int32(i + 1), part[part.startIndex + min(i, part.count - 1)]) }
             while try s.step() { row(s) }
         }
+    }
+
+    /// `IN` lists come in a few fixed lengths, the last value repeated to fill one (a repeated
+    /// value matches no row twice): their statements are prepared once and cached, not once per chunk.
+    static let inListSizes = [1, 4, 16, 64, 256, 500]
+    private static let inListPlaceholders = inListSizes.map { repeatElement("?", count: $0).joined(separator: ",") }
+
+    /// The length that holds `count` values (at most the largest), with its placeholders.
+    private static func inList(_ count: Int) -> (size: Int, placeholders: String) {
+        let i = inListSizes.firstIndex { $0 >= count } ?? inListSizes.count - 1
+        return (inListSizes[i], inListPlaceholders[i])
+    }
+
+    /// Outbox kinds are written into the SQL as literals, not bound: the uploads' partial index
+    /// (`outbox_upload`) serves only statements that name the kind.
+    private static func kindLiteral(_ kind: String) -> String {
+        precondition(kind == "put" || kind == "upload", "unknown outbox kind \(kind)")
+        return "'\(kind)'"
+    }
+
+    /// Upload entries are read through their index: the planner would rather walk the whole
+    /// outbox in `seq` order than sort the few uploads due.
+    private static func indexFor(_ kind: String) -> String {
+        kind == "upload" ? " INDEXED BY outbox_upload" : ""
     }
 
     /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,
@@ -227,12 +251,11 @@ public struct IndexTransaction {
         var out: [OutboxEntry] = []
         if excluding.isEmpty {
             let s = try RawStatement(db, cached: """
-                SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
-                WHERE o.next_attempt_at <= ? AND o.kind = ? ORDER BY o.seq LIMIT ?
+                SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id
+                WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) ORDER BY o.seq LIMIT ?
                 """)
             s.bind(1, now)
-            s.bind(2, kind)
-            s.bind(3, limit)
+            s.bind(2, limit)
             while try s.step() { out.append(OutboxEntry(s)) }
             return out
         }
@@ -240,22 +263,21 @@ public struct IndexTransaction {
         // by key alone, and only the entries taken are joined with their documents and decoded.
         var seqs: [Int64] = []
         do {
-            let s = try RawStatement(db, cached: "SELECT seq, key FROM outbox WHERE next_attempt_at <= ? AND kind = ? ORDER BY seq")
+            let s = try RawStatement(db, cached: "SELECT seq, key FROM outbox\(Self.indexFor(kind)) WHERE next_attempt_at <= ? AND kind = \(Self.kindLiteral(kind)) ORDER BY seq")
             s.bind(1, now)
-            s.bind(2, kind)
             while seqs.count < limit, try s.step() {
                 if !excluding.contains(s.string(1)) { seqs.append(s.int64(0) ?? 0) }
             }
         }
         out.reserveCapacity(seqs.count)
-        for start in stride(from: 0, to: seqs.count, by: 500) {
-            let part = seqs[start..<min(start + 500, seqs.count)]
-            let placeholders = repeatElement("?", count: part.count).joined(separator: ",")
-            let s = try RawStatement(db, uncached: """
+        for start in stride(from: 0, to: seqs.count, by: Self.inListSizes.last!) {
+            let part = seqs[start..<min(start + Self.inListSizes.last!, seqs.count)]
+            let (size, placeholders) = Self.inList(part.count)
+            let s = try RawStatement(db, cached: """
                 SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
                 WHERE o.seq IN (\(placeholders)) ORDER BY o.seq
                 """)
-            for (i, seq) in part.enumerated() { s.bind(Int32(i + 1), seq) }
+            for i in 0..<size { s.bind(Int32(i + 1), part[part.startIndex + min(i, part.count - 1)]) }
             while try s.step() { out.append(OutboxEntry(s)) }
         }
         return out
@@ -269,7 +291,7 @@ public struct IndexTransaction {
 
     /// The earliest `next_attempt_at` among waiting entries of `kind`, if any.
     public func nextAttemptAt(kind: String = "put") throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE kind = ?"), arguments: [kind])
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE kind = \(Self.kindLiteral(kind))"))
     }
 
     /// Removes the entry if it is still the version that was sent; returns whether it was.
@@ -302,7 +324,7 @@ public struct IndexTransaction {
 
     /// Entries waiting, of one kind or (`nil`) all.
     public func pendingCount(kind: String? = nil) throws -> Int {
-        if let kind { return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = ?", arguments: [kind]) ?? 0 }
+        if let kind { return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = \(Self.kindLiteral(kind))") ?? 0 }
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
     }
 

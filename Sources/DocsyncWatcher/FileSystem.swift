@@ -49,7 +49,9 @@ public enum FileSystem {
         let info = EntryInfo(st)
         guard info.kind == .file else { throw .unreadable("not a regular file") }
         if info.size > maxSize { throw .tooLarge(size: Int(info.size), limit: maxSize) }
-        var bytes = [UInt8](repeating: 0, count: Int(info.size))
+        // One byte more than the size: the read that returns 0 ends the loop without growing the
+        // buffer, and a file that grew since `fstat` is still read whole.
+        var bytes = [UInt8](repeating: 0, count: Int(info.size) + 1)
         var filled = 0
         while true {
             if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, bytes.count))) }
@@ -120,20 +122,53 @@ public enum FileSystem {
     }
 
     /// Lists a directory's entries (names as raw bytes decoded, `nil` where not UTF-8) without stat.
-    public static func list(_ path: String) -> [(name: String, utf8: Bool, type: UInt8)]? {
-        guard let dir = opendir(path) else { return nil }
-        defer { closedir(dir) }
-        var out: [(String, Bool, UInt8)] = []
-        while let entry = readdir(dir) {
+    public static func list(_ path: String) -> [DirectoryEntry]? {
+        guard let dir = Directory(path) else { return nil }
+        return dir.entries()
+    }
+}
+
+/// One name in a folder, as `readdir` reports it.
+public struct DirectoryEntry: Sendable {
+    public var name: String
+    /// False when the name is not valid UTF-8 (`name` then holds a lossy rendering of it).
+    public var utf8: Bool
+    /// `d_type`: `DT_REG`, `DT_DIR`, … or `DT_UNKNOWN` where the file system does not say.
+    public var type: UInt8
+}
+
+/// An open folder: its entries, and `lstat` of the names in it relative to the open folder
+/// (`fstatat`), so the kernel does not resolve the folder's whole path again for every file.
+public final class Directory {
+    private let handle: OpaquePointer
+
+    public init?(_ path: String) {
+        guard let handle = opendir(path) else { return nil }
+        self.handle = handle
+    }
+
+    deinit { closedir(handle) }
+
+    public func entries() -> [DirectoryEntry] {
+        rewinddir(handle)
+        var out: [DirectoryEntry] = []
+        while let entry = readdir(handle) {
             let (name, valid) = withUnsafeBytes(of: entry.pointee.d_name) { raw -> (String, Bool) in
                 let bytes = raw.prefix(while: { $0 != 0 })
                 if let s = String(validating: bytes, as: UTF8.self) { return (s, true) }
                 return (String(decoding: bytes, as: UTF8.self), false)
             }
             if name == "." || name == ".." { continue }
-            out.append((name, valid, entry.pointee.d_type))
+            out.append(DirectoryEntry(name: name, utf8: valid, type: entry.pointee.d_type))
         }
         return out
+    }
+
+    /// `lstat` of `name` in this folder; `nil` if it does not exist (or vanished meanwhile).
+    public func info(_ name: String) -> EntryInfo? {
+        var st = stat()
+        guard fstatat(dirfd(handle), name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return EntryInfo(st)
     }
 }
 

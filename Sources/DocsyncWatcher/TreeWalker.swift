@@ -47,8 +47,8 @@ public struct TreeWalker: Sendable {
         var stack = [relative]
         while let dir = stack.popLast() {
             onDirectory(dir)
-            guard let entries = FileSystem.list(absolute(dir)) else { continue }
-            for entry in entries {
+            guard let folder = Directory(absolute(dir)) else { continue }
+            for entry in folder.entries() {
                 if DocumentRules.isIgnoredName(entry.name) {
                     if removeStaleTemporaries, FileSystem.isStaleTemporary(entry.name) { unlink(absolute(dir.isEmpty ? entry.name : dir + "/" + entry.name)) }
                     continue
@@ -68,7 +68,7 @@ public struct TreeWalker: Sendable {
                     }
                     continue
                 }
-                guard let info = FileSystem.info(absolute(rel)) else { continue }
+                guard let info = folder.info(entry.name) else { continue }
                 switch info.kind {
                 case .file: files.append(Found(path: rel, info: info, nameIsUTF8: entry.utf8))
                 case .directory: stack.append(rel)

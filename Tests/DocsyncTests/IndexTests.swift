@@ -162,6 +162,43 @@ import Testing
         }
     }
 
+    /// Lookups by list are bound in fixed lengths (padded with the last value) and chunks of 500.
+    @Test func lookupsByListFindEveryRowOnceWhateverTheListLength() async throws {
+        try await withIndex { index in
+            let stat = FileStat(size: 1, mtimeNs: 1, inode: 1)
+            let paths = (0..<1203).map { "f\($0).json" }
+            try await index.write { tx in
+                for p in paths { try tx.upsertFile(FileRow(path: p, docID: nil, docType: nil, hash: nil, stat: stat, state: .ok, error: nil)) }
+            }
+            for n in [1, 2, 5, 17, 500, 501, 1203] {
+                let asked = Array(paths.prefix(n)) + ["missing-\(n).json"]
+                let found = try await index.read { try $0.files(at: asked) }
+                #expect(found.keys.sorted() == paths.prefix(n).sorted(), "\(n) paths")
+            }
+        }
+    }
+
+    /// Uploads and document writes share the outbox; each side sees only its own entries, in order.
+    @Test func entriesOfEachKindComeOutSeparatelyInOrder() async throws {
+        try await withIndex { index in
+            try await index.write { tx in
+                for i in 0..<40 {
+                    let kind = i % 10 == 3 ? "upload" : "put"
+                    try tx.enqueue(key: "\(kind):\(i)", docID: "d\(i)", kind: kind, payload: "{}", bodyHash: "h", queuedAt: Int64(i))
+                }
+                try tx.recordFailure(key: "upload:13", version: 1, error: "later", nextAttemptAt: 900)
+            }
+            let uploads = try await index.read { try $0.dueEntries(now: 100, limit: 10, kind: "upload") }
+            #expect(uploads.map(\.key) == ["upload:3", "upload:23", "upload:33"])
+            let skipping = try await index.read { try $0.dueEntries(now: 1000, limit: 10, kind: "upload", excluding: ["upload:3"]) }
+            #expect(skipping.map(\.key) == ["upload:13", "upload:23", "upload:33"])
+            #expect(try await index.read { try $0.nextAttemptAt(kind: "upload") } == 0)
+            #expect(try await index.read { try $0.pendingCount(kind: "upload") } == 4)
+            let puts = try await index.read { try $0.dueEntries(now: 100, limit: 7, excluding: ["put:0", "put:2"]) }
+            #expect(puts.map(\.key) == ["put:1", "put:4", "put:5", "put:6", "put:7", "put:8", "put:9"])
+        }
+    }
+
     @Test func aDocumentIDBelongsToOneFile() async throws {
         try await withIndex { index in
             let stat = FileStat(size: 1, mtimeNs: 1, inode: 1)
