@@ -74,7 +74,9 @@ public struct JSONParser: ~Copyable {
         try enterContainer()
         index += 1
         var members: [(key: String, value: JSONValue)] = []
-        var seen = Set<String>()
+        // Duplicate keys are found by comparing with the keys before; a set only pays for itself
+        // in large objects.
+        var seen: Set<String>?
         skipWhitespace()
         if peek == UInt8(ascii: "}") {
             index += 1
@@ -88,9 +90,14 @@ public struct JSONParser: ~Copyable {
             }
             let keyStart = index
             let key = try parseString()
-            if !seen.insert(key).inserted {
-                throw error("duplicate key \"\(key)\"", at: keyStart)
+            let duplicate: Bool
+            if members.count < 16 {
+                duplicate = members.contains { $0.key == key }
+            } else {
+                if seen == nil { seen = Set(members.map(\.key)) }
+                duplicate = !seen!.insert(key).inserted
             }
+            if duplicate { throw error("duplicate key \"\(key)\"", at: keyStart) }
             skipWhitespace()
             guard peek == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\", found \(describeCurrent())") }
             index += 1
@@ -179,17 +186,24 @@ public struct JSONParser: ~Copyable {
         // Most strings hold no escape: find the closing quote and make the string straight from
         // the input bytes.
         let start = index
-        let plainEnd = bytes.withUnsafeBufferPointer { buffer in
+        let (plainEnd, bitsSeen) = bytes.withUnsafeBufferPointer { buffer in
             var i = start
+            var bits: UInt8 = 0
             while i < buffer.count {
                 let c = buffer[i]
                 if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c < 0x20 { break }
+                bits |= c
                 i += 1
             }
-            return i
+            return (i, bits)
         }
         if plainEnd < bytes.count, bytes[plainEnd] == UInt8(ascii: "\"") {
-            let decoded = bytes.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[start..<plainEnd]), as: UTF8.self) }
+            // ASCII (nearly every key and most values) is valid UTF-8 as it stands; anything else
+            // is validated.
+            let decoded = bytes.withUnsafeBufferPointer { buffer in
+                let text = UnsafeBufferPointer(rebasing: buffer[start..<plainEnd])
+                return bitsSeen < 0x80 ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
+            }
             guard let decoded else { throw error("string is not valid UTF-8", at: quote) }
             index = plainEnd + 1
             return decoded

@@ -48,6 +48,26 @@ import Testing
         }
     }
 
+    /// Keys are checked against the ones before (a set from the 17th key on): a duplicate is
+    /// found wherever it is.
+    @Test(arguments: [2, 15, 16, 17, 40])
+    func duplicateKeysAreFoundInObjectsOfAnySize(size: Int) {
+        let keys = (0..<size).map { "\"k\($0)\":\($0)" }
+        #expect(throws: Never.self) { try JSONParser.parse("{" + keys.joined(separator: ",") + "}") }
+        for repeated in [0, size - 1] {
+            let text = "{" + (keys + ["\"k\(repeated)\":true"]).joined(separator: ",") + "}"
+            #expect(throws: JSONSyntaxError.self, "\(size) keys, k\(repeated) twice") { try JSONParser.parse(text) }
+        }
+    }
+
+    @Test func bytesThatAreNotUTF8AreRefusedInKeysAndValues() throws {
+        let invalid: [UInt8] = [0xC3, 0x28]  // a lead byte followed by ASCII
+        for bytes in [Array("{\"".utf8) + invalid + Array("\":1}".utf8), Array("{\"a\":\"x".utf8) + invalid + Array("\"}".utf8)] {
+            #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(bytes) }
+        }
+        #expect(try JSONParser.parse(Array("{\"é\":\"ü\"}".utf8)).object?["é"] == .string("ü"))
+    }
+
     @Test func deepNestingIsRefusedNotACrash() {
         let text = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(text) }
