@@ -42,14 +42,17 @@ public struct IndexTransaction {
         return out
     }
 
-    /// Calls `row` for each row of `sql` followed by `(?, ?, …)` for `values`, up to 500 at a time.
-    private func fetchIn(sql: String, _ values: some Collection<String>, row: (borrowing RawStatement) -> Void) throws {
+    /// Calls `row` for each row of `sql` followed by `(?, ?, …)` for `values` and then `suffix`,
+    /// up to 500 values at a time (chunks in the order of `values`).
+    private func fetchIn<Value: RawBindable>(
+        sql: String, _ values: some Collection<Value>, suffix: String = "", row: (borrowing RawStatement) -> Void
+    ) throws {
         let all = Array(values)
         for start in stride(from: 0, to: all.count, by: Self.inListSizes.last!) {
             let part = all[start..<min(start + Self.inListSizes.last!, all.count)]
             let (size, placeholders) = Self.inList(part.count)
-            let s = try RawStatement(db, cached: "\(sql) (\(placeholders))")
-            for i in 0..<size { s.bind(Int32(i + 1), part[part.startIndex + min(i, part.count - 1)]) }
+            let s = try RawStatement(db, cached: "\(sql) (\(placeholders))\(suffix)")
+            for i in 0..<size { part[part.startIndex + min(i, part.count - 1)].bind(to: s, at: Int32(i + 1)) }
             while try s.step() { row(s) }
         }
     }
@@ -82,7 +85,7 @@ public struct IndexTransaction {
     /// without loading hashes and errors (100k files stay a few megabytes).
     public func allFileStats() throws -> [String: FileSummary] {
         var result: [String: FileSummary] = [:]
-        let s = try RawStatement(db, uncached: "SELECT path, size, mtime_ns, inode, state FROM file")
+        let s = try RawStatement(db, cached: "SELECT path, size, mtime_ns, inode, state FROM file")
         while try s.step() {
             result[s.string(0)] = FileSummary(
                 stat: FileStat(size: s.int64(1) ?? 0, mtimeNs: s.int64(2) ?? 0, inode: UInt64(bitPattern: s.int64(3) ?? 0)),
@@ -270,16 +273,10 @@ public struct IndexTransaction {
             }
         }
         out.reserveCapacity(seqs.count)
-        for start in stride(from: 0, to: seqs.count, by: Self.inListSizes.last!) {
-            let part = seqs[start..<min(start + Self.inListSizes.last!, seqs.count)]
-            let (size, placeholders) = Self.inList(part.count)
-            let s = try RawStatement(db, cached: """
-                SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id
-                WHERE o.seq IN (\(placeholders)) ORDER BY o.seq
-                """)
-            for i in 0..<size { s.bind(Int32(i + 1), part[part.startIndex + min(i, part.count - 1)]) }
-            while try s.step() { out.append(OutboxEntry(s)) }
-        }
+        try fetchIn(
+            sql: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id WHERE o.seq IN", seqs,
+            suffix: " ORDER BY o.seq"
+        ) { out.append(OutboxEntry($0)) }
         return out
     }
 

@@ -10,25 +10,18 @@ import GRDBSQLite
 /// did. These statements skip it: arguments go straight to `sqlite3_bind_*` and columns come
 /// straight from `sqlite3_column_*`.
 ///
-/// The statement itself still comes from GRDB (prepared by it, cached by it when the SQL is fixed)
-/// and is always left reset, so GRDB can run it again. It is only ever used inside an
-/// `Index.read` or `Index.write` transaction, on GRDB's own queue.
+/// The statement itself still comes from GRDB (prepared and cached by it) and is always left
+/// reset, so GRDB can run it again. It is only ever used inside an `Index.read` or `Index.write`
+/// transaction, on GRDB's own queue.
 struct RawStatement: ~Copyable {
     private let statement: Statement
     private let handle: OpaquePointer
     private let db: Database
 
-    /// The cached statement for `sql` (fixed SQL, run many times).
+    /// The cached statement for `sql`. Every statement here has fixed SQL (`IN` lists come in a
+    /// few fixed lengths), so all of them are prepared once per connection.
     init(_ db: Database, cached sql: String) throws {
-        try self.init(db, statement: db.cachedStatement(sql: sql))
-    }
-
-    /// A statement prepared for this use only (SQL that varies, such as an `IN (?, ?, …)` list).
-    init(_ db: Database, uncached sql: String) throws {
-        try self.init(db, statement: db.makeStatement(sql: sql))
-    }
-
-    private init(_ db: Database, statement: Statement) throws {
+        let statement = try db.cachedStatement(sql: sql)
         self.db = db
         self.statement = statement
         self.handle = statement.sqliteStatement
@@ -104,4 +97,17 @@ struct RawStatement: ~Copyable {
     }
 
     func bool(_ column: Int32) -> Bool { sqlite3_column_int64(handle, column) != 0 }
+}
+
+/// A value bound straight into a `RawStatement` (no boxing): what `IN` lists are made of.
+protocol RawBindable {
+    func bind(to statement: borrowing RawStatement, at index: Int32)
+}
+
+extension String: RawBindable {
+    func bind(to statement: borrowing RawStatement, at index: Int32) { statement.bind(index, self) }
+}
+
+extension Int64: RawBindable {
+    func bind(to statement: borrowing RawStatement, at index: Int32) { statement.bind(index, self) }
 }

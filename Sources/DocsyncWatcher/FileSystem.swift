@@ -121,7 +121,7 @@ public enum FileSystem {
         if mkdir(path, 0o755) != 0 && errno != EEXIST { throw FileSystemError("mkdir", path: path) }
     }
 
-    /// Lists a directory's entries (names as raw bytes decoded, `nil` where not UTF-8) without stat.
+    /// Lists a directory's entries without stat; `nil` if it cannot be opened.
     public static func list(_ path: String) -> [DirectoryEntry]? {
         guard let dir = Directory(path) else { return nil }
         return dir.entries()
