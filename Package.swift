@@ -30,9 +30,11 @@ let package = Package(
             "DocsyncModel",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // glibc calls the Glibc module leaves out: renameat2 (swap or create without replacing), mallopt.
+        .systemLibrary(name: "CGlibcExtras", path: "Sources/CGlibcExtras"),
         // The filesystem seam: inotify through Glibc, the event aggregator, the tree walker.
         .target(name: "DocsyncWatcher", dependencies: [
-            "DocsyncModel",
+            "DocsyncModel", "CGlibcExtras",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The local index: one SQLite file (GRDB) with files, documents, tombstones and the outbox.
@@ -67,9 +69,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .systemLibrary(name: "CGlibcMalloc", path: "Sources/CGlibcMalloc"),
         .executableTarget(name: "docsync", dependencies: [
-            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncClock", "DocsyncIndex", "CGlibcMalloc",
+            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncClock", "DocsyncIndex", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

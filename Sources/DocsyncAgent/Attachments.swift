@@ -71,6 +71,7 @@ struct Attachments: Sendable {
             return .success(AttachedFile(path: inside, sha256: hash, stat: before))
         }
         let hashed: (hash: String, size: Int64)
+        let readStart = FileSystem.realtimeNanoseconds()
         do {
             hashed = try ContentHash.sha256Hex(fileAt: real)
         } catch {
@@ -82,7 +83,7 @@ struct Attachments: Sendable {
         else {
             return .failure(.unreadable(written, reason: "it changed while being read; it is read again when it settles"))
         }
-        return .success(AttachedFile(path: inside, sha256: hashed.hash, stat: before))
+        return .success(AttachedFile(path: inside, sha256: hashed.hash, stat: FileStat(recording: EntryInfo(st), readBefore: readStart)))
     }
 
     static func realPath(_ path: String) -> String? {

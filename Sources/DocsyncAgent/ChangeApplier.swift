@@ -15,6 +15,11 @@ import Logging
 /// beats a delete. Every write is atomic and recorded in the index before the watcher sees it, so
 /// the agent never pushes its own writes back.
 struct ChangeApplier: Sendable {
+    /// The file changed on disk between the look that planned a write and the write (saved,
+    /// moved or deleted by someone else): nothing was written; the change is applied again once
+    /// the scanner has recorded the file.
+    struct ChangedOnDisk: Error {}
+
     let root: String
     let index: Index
     let clock: ServerClock
@@ -36,6 +41,8 @@ struct ChangeApplier: Sendable {
         for remote in documents {
             do {
                 try await apply(remote, summary: &summary)
+            } catch is ChangedOnDisk {
+                summary.deferred.append(remote)
             } catch {
                 logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
             }
@@ -84,7 +91,8 @@ struct ChangeApplier: Sendable {
             }
             // A local edit not scanned yet must reach the index before anything is written over it.
             if let row = try await index.read({ try $0.file(at: path) }), FileStat(info) != row.stat {
-                _ = try await scanner.scan(ChangeBatch(paths: [path]))
+                let scanned = try await scanner.scan(ChangeBatch(paths: [path]))
+                if scanned.queued + scanned.deleted > 0 { scanner.queued() }
                 known = try await index.read { try $0.document(id: id) }
                 mapped = try await localForm(wireBody, known: known)
             }
@@ -229,33 +237,50 @@ struct ChangeApplier: Sendable {
         let abs = absolute(path)
         var fileObject = content
         for key in DocumentRules.reservedKeys { fileObject[key] = nil }
-        var bytes: [UInt8]?
-        var mode: UInt32 = 0o644
-        if let current = try? FileSystem.read(abs, maxSize: Int.max), let existing = try? DocumentRules.parseObject(current.bytes, maxSize: Int.max) {
-            mode = current.info.mode
-            // A docType the file leaves to its folder stays implicit.
-            if existing["docType"] == nil, (try? DocumentRules.docType(of: JSONObject(), relativePath: path)) == docType {
-                fileObject["docType"] = nil
-            }
-            let laidOut = Merge.keepingOrder(of: .object(existing), .object(fileObject))
-            if laidOut != .object(existing) { bytes = JSONWriter.fileBytes(laidOut) }
+        // What the file holds must be what the index last read there: a save not scanned yet is
+        // merged first, never written over.
+        let recorded = try await index.read { try $0.file(at: path) }
+        var keptBeside = false
+        if FileSystem.info(abs) == nil {
+            try FileSystem.makeDirectories(String(abs[..<abs.lastIndex(of: "/")!]))
+            guard try FileSystem.replace(abs, with: JSONWriter.fileBytes(.object(fileObject)), ifItHolds: nil) else { throw ChangedOnDisk() }
         } else {
-            bytes = JSONWriter.fileBytes(.object(fileObject))
+            let current = try? FileSystem.read(abs, maxSize: Int.max)
+            guard let recorded, recorded.hash == current.map({ ContentHash.sha256Hex($0.bytes) }) else { throw ChangedOnDisk() }
+            if let current, let existing = try? DocumentRules.parseObject(current.bytes, maxSize: Int.max) {
+                // A docType the file leaves to its folder stays implicit.
+                if existing["docType"] == nil, (try? DocumentRules.docType(of: JSONObject(), relativePath: path)) == docType {
+                    fileObject["docType"] = nil
+                }
+                let laidOut = Merge.keepingOrder(of: .object(existing), .object(fileObject))
+                if laidOut != .object(existing) {
+                    guard try FileSystem.replace(abs, with: JSONWriter.fileBytes(laidOut), ifItHolds: current.bytes, mode: current.info.mode) else {
+                        throw ChangedOnDisk()
+                    }
+                }
+            } else {
+                // Not a document right now (half edited, broken, unreadable): the file stays as the
+                // user left it, the server's version goes beside it; once the file is fixed, it is sent.
+                try writeConflictCopy(of: path, content)
+                logger.warning(
+                    "the file is not a valid document; the server's version is kept beside it", metadata: ["file.path": "\(path)", "doc.id": "\(id)"])
+                keptBeside = true
+            }
         }
-        if let bytes {
-            let folder = String(abs[..<abs.lastIndex(of: "/")!])
-            try FileSystem.makeDirectories(folder)
-            try FileSystem.atomicWrite(bytes, to: abs, mode: mode)
-        }
-        guard let written = try? FileSystem.read(abs, maxSize: Int.max) else { return }
-        let hash = ContentHash.sha256Hex(written.bytes)
+        let readStart = FileSystem.realtimeNanoseconds()
+        let written = keptBeside ? nil : try? FileSystem.read(abs, maxSize: Int.max)
+        if !keptBeside && written == nil { throw ChangedOnDisk() }
         let bodyText = JSONWriter.string(.object(Scanner.wireBody(content, docType: docType)))
         let bodyHash = ContentHash.sha256Hex(bodyText.utf8)
         let baseText = JSONWriter.string(.object(base))
         let now = clock.now()
         try await index.write { tx in
             if let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
-            try tx.upsertFile(FileRow(path: path, docID: id, docType: docType, hash: hash, stat: FileStat(written.info), state: .ok, error: nil))
+            if let written {
+                try tx.upsertFile(FileRow(
+                    path: path, docID: id, docType: docType, hash: ContentHash.sha256Hex(written.bytes),
+                    stat: FileStat(recording: written.info, readBefore: readStart), state: .ok, error: nil))
+            }
             var doc = try tx.document(id: id) ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
             doc.docType = docType
             doc.path = path
@@ -276,15 +301,21 @@ struct ChangeApplier: Sendable {
             }
             try tx.upsertDocument(doc)
         }
+        if pending != nil { scanner.queued() }  // the pusher is told, as for a scanned change
     }
 
     /// Moves the file of a document deleted on the server into `.docsync/trash/` (recoverable).
     private func trash(_ doc: inout DocumentRow, rev: Int64, body: JSONObject) async throws {
         if let path = doc.path, FileSystem.info(absolute(path)) != nil {
+            let recorded = try await index.read { try $0.file(at: path) }
             let trashDir = Index.stateDirectory(root: root) + "/trash"
             try FileSystem.makeDirectories(trashDir)
-            let target = "\(trashDir)/\(doc.id)-\(Timestamp(unixMilliseconds: clock.now()).compactUTC).json"
-            guard rename(absolute(path), target) == 0 else { throw FileSystemError("move to trash", path: path) }
+            let target = try moveToTrash(path, name: "\(trashDir)/\(doc.id)-\(Timestamp(unixMilliseconds: clock.now()).compactUTC)")
+            // Saved just before it moved: it comes back, and is merged once scanned.
+            if (try? FileSystem.read(target, maxSize: Int.max)).map({ ContentHash.sha256Hex($0.bytes) }) != recorded?.hash {
+                if try FileSystem.move(target, to: absolute(path)) { throw ChangedOnDisk() }
+                logger.warning("a file deleted on the server was saved meanwhile; that version is in .docsync/trash", metadata: ["file.path": "\(path)", "trash.path": "\(target)"])
+            }
             logger.info("deleted on the server; moved to .docsync/trash", metadata: ["file.path": "\(path)", "doc.id": "\(doc.id)"])
         }
         let path = doc.path
@@ -302,14 +333,32 @@ struct ChangeApplier: Sendable {
         doc = final
     }
 
-    /// `<name>.sync-conflict-<UTC yyyyMMdd-HHmmss>.json` beside the document; never synced.
+    /// Moves the file at `path` to `<stem>.json` (`<stem>-2.json` and on, for another file
+    /// trashed in the same second) and returns where it went.
+    private func moveToTrash(_ path: String, name stem: String) throws -> String {
+        var n = 1
+        while true {
+            let target = n == 1 ? stem + ".json" : "\(stem)-\(n).json"
+            switch Result(catching: { () throws(FileSystemError) in try FileSystem.move(absolute(path), to: target) }) {
+            case .success(true): return target
+            case .success(false): n += 1
+            case .failure(let error) where error.code == ENOENT: throw ChangedOnDisk()  // moved or deleted meanwhile
+            case .failure(let error): throw error
+            }
+        }
+    }
+
+    /// `<name>.sync-conflict-<UTC yyyyMMdd-HHmmss>.json` beside the document (`…-2.json` and on
+    /// for more in the same second); never synced.
     private func writeConflictCopy(of path: String, _ version: JSONObject) throws {
         let abs = absolute(path)
         let base = abs.hasSuffix(".json") ? String(abs.dropLast(5)) : abs
         var fileObject = version
         for key in DocumentRules.reservedKeys { fileObject[key] = nil }
-        let copy = "\(base).sync-conflict-\(Timestamp(unixMilliseconds: clock.now()).compactUTC).json"
-        try FileSystem.atomicWrite(JSONWriter.fileBytes(.object(fileObject)), to: copy)
+        let bytes = JSONWriter.fileBytes(.object(fileObject))
+        let stamp = "\(base).sync-conflict-\(Timestamp(unixMilliseconds: clock.now()).compactUTC)"
+        var n = 1
+        while try !FileSystem.replace(n == 1 ? stamp + ".json" : "\(stamp)-\(n).json", with: bytes, ifItHolds: nil) { n += 1 }
         // Keep the newest few.
         let folder = String(abs[..<abs.lastIndex(of: "/")!])
         let stem = String(base[base.index(after: base.lastIndex(of: "/")!)...]) + ".sync-conflict-"

@@ -191,6 +191,8 @@ struct Scanner: Sendable {
     struct Observed: Sendable {
         var path: String
         var info: EntryInfo
+        /// The stat to record with what was read (see ``FileStat/init(recording:readBefore:)``).
+        var stat: FileStat
         var bytes: [UInt8]
         var hash: String
         var result: Result<JSONObject, DocumentProblem>
@@ -249,17 +251,18 @@ struct Scanner: Sendable {
     private func observe(_ s: Seen) -> Observed {
         let abs = walker.absolute(s.path)
         if !s.nameIsUTF8 {
-            return Observed(path: s.path, info: s.info, bytes: [], hash: "", result: .failure(.nameNotUTF8))
+            return Observed(path: s.path, info: s.info, stat: FileStat(recording: s.info), bytes: [], hash: "", result: .failure(.nameNotUTF8))
         }
+        let readStart = FileSystem.realtimeNanoseconds()
         do throws(DocumentProblem) {
             let (bytes, info) = try FileSystem.read(abs, maxSize: maxFileSize)
             let hash = ContentHash.sha256Hex(bytes)
             let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
             return Observed(
-                path: s.path, info: info, bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path),
+                path: s.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path),
                 wire: Self.wire(result, path: s.path))
         } catch {
-            return Observed(path: s.path, info: s.info, bytes: [], hash: "", result: .failure(error))
+            return Observed(path: s.path, info: s.info, stat: FileStat(recording: s.info, readBefore: readStart), bytes: [], hash: "", result: .failure(error))
         }
     }
 
@@ -384,23 +387,26 @@ struct Scanner: Sendable {
         let id = UUID().uuidString.lowercased()
         let abs = walker.absolute(o.path)
         let text = DocumentRules.settingID(id, in: o.bytes)
-        // Re-read just before replacing: if the user saved again meanwhile, their version wins and
-        // the next event brings it back here.
-        guard let current = try? FileSystem.read(abs, maxSize: maxFileSize), current.bytes == o.bytes else {
-            return Observed(path: o.path, info: o.info, bytes: o.bytes, hash: o.hash, result: .failure(.unreadable("changed while being read; will retry")))
-        }
+        // Only over the content that was read: if the user saved again meanwhile, their version
+        // wins and the next event brings it back here.
+        let written: Bool
         do {
-            try FileSystem.atomicWrite(text, to: abs, mode: o.info.mode)
+            written = try FileSystem.replace(abs, with: text, ifItHolds: o.bytes, mode: o.info.mode)
         } catch {
             return Observed(
-                path: o.path, info: o.info, bytes: o.bytes, hash: o.hash,
+                path: o.path, info: o.info, stat: o.stat, bytes: o.bytes, hash: o.hash,
                 result: .failure(.unreadable("cannot write the assigned id into the file: \(error.reason)")))
         }
+        guard written else {
+            return Observed(
+                path: o.path, info: o.info, stat: o.stat, bytes: o.bytes, hash: o.hash, result: .failure(.unreadable("changed while being read; will retry")))
+        }
+        let readStart = FileSystem.realtimeNanoseconds()
         let info = FileSystem.info(abs) ?? o.info
         let parsed = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(text, maxSize: Int.max) }
         logger.info("assigned id", metadata: ["file.path": "\(o.path)", "doc.id": "\(id)"])
         return Observed(
-            path: o.path, info: info, bytes: text, hash: ContentHash.sha256Hex(text), result: parsed, attachments: o.attachments,
+            path: o.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: text, hash: ContentHash.sha256Hex(text), result: parsed, attachments: o.attachments,
             wire: Self.wire(parsed, path: o.path))
     }
 
@@ -435,7 +441,7 @@ struct Scanner: Sendable {
                 rows.changing(path: o.path, id: previous?.docID)
                 try tx.upsertFile(FileRow(
                     path: o.path, docID: previous?.docID, docType: previous?.docType, hash: o.hash.isEmpty ? nil : o.hash,
-                    stat: FileStat(o.info), state: .invalid, error: reason))
+                    stat: o.stat, state: .invalid, error: reason))
                 r.counts.invalid += 1
                 continue
             }
@@ -452,7 +458,7 @@ struct Scanner: Sendable {
                 r.counts.moved += 1
             }
             try tx.upsertFile(FileRow(
-                path: o.path, docID: document.id, docType: document.docType, hash: o.hash, stat: FileStat(o.info),
+                path: o.path, docID: document.id, docType: document.docType, hash: o.hash, stat: o.stat,
                 state: .ok, error: nil))
             let (bodyText, bodyHash) = o.wire ?? wireText(document.object, docType: document.docType)
             var row = existing
@@ -579,8 +585,22 @@ func lastComponent(_ path: String) -> String {
 }
 
 extension FileStat {
+    /// The stat as it is on disk now, to compare with a recorded one.
     init(_ info: EntryInfo) {
         self.init(size: info.size, mtimeNs: info.mtimeNs, inode: info.inode)
+    }
+
+    /// The stat to record for content read (or written) just after `now`: ``unsettled`` if the
+    /// file changed too recently for its mtime to tell a change made right after. Kernels before
+    /// 6.13 stamp files from a clock that ticks every 1-10 ms, file systems with whole-second
+    /// mtimes (FAT, ext3, some NFS servers) every second or two: a same-size save within that
+    /// tick would otherwise look unchanged for good. The margin is 50 ms, or 3 s for an mtime on
+    /// a whole second; such a file is read again at its next event or rescan (git's "racily
+    /// clean" entries, handled the same way).
+    init(recording info: EntryInfo, readBefore now: Int64 = FileSystem.realtimeNanoseconds()) {
+        let tick: Int64 = info.mtimeNs % 1_000_000_000 == 0 ? 3_000_000_000 : 50_000_000
+        let settled = now - info.mtimeNs > tick
+        self.init(size: info.size, mtimeNs: settled ? info.mtimeNs : FileStat.unsettled, inode: info.inode)
     }
 }
 

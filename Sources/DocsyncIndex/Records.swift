@@ -1,8 +1,17 @@
 /// What `stat` says about a file: enough to tell "unchanged" without reading it.
 public struct FileStat: Sendable, Hashable {
     public var size: Int64
+    /// Nanoseconds since 1970, or ``unsettled``.
     public var mtimeNs: Int64
     public var inode: UInt64
+
+    /// The mtime of a stat taken so soon after the file changed that a change right after it may
+    /// have left the same stat (same size, and an mtime in the same tick of the kernel's coarse
+    /// clock: "racily clean" in git's words). No file has it, so the next look reads the file.
+    public static let unsettled = Int64.min
+
+    /// Whether the stat may be trusted to tell a later change: false if it is unsettled.
+    public var isSettled: Bool { mtimeNs != Self.unsettled }
 
     public init(size: Int64, mtimeNs: Int64, inode: UInt64) {
         self.size = size

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CGlibcExtras
 import DocsyncModel
 import Foundation
 
@@ -12,6 +13,14 @@ public struct EntryInfo: Sendable, Hashable {
     public var mtimeNs: Int64
     public var inode: UInt64
     public var mode: UInt32
+
+    public init(kind: Kind, size: Int64, mtimeNs: Int64, inode: UInt64, mode: UInt32) {
+        self.kind = kind
+        self.size = size
+        self.mtimeNs = mtimeNs
+        self.inode = inode
+        self.mode = mode
+    }
 }
 
 /// A failed system call, with the path and the operation: what a user needs to act on it.
@@ -70,24 +79,86 @@ public enum FileSystem {
 
     /// Replaces `path` atomically with `bytes`: a hidden temp file in the same folder, fsync, rename.
     /// A reader (or a crash) sees the old file or the new one, never a mix. The mode is kept.
+    /// Whatever is at `path` is replaced: for a file someone else may be writing, use
+    /// ``replace(_:with:ifItHolds:mode:)``.
     public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(FileSystemError) {
+        let temp = try writeTemporary(bytes, beside: path, mode: mode)
+        guard rename(temp, path) == 0 else {
+            let e = FileSystemError("rename", path: path)
+            unlink(temp)
+            throw e
+        }
+    }
+
+    /// Replaces `path` with `bytes` only if it still holds exactly `expected` (or, with `expected`
+    /// nil, only if nothing is there), atomically; returns false, leaving the file as it is, if
+    /// someone changed, created, moved or deleted it meanwhile.
+    ///
+    /// Checking and then renaming would lose an edit saved in between (and an fsync makes that
+    /// window milliseconds long). So the new file is swapped in (`renameat2` with
+    /// `RENAME_EXCHANGE`) and what it displaced is checked afterwards: if that is not `expected`,
+    /// the two are swapped back. Creating uses `RENAME_NOREPLACE`. Where the file system has
+    /// neither, the check is made just before a plain rename.
+    public static func replace(_ path: String, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644) throws(FileSystemError) -> Bool {
+        let temp = try writeTemporary(bytes, beside: path, mode: mode)
+        var consumed = false
+        defer { if !consumed { unlink(temp) } }
+        guard let expected else {
+            if docsync_renameat2(AT_FDCWD, temp, AT_FDCWD, path, docsync_rename_noreplace) == 0 {
+                consumed = true
+                return true
+            }
+            if errno == EEXIST { return false }
+            guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: path) }
+            if info(path) != nil { return false }
+            guard rename(temp, path) == 0 else { throw FileSystemError("rename", path: path) }
+            consumed = true
+            return true
+        }
+        guard docsync_renameat2(AT_FDCWD, temp, AT_FDCWD, path, docsync_rename_exchange) == 0 else {
+            if errno == ENOENT { return false }  // moved or deleted meanwhile
+            guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: path) }
+            guard (try? read(path, maxSize: expected.count).bytes) == expected else { return false }
+            guard rename(temp, path) == 0 else { throw FileSystemError("rename", path: path) }
+            consumed = true
+            return true
+        }
+        // `temp` now names what was at `path` an instant ago.
+        if (try? read(temp, maxSize: expected.count).bytes) == expected { return true }
+        // Saved by someone just before the swap: their version goes back, unless `path` was
+        // written again since (then that newer version stays, as it would have without us).
+        if (try? read(path, maxSize: bytes.count).bytes) == bytes {
+            _ = docsync_renameat2(AT_FDCWD, temp, AT_FDCWD, path, docsync_rename_exchange)
+        }
+        return false
+    }
+
+    /// Renames `from` to `to` unless something is at `to`; returns whether it moved.
+    public static func move(_ from: String, to: String) throws(FileSystemError) -> Bool {
+        if docsync_renameat2(AT_FDCWD, from, AT_FDCWD, to, docsync_rename_noreplace) == 0 { return true }
+        if errno == EEXIST { return false }
+        guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: from) }
+        if info(to) != nil { return false }
+        guard rename(from, to) == 0 else { throw FileSystemError("rename", path: from) }
+        return true
+    }
+
+    /// Writes `bytes` to a new hidden file beside `path` (synced to disk) and returns its path.
+    private static func writeTemporary(_ bytes: [UInt8], beside path: String, mode: UInt32) throws(FileSystemError) -> String {
         let slash = path.lastIndex(of: "/")
         let dir = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let temp = "\(dir)/.\(name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode & 0o7777))
         guard fd >= 0 else { throw FileSystemError("create", path: temp) }
-        var ok = false
-        defer {
-            if !ok { unlink(temp) }
-        }
+        defer { close(fd) }
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { buf in write(fd, buf.baseAddress! + written, buf.count - written) }
             if n < 0 {
                 if errno == EINTR { continue }
                 let e = FileSystemError("write", path: temp)
-                close(fd)
+                unlink(temp)
                 throw e
             }
             written += n
@@ -95,12 +166,10 @@ public enum FileSystem {
         _ = fchmod(fd, mode_t(mode & 0o7777))
         guard fsync(fd) == 0 else {
             let e = FileSystemError("fsync", path: temp)
-            close(fd)
+            unlink(temp)
             throw e
         }
-        close(fd)
-        guard rename(temp, path) == 0 else { throw FileSystemError("rename", path: path) }
-        ok = true
+        return temp
     }
 
     /// Whether `name` is a temp file of ``atomicWrite(_:to:mode:)`` whose writer is gone (killed
@@ -110,6 +179,13 @@ public enum FileSystem {
         let rest = name[marker.upperBound...].dropLast(4)
         guard let pid = rest.split(separator: "-").first.flatMap({ Int32($0) }) else { return false }
         return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    /// The wall clock, in nanoseconds since 1970: the clock file mtimes come from.
+    public static func realtimeNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
     /// Creates `path` and its parents (like `mkdir -p`).

@@ -1,4 +1,4 @@
-import CGlibcMalloc
+import CGlibcExtras
 import ArgumentParser
 import Glibc
 

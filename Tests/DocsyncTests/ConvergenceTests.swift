@@ -60,11 +60,10 @@ extension HeavySuites {
                     try folder.write("items/r\(round)s\(step).json", #"{"id":"r\#(round)s\#(step)","docType":"item","title":"new"}"#)
                 case 20..<55 where !docs.isEmpty:
                     let (path, id) = docs[Int.random(in: 0..<docs.count, using: &rng)]
-                    guard var object = try? DocumentRules.parseObject(Array(folder.bytes(path))) else { continue }
                     let field = Int.random(in: 0..<4, using: &rng) == 0 ? "title" : "f\(step)"
                     let value = "v\(step)-by-\(k)"
-                    object[field] = .string(value)
-                    try folder.write(path, JSONWriter.string(.object(object)))
+                    // Gone meanwhile (deleted elsewhere and trashed by the agent): no edit.
+                    guard (try? carefulEdit(folder, path) { $0[field] = .string(value) }) != nil else { continue }
                     edits.append(Edit(id: id, field: field, value: value, step: step))
                 case 55..<70 where !docs.isEmpty:
                     let (path, _) = docs[Int.random(in: 0..<docs.count, using: &rng)]

@@ -123,14 +123,20 @@ final class TestAgent: Sendable {
         try await index.read { try $0.file(at: path) }
     }
 
-    /// Waits until the index agrees with the file on disk (same size and mtime) and nothing is pending.
+    /// Waits until the index agrees with every file on disk (the stat it recorded, or for a stat
+    /// recorded too soon after a change to be trusted, the content hash) and nothing is pending.
     func settled(timeout: Duration = .seconds(20)) async throws -> Bool {
         try await eventually(timeout: timeout) {
             let found = TreeWalkerProbe.documents(in: folder.path)
             return try await index.read { tx in
                 let rows = try tx.allFileStats()
                 guard rows.count == found.count, try tx.pendingCount() == 0 else { return false }
-                return found.allSatisfy { rows[$0.key]?.stat == $0.value }
+                return try found.allSatisfy { path, stat in
+                    guard let recorded = rows[path]?.stat else { return false }
+                    if recorded.isSettled { return recorded == stat }
+                    let bytes = try? Data(contentsOf: URL(fileURLWithPath: self.folder.path + "/" + path))
+                    return try tx.file(at: path)?.hash == bytes.map { ContentHash.sha256Hex($0) }
+                }
             }
         }
     }
@@ -150,6 +156,19 @@ enum DocsyncWatcherProbe {
         TreeWalker(root: root).walk()
             .filter { DocumentRules.isDocumentName(String($0.path.split(separator: "/").last ?? "")) }
             .map { ($0.path, FileStat(size: $0.info.size, mtimeNs: $0.info.mtimeNs, inode: $0.info.inode)) }
+    }
+}
+
+/// A careful editor's save: the new content goes in only over the content it read (read again
+/// otherwise), so a test's edit never overwrites what the agent wrote meanwhile unseen. (A user who
+/// does overwrite it has removed that change, which no sync tool can tell from a deliberate edit.)
+func carefulEdit(_ folder: TempFolder, _ path: String, _ change: (inout JSONObject) -> Void) throws {
+    while true {
+        let before = try Array(folder.bytes(path))
+        var object = try DocumentRules.parseObject(before)
+        change(&object)
+        let after = Array((JSONWriter.string(.object(object), style: .pretty) + "\n").utf8)
+        if try FileSystem.replace(folder.file(path), with: after, ifItHolds: before) { return }
     }
 }
 

@@ -165,6 +165,58 @@ extension HeavySuites {
         #expect(text == "{\n  \"b\": \"café ✓\",\n  \"id\": \"doc\",\n  \"a\": 1.50,\n  \"docType\": \"note\",\n  \"new\": 12345678901234567890\n}\n", "\(text)")
     }
 
+    @Test func savesMadeWhileTheOtherSidesChangesAreWrittenAreNeverLost() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note"}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
+        let pathB = try #require(rig.file(of: "doc", in: rig.b))
+        // Both sides keep saving while each agent writes the other side's changes into its file.
+        let rounds = 40
+        func saves(_ folder: TempFolder, _ path: String, _ prefix: String) async throws {
+            for i in 0..<rounds {
+                try carefulEdit(folder, path) { $0["\(prefix)\(i)"] = .number("\(i)") }
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...25)))
+            }
+        }
+        async let savesA: Void = saves(rig.a, "notes/doc.json", "a")
+        async let savesB: Void = saves(rig.b, pathB, "b")
+        _ = try await (savesA, savesB)
+        let expected = Set((0..<rounds).flatMap { ["a\($0)", "b\($0)"] })
+        for (name, folder) in [("A", rig.a), ("B", rig.b)] {
+            let complete = await eventually(timeout: .seconds(30)) { Set(rig.object(of: "doc", in: folder)?.members.map(\.key) ?? []).isSuperset(of: expected) }
+            let onServer = try await rig.api.documents(type: "note")["doc"]?.members.map(\.key) ?? []
+            #expect(complete, """
+                missing in \(name): \(expected.subtracting(rig.object(of: "doc", in: folder)?.members.map(\.key) ?? []).sorted()), \
+                on the server: \(expected.subtracting(onServer).sorted())
+                A: \(rig.agentA?.stderr.suffix(3000) ?? "")
+                B: \(rig.agentB?.stderr.suffix(3000) ?? "")
+                """)
+        }
+        let onServer = try await rig.api.documents(type: "note")["doc"]?.members.map(\.key) ?? []
+        #expect(Set(onServer).isSuperset(of: expected))
+        #expect(rig.conflictCopies(rig.a).isEmpty && rig.conflictCopies(rig.b).isEmpty, "edits to different fields never conflict")
+    }
+
+    @Test func aChangeToAFileThatIsBrokenRightNowIsKeptBesideIt() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
+        let path = try #require(rig.file(of: "doc", in: rig.b))
+        let broken = #"{"id":"doc","docType":"note","title":"half typed"#
+        try rig.b.write(path, broken)
+        #expect(await eventually { rig.agentB!.stderr.contains("invalid document") })
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t1 from A"}"#)
+        #expect(await eventually { rig.conflictCopies(rig.b).count == 1 }, "the server's version, beside the file")
+        #expect(try rig.b.read(path) == broken, "the user's file is left as it is")
+        let copy = try #require(rig.conflictCopies(rig.b).first)
+        #expect(try DocumentRules.parseObject(Array(rig.b.bytes(copy)))["title"] == "t1 from A")
+        // Once fixed, the user's version is the document's.
+        try rig.b.write(path, #"{"id":"doc","docType":"note","title":"typed in B"}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.a)?["title"] == "typed in B" })
+    }
+
     @Test func aPulledDocumentThatWouldLandOutsideTheFolderIsRefused() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }

@@ -1,6 +1,7 @@
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
+import DocsyncWatcher
 import Foundation
 import Testing
 
@@ -60,6 +61,25 @@ extension HeavySuites {
             let doc = try #require(try await server.api.documents(type: "note")["a1"])
             #expect(doc["rev"] == .number("2"))
             #expect(doc["deleted_at"] == nil)
+        }
+    }
+
+    /// The same size, inode and mtime after a save: what a kernel stamping files from a coarse
+    /// clock leaves for two saves within one tick. A file dated in the future (another machine's
+    /// clock) makes it reproducible: its stat was recorded too close to its mtime to be trusted.
+    @Test func aSaveThatLeavesTheStatAsItWasIsStillSeen() async throws {
+        try await withAgent { folder, agent, server in
+            let future = timespec(tv_sec: time(nil) + 3600, tv_nsec: 0)
+            func stamp(_ path: String) { _ = [future, future].withUnsafeBufferPointer { utimensat(AT_FDCWD, folder.file(path), $0.baseAddress, 0) } }
+            try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":1}"#)
+            stamp("notes/a.json")
+            #expect(try await eventually { try await server.api.documents(type: "note")["a1"]?["n"] == .number("1") })
+            #expect(try await agent.settled())
+            let before = try #require(FileSystem.info(folder.file("notes/a.json")))
+            try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":2}"#)
+            stamp("notes/a.json")
+            #expect(FileSystem.info(folder.file("notes/a.json")) == before, "size, inode and mtime as they were")
+            #expect(try await eventually { try await server.api.documents(type: "note")["a1"]?["n"] == .number("2") })
         }
     }
 

@@ -1,0 +1,61 @@
+import DocsyncIndex
+import DocsyncTestSupport
+import DocsyncWatcher
+import Foundation
+import Testing
+@testable import DocsyncAgent
+
+/// The agent's writes into the user's folder: never over a save it has not read, never over a
+/// file it did not expect to be there.
+@Suite struct FileSystemTests {
+    func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    func leftovers(_ folder: TempFolder) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".tmp") }
+    }
+
+    @Test func aFileIsReplacedOnlyWhileItHoldsWhatWasRead() throws {
+        let folder = try TempFolder("replace")
+        defer { folder.remove() }
+        try folder.write("a.json", "read")
+        #expect(try FileSystem.replace(folder.file("a.json"), with: bytes("ours"), ifItHolds: bytes("read")))
+        #expect(try folder.read("a.json") == "ours")
+        // Saved by someone else since it was read: left alone.
+        #expect(try !FileSystem.replace(folder.file("a.json"), with: bytes("stale"), ifItHolds: bytes("read")))
+        #expect(try folder.read("a.json") == "ours")
+        // Deleted meanwhile: not brought back.
+        try folder.remove("a.json")
+        #expect(try !FileSystem.replace(folder.file("a.json"), with: bytes("stale"), ifItHolds: bytes("ours")))
+        #expect(!folder.exists("a.json"))
+        #expect(try leftovers(folder).isEmpty, "no temp files left behind")
+    }
+
+    @Test func aNewFileIsMadeOnlyWhereNoneIs() throws {
+        let folder = try TempFolder("create")
+        defer { folder.remove() }
+        #expect(try FileSystem.replace(folder.file("new.json"), with: bytes("ours"), ifItHolds: nil))
+        #expect(try folder.read("new.json") == "ours")
+        #expect(try !FileSystem.replace(folder.file("new.json"), with: bytes("again"), ifItHolds: nil))
+        #expect(try folder.read("new.json") == "ours")
+        try folder.write("from.json", "moved")
+        #expect(try !FileSystem.move(folder.file("from.json"), to: folder.file("new.json")))
+        #expect(try folder.read("new.json") == "ours" && folder.exists("from.json"))
+        #expect(try FileSystem.move(folder.file("from.json"), to: folder.file("free.json")))
+        #expect(try folder.read("free.json") == "moved" && !folder.exists("from.json"))
+        #expect(try leftovers(folder).isEmpty)
+    }
+
+    @Test func aStatTakenSoonAfterAChangeIsNotTrusted() {
+        let now: Int64 = 1_800_000_000_123_456_789
+        func recorded(mtime: Int64) -> FileStat {
+            FileStat(recording: EntryInfo(kind: .file, size: 10, mtimeNs: mtime, inode: 7, mode: 0o644), readBefore: now)
+        }
+        #expect(!recorded(mtime: now - 5_000_000).isSettled, "changed 5 ms before it was read: within a tick")
+        #expect(!recorded(mtime: now + 60_000_000_000).isSettled, "dated in the future")
+        #expect(recorded(mtime: now - 1_000_000_000) == FileStat(size: 10, mtimeNs: now - 1_000_000_000, inode: 7))
+        let wholeSecond = (now / 1_000_000_000 - 2) * 1_000_000_000
+        #expect(!recorded(mtime: wholeSecond).isSettled, "a file system with whole-second mtimes ticks slower")
+        #expect(recorded(mtime: wholeSecond - 5_000_000_000).isSettled)
+        #expect(recorded(mtime: now - 5_000_000) != FileStat(size: 10, mtimeNs: now - 5_000_000, inode: 7), "never equal to a stat on disk")
+    }
+}
