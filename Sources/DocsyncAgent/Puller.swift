@@ -59,6 +59,8 @@ actor Puller {
     let wait: Int
     private var stopping = false
     private var task: Task<Result<Bool, EndpointError>, Never>?
+    /// Ends a backoff wait early when the agent stops: a retry delay can be a minute long.
+    private let stopped = WakeSignal()
 
     init(endpoint: PingPongEndpoint, index: Index, applier: ChangeApplier, lock: TreeLock, capabilities: Capabilities,
          policy: RetryPolicy, logger: Logger, wait: Int = 25) {
@@ -75,6 +77,7 @@ actor Puller {
     func stop() {
         stopping = true
         task?.cancel()
+        stopped.signal()
     }
 
     func run() async {
@@ -106,7 +109,7 @@ actor Puller {
                 first = true
                 let delay = policy.delay(afterFailures: failures, unit: Double.random(in: 0..<1))
                 logger.debug("pull failed; retrying", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: delay)
+                await stopped.wait(timeout: delay)
             }
         }
     }

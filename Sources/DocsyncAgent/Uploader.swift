@@ -38,6 +38,9 @@ actor Uploader {
     /// Re-reads the token (from its file) after a 401/403; `nil` = unchanged.
     let reloadToken: @Sendable () -> String?
     private var stopping = false
+    /// The uploads in flight: cancelled when the agent stops (a large file would otherwise hold
+    /// the exit until it is sent; it is sent again at the next start).
+    private var inFlight: Task<Void, Never>?
     private var lastFailure: String?
     private var succeededInRound = 0
 
@@ -64,6 +67,7 @@ actor Uploader {
 
     func stop() {
         stopping = true
+        inFlight?.cancel()
         signal.signal()
     }
 
@@ -136,9 +140,15 @@ actor Uploader {
             let next = try? await index.read { try $0.nextAttemptAt(kind: "upload") }
             return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
         }
-        await withTaskGroup(of: Void.self) { group in
-            for job in picked.jobs { group.addTask { await self.run(job) } }
+        guard !stopping else { return .idle(nil) }
+        let work = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for job in picked.jobs { group.addTask { await self.run(job) } }
+            }
         }
+        inFlight = work
+        await work.value
+        inFlight = nil
         return .progressed
     }
 
@@ -182,6 +192,19 @@ actor Uploader {
         }
         reporter.cancel()
         _ = await reporter.result
+        if Task.isCancelled, case .failure = result {
+            // Stopped mid-way: not a failure; the job stays queued as it was (recorded outside
+            // this cancelled task, which the index would refuse).
+            let property = row.property
+            await Task {
+                try? await index.write { tx in
+                    guard var u = try tx.upload(docID: docID, property: property), u.state == .uploading else { return }
+                    u.state = .pending
+                    try tx.upsertUpload(u)
+                }
+            }.value
+            return
+        }
         switch result {
         case .success(let stored): await succeeded(job, stored: stored, sentHash: progress.sha256(), sent: progress.bytesSent)
         case .failure(let error): await failed(job, error)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The built `docsync` binary, run as a child process: what end-to-end tests and the benchmark
 /// drive. Output goes to files in `logDirectory`, so nothing blocks on a full pipe.
@@ -44,7 +45,9 @@ public final class DocsyncProcess: @unchecked Sendable {
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardInput = FileHandle.nullDevice
+        process.terminationHandler = { Leftovers.forget(pid: $0.processIdentifier) }
         try process.run()
+        Leftovers.remember(pid: process.processIdentifier)
     }
 
     public var pid: Int32 { process.processIdentifier }
@@ -102,4 +105,31 @@ public func runDocsync(_ arguments: [String], environment: [String: String] = [:
         throw ProcessFailure("docsync \(arguments) did not finish")
     }
     return (status, p.stdout, p.stderr)
+}
+
+/// Child processes and temp folders still there when the test or benchmark process exits (a test
+/// that stops its rig from a `defer`red task may end before the task runs): killed and removed by
+/// an `atexit` handler, so no `docsync serve` or `watch` outlives the run.
+enum Leftovers {
+    private static let state = Mutex<(pids: Set<Int32>, folders: Set<String>, installed: Bool)>(([], [], false))
+
+    static func remember(pid: Int32) { update { $0.pids.insert(pid) } }
+    static func forget(pid: Int32) { update { $0.pids.remove(pid) } }
+    static func remember(folder: String) { update { $0.folders.insert(folder) } }
+    static func forget(folder: String) { update { $0.folders.remove(folder) } }
+
+    private static func update(_ change: (inout (pids: Set<Int32>, folders: Set<String>, installed: Bool)) -> Void) {
+        let install = state.withLock { s -> Bool in
+            change(&s)
+            defer { s.installed = true }
+            return !s.installed
+        }
+        if install { atexit { Leftovers.cleanUp() } }
+    }
+
+    private static func cleanUp() {
+        let (pids, folders) = state.withLock { s in (s.pids, s.folders) }
+        for pid in pids { kill(pid, SIGKILL) }
+        for folder in folders { try? FileManager.default.removeItem(atPath: folder) }
+    }
 }

@@ -32,6 +32,13 @@ public final class FaultProxy: Sendable {
     private let latency = Mutex<(@Sendable () -> (request: Duration, reply: Duration))?>(nil)
     private let stripSync = Mutex(false)
     private let noBatch = Mutex(false)
+    private let uploadFault = Mutex<Fault?>(nil)
+    /// Counts `stop` calls: a stall ends when the proxy stops, so stopping does not wait it out.
+    private let stops = Mutex(0)
+    var stopCount: Int { stops.withLock { $0 } }
+
+    /// What every upload (`/api/app/upload`) meets, ahead of the queue and the rule; `nil`: those.
+    public func setUploadFault(_ fault: Fault?) { uploadFault.withLock { $0 = fault } }
 
     /// Answers 404 to `/api/sync`: a plain PingPong endpoint, one request per document.
     public func setBatchDisabled(_ value: Bool) { noBatch.withLock { $0 = value } }
@@ -52,7 +59,8 @@ public final class FaultProxy: Sendable {
 
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    /// Faults for the next requests to `/api/document…`, in order; then `rule`, then `.pass`.
+    /// Faults for the next writes (`/api/document…`, uploads, batch writes), in order; then
+    /// `rule`, then `.pass`.
     public func schedule(_ faults: [Fault]) { plan.withLock { $0.queue += faults } }
 
     /// A standing rule for document requests (method, body) once the queue is empty.
@@ -83,16 +91,18 @@ public final class FaultProxy: Sendable {
 
     /// Stops listening: connections are refused until `start(port:)` again.
     public func stop() async {
+        stops.withLock { $0 += 1 }
         guard let (group, task) = running.withLock({ s -> (ServiceGroup, Task<Void, any Error>)? in defer { s = nil }; return s }) else { return }
         await group.triggerGracefulShutdown()
         _ = try? await task.value
     }
 
     func next(method: String, path: String, body: String) -> Fault {
-        // Writes only: document routes, and batch calls that carry documents (not long polls).
+        // Writes only: document routes, uploads, and batch calls that carry documents (not long polls).
         let isBatchWrite = path == "/api/sync" && body.contains("\"documents\":[{")
-        guard path.hasPrefix("/api/document") || isBatchWrite else { return .pass }
-        let fault = plan.withLock { p -> Fault in
+        guard path.hasPrefix("/api/document") || path.hasPrefix("/api/app/upload") || isBatchWrite else { return .pass }
+        let forUploads = path.hasPrefix("/api/app/upload") ? uploadFault.withLock { $0 } : nil
+        let fault = forUploads ?? plan.withLock { p -> Fault in
             if !p.queue.isEmpty { return p.queue.removeFirst() }
             return p.rule?(method, body) ?? .pass
         }
@@ -131,7 +141,12 @@ struct ProxyMiddleware: RouterMiddleware {
             if let retryAfter { headers[HTTPField.Name("Retry-After")!] = String(retryAfter) }
             return Response(status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"\(message)\"}")))
         case .stall(let duration):
-            try await Task.sleep(for: duration)
+            let end = ContinuousClock.now + duration
+            let stops = proxy.stopCount
+            while ContinuousClock.now < end {
+                if proxy.stopCount != stops { throw CancellationError() }
+                try await Task.sleep(for: .milliseconds(min(20, max(1, (end - ContinuousClock.now) / .milliseconds(1)))))
+            }
             return try await forward(request, body: body)
         case .pass:
             return try await forward(request, body: body)

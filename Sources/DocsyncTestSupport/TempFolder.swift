@@ -10,6 +10,7 @@ public struct TempFolder: Sendable {
         let path = (base as NSString).appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         self.path = path
+        Leftovers.remember(folder: path)
     }
 
     public func url(_ relative: String) -> URL { URL(fileURLWithPath: path + "/" + relative) }
@@ -47,6 +48,7 @@ public struct TempFolder: Sendable {
 
     public func remove() {
         try? FileManager.default.removeItem(atPath: path)
+        Leftovers.forget(folder: path)
     }
 }
 

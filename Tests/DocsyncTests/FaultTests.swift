@@ -1,8 +1,10 @@
 import DocsyncAgent
+import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
 import Testing
+import Synchronization
 
 /// The agent against an endpoint that fails on purpose (a real HTTP proxy on loopback in front of
 /// the reference endpoint). Every case ends with the server holding exactly the folder.
@@ -175,4 +177,45 @@ import Testing
         #expect(await eventually(timeout: .seconds(2)) { (try? await AgentStatus.read(root: folder.path))?.counts.pending == 5 })
         try await agent.stop()
     }
+
+    /// `stop` (SIGINT/SIGTERM in the CLI) ends the agent promptly whatever it is waiting for.
+    @Test func stoppingWaitsOutNeitherARetryDelayNorAnUpload() async throws {
+        func stopsPromptly(_ agent: TestAgent) async -> Bool {
+            let done = Mutex(false)
+            Task {
+                try? await agent.stop()
+                done.withLock { $0 = true }
+            }
+            return await eventually(timeout: .seconds(10)) { done.withLock { $0 } }
+        }
+        // A pull failed and its retry is a minute away.
+        let offline = try TempFolder("stop-offline")
+        defer { offline.remove() }
+        let closed = FaultProxy(upstream: "http://127.0.0.1:1")
+        try await closed.start()
+        let closedURL = closed.url
+        await closed.stop()
+        let waiting = try await TestAgent.start(folder: offline, endpoint: closedURL, token: "t", logLevel: .debug) {
+            $0.retryPolicy = RetryPolicy(initial: .seconds(60), cap: .seconds(60))
+        }
+        #expect(await eventually { waiting.logs.count(containing: "pull failed") > 0 })
+        #expect(await stopsPromptly(waiting), "not after the minute's retry delay")
+
+        // A file is being uploaded to an endpoint that takes a minute to answer.
+        let rig = try await Rig.start(requestTimeout: .seconds(120))
+        rig.proxy.setUploadFault(.stall(.seconds(60)))
+        try rig.folder.write("scan.bin", String(repeating: "x", count: 1 << 20))
+        try rig.folder.write("notes/a.json", #"{"id":"a1","docType":"note","scan":{"$file":"../scan.bin"}}"#)
+        #expect(await eventually { rig.proxy.requests.contains { $0.path.hasPrefix("/api/app/upload") } })
+        #expect(await stopsPromptly(rig.agent), "not after the upload's reply")
+        let job = try await rig.agent.index.read { try $0.uploads(docID: "a1") }.first
+        #expect(job?.state == .pending, "still to be sent, not marked failed")
+        // The next start sends it.
+        rig.proxy.setUploadFault(nil)
+        let again = try await TestAgent.start(folder: rig.folder, endpoint: rig.proxy.url, token: rig.server.token)
+        #expect(await eventually { (try? await rig.server.api.documents(type: "note")["a1"]?["scan"]?.string?.hasPrefix("http")) == true })
+        try await again.stop()
+        await rig.finish()
+    }
+
 }

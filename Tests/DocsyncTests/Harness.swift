@@ -95,12 +95,14 @@ final class TestAgent: Sendable {
     let index: Index
     let logs: CapturedLogs
 
-    static func start(folder: TempFolder, endpoint: String, token: String, configure: (inout AgentOptions) -> Void = { _ in }) async throws -> TestAgent {
+    static func start(
+        folder: TempFolder, endpoint: String, token: String, logLevel: Logger.Level = .info, configure: (inout AgentOptions) -> Void = { _ in }
+    ) async throws -> TestAgent {
         let logs = CapturedLogs()
         var options = AgentOptions(root: folder.path, endpointURL: endpoint, token: token)
         options.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(500))
         configure(&options)
-        let agent = try Agent(options: options, client: agentClient, logger: logs.logger())
+        let agent = try Agent(options: options, client: agentClient, logger: logs.logger(level: logLevel))
         let task = Task { try await agent.run() }
         return TestAgent(agent: agent, folder: folder, task: task, index: try Index.open(root: folder.path), logs: logs)
     }
