@@ -64,6 +64,7 @@ public actor Agent {
     private var watcher: DirectoryWatcher?
     private var stopRequested = false
     private let calibratorWake = WakeSignal()
+    private let settlerWake = WakeSignal()
 
     public init(options: AgentOptions, client: HTTPClient, clock: ServerClock = ServerClock(), logger: Logger) throws {
         var root = options.root
@@ -128,6 +129,7 @@ public actor Agent {
             if restored { await self.refreshCalibration() }
             await self.keepClockCalibrated()
         }
+        let settling = Task { await self.keepStatsSettled() }
         let summary = try await lock.run { try await scanner.fullScan() }
         logger.info(
             "watching \(options.root)",
@@ -137,11 +139,13 @@ public actor Agent {
             ])
         pusher.wake()
         uploader.wake()
+        settlerWake.signal()
         for await batch in batches {
             do {
                 let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
                 if s.queued + s.deleted > 0 { pusher.wake() }
                 uploader.wake()
+                settlerWake.signal()
                 logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
             } catch {
                 logger.error("scan failed; will retry with the next change", metadata: ["error": "\(error)"])
@@ -150,12 +154,50 @@ public actor Agent {
         await pusher.stop()
         await uploader.stop()
         await puller.stop()
+        settling.cancel()
         await pushing.value
         await uploading.value
         await pulling.value
+        await settling.value
         calibratorWake.signal()
         await calibrating.value
         await saveCalibration()
+    }
+
+    /// Files read within moments of a change were recorded with a stat that cannot be trusted
+    /// (``FileStat/unsettled``): each is read once more when it is old enough, shortly after the
+    /// batch that recorded it, so that a restart's rescan reads nothing. A save that the kernel
+    /// stamped with the stat it already had is found here at the latest.
+    private func keepStatsSettled() async {
+        let index = self.index
+        let scanner = self.scanner
+        let root = options.root
+        while !Task.isCancelled {
+            await settlerWake.wait(timeout: nil)
+            // Past the 50 ms margin of the files the batch just recorded.
+            try? await Task.sleep(for: .milliseconds(60))
+            if Task.isCancelled { return }
+            var after = ""
+            while !Task.isCancelled, let recorded = try? await index.read({ [after] in try $0.unsettledFiles(after: after, limit: Scanner.chunkSize) }),
+                  let last = recorded.last {
+                after = last
+                // Files still changing, or dated in the future, wait for their next event or rescan.
+                let now = FileSystem.realtimeNanoseconds()
+                let ready = recorded.filter { path in
+                    FileSystem.info(root + "/" + path).map { now - $0.mtimeNs > FileStat.racyMargin(mtimeNs: $0.mtimeNs) } ?? false
+                }
+                if ready.isEmpty { continue }
+                do {
+                    let s = try await lock.run { try await scanner.reread(ready) }
+                    if s.queued + s.deleted > 0 {
+                        logger.info("found a save that left the file's stat as it was", metadata: ["scan.queued": "\(s.queued)"])
+                        pusher.wake()
+                    }
+                } catch {
+                    logger.debug("settling stats failed; the next rescan reads those files", metadata: ["error": "\(error)"])
+                }
+            }
+        }
     }
 
     private func attachPusher() async {

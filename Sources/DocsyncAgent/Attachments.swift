@@ -62,13 +62,22 @@ struct Attachments: Sendable {
         var st = stat()
         guard stat(real, &st) == 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
         guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile(written)) }
-        let before = FileStat(EntryInfo(st))
+        var before = FileStat(EntryInfo(st))
         if let hash = knownHash(inside, before) {
             // Unchanged since it was hashed; still make sure it can be read.
             let fd = open(real, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
             close(fd)
             return .success(AttachedFile(path: inside, sha256: hash, stat: before))
+        }
+        // Saved moments ago: hashed once its stat can be trusted (at most 50 ms from now), so the
+        // hash is not redone at the next rescan. Not a document save's path: no latency to keep.
+        let age = FileSystem.realtimeNanoseconds() - before.mtimeNs
+        let margin = FileStat.racyMargin(mtimeNs: before.mtimeNs)
+        if age >= 0, age <= margin, margin <= 50_000_000 {
+            usleep(UInt32((margin - age) / 1000) + 1000)
+            guard stat(real, &st) == 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
+            before = FileStat(EntryInfo(st))
         }
         let hashed: (hash: String, size: Int64)
         let readStart = FileSystem.realtimeNanoseconds()

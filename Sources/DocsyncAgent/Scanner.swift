@@ -185,6 +185,24 @@ struct Scanner: Sendable {
         return summary
     }
 
+    /// Reads again the files at `paths` whose recorded stat is not (or no longer) what is on disk,
+    /// for the agent's settling of ``FileStat/unsettled`` stats. Only files still there: a path
+    /// that is gone is left to the watcher, whose batch tells a move from a delete.
+    func reread(_ paths: [String]) async throws -> ScanSummary {
+        var seen: [Seen] = []
+        for path in paths {
+            if let info = FileSystem.info(walker.absolute(path)), info.kind == .file {
+                seen.append(Seen(path: path, info: info, nameIsUTF8: true, force: false))
+            }
+        }
+        let known = try await index.read { [seen] tx in try seen.map { try tx.file(at: $0.path)?.stat } }
+        var summary = ScanSummary()
+        let changed = zip(seen, known).filter { s, k in k != FileStat(s.info) }.map(\.0)
+        summary.unchanged = seen.count - changed.count
+        try await apply(seen: changed, vanished: [], summary: &summary)
+        return summary
+    }
+
     // MARK: - Applying
 
     /// A file read from disk, judged against the document rules.
@@ -585,6 +603,10 @@ func lastComponent(_ path: String) -> String {
 }
 
 extension FileStat {
+    /// How long after its mtime a file's stat can be trusted: 50 ms, or 3 s for an mtime on a
+    /// whole second (see ``init(recording:readBefore:)``).
+    static func racyMargin(mtimeNs: Int64) -> Int64 { mtimeNs % 1_000_000_000 == 0 ? 3_000_000_000 : 50_000_000 }
+
     /// The stat as it is on disk now, to compare with a recorded one.
     init(_ info: EntryInfo) {
         self.init(size: info.size, mtimeNs: info.mtimeNs, inode: info.inode)
@@ -598,8 +620,7 @@ extension FileStat {
     /// a whole second; such a file is read again at its next event or rescan (git's "racily
     /// clean" entries, handled the same way).
     init(recording info: EntryInfo, readBefore now: Int64 = FileSystem.realtimeNanoseconds()) {
-        let tick: Int64 = info.mtimeNs % 1_000_000_000 == 0 ? 3_000_000_000 : 50_000_000
-        let settled = now - info.mtimeNs > tick
+        let settled = now - info.mtimeNs > Self.racyMargin(mtimeNs: info.mtimeNs)
         self.init(size: info.size, mtimeNs: settled ? info.mtimeNs : FileStat.unsettled, inode: info.inode)
     }
 }

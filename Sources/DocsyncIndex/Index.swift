@@ -163,6 +163,12 @@ public struct Index: Sendable {
             // are in this index, so document entries pay nothing for it.
             try db.execute(sql: "CREATE INDEX outbox_upload ON outbox(next_attempt_at) WHERE kind = 'upload'")
         }
+        migrator.registerMigration("v6-unsettled-files") { db in
+            // Files whose stat was recorded too soon after a change to be trusted (see
+            // `FileStat.unsettled`): the agent reads them again once they are old enough. Only
+            // those rows are in the index.
+            try db.execute(sql: "CREATE INDEX file_unsettled ON file(path) WHERE mtime_ns = \(FileStat.unsettled)")
+        }
         return migrator
     }
 }

@@ -94,6 +94,18 @@ public struct IndexTransaction {
         return result
     }
 
+    /// Paths after `after`, in order, of files whose stat was recorded as ``FileStat/unsettled``;
+    /// at most `limit`.
+    public func unsettledFiles(after: String = "", limit: Int) throws -> [String] {
+        let s = try RawStatement(
+            db, cached: "SELECT path FROM file INDEXED BY file_unsettled WHERE mtime_ns = \(FileStat.unsettled) AND path > ? ORDER BY path LIMIT ?")
+        s.bind(1, after)
+        s.bind(2, Int64(limit))
+        var paths: [String] = []
+        while try s.step() { paths.append(s.string(0)) }
+        return paths
+    }
+
     /// Rows at `path` itself or anywhere below it (a folder that vanished takes its files with it).
     public func files(atOrUnder path: String) throws -> [FileRow] {
         let s = try RawStatement(db, cached: "SELECT \(FileRow.columns) FROM file WHERE path = ? OR (path > ? AND path < ?)")
