@@ -82,12 +82,14 @@ struct Resolve: AsyncParsableCommand {
                 throw ValidationError("\(copy): \(error)")
             }
             // The document keeps its identity whatever the copy says.
-            if let current = try? DocumentRules.parseObject(Array(Data(contentsOf: URL(fileURLWithPath: document)))),
-               let id = current["id"]
-            {
+            let current = try? Array(Data(contentsOf: URL(fileURLWithPath: document)))
+            if let current, let id = (try? DocumentRules.parseObject(current))?["id"] {
                 version["id"] = id
             }
-            try FileSystem.atomicWrite(JSONWriter.fileBytes(.object(version)), to: document)
+            // Only over the version just read: a save (or a pulled change) meanwhile is not lost.
+            guard try FileSystem.replace(document, with: JSONWriter.fileBytes(.object(version)), ifItHolds: current) else {
+                throw ValidationError("\(document) changed while it was being resolved; nothing was written, run the command again")
+            }
         }
         try FileManager.default.removeItem(atPath: copy)
         emit(keep == .mine ? "kept \(document); removed \(copy)" : "replaced \(document) with \(copy)'s version; removed the copy")
