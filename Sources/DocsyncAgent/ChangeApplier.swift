@@ -349,21 +349,29 @@ struct ChangeApplier: Sendable {
     }
 
     /// `<name>.sync-conflict-<UTC yyyyMMdd-HHmmss>.json` beside the document (`…-2.json` and on
-    /// for more in the same second); never synced.
+    /// for more in the same second); never synced. The newest few are kept.
     private func writeConflictCopy(of path: String, _ version: JSONObject) throws {
         let abs = absolute(path)
         let base = abs.hasSuffix(".json") ? String(abs.dropLast(5)) : abs
+        let folder = String(abs[..<abs.lastIndex(of: "/")!])
+        let stem = String(base[base.index(after: base.lastIndex(of: "/")!)...]) + ".sync-conflict-"
+        // Oldest first: by time, then by the number a copy made in the same second carries.
+        func age(_ name: String) -> (String, Int) {
+            let rest = name.dropFirst(stem.count).dropLast(".json".count)  // yyyyMMdd-HHmmss[-n]
+            return (String(rest.prefix(15)), Int(rest.dropFirst(16)) ?? 1)
+        }
+        func copies() -> [String] {
+            (FileSystem.list(folder) ?? []).map(\.name).filter { $0.hasPrefix(stem) && $0.hasSuffix(".json") }.sorted { age($0) < age($1) }
+        }
         var fileObject = version
         for key in DocumentRules.reservedKeys { fileObject[key] = nil }
         let bytes = JSONWriter.fileBytes(.object(fileObject))
-        let stamp = "\(base).sync-conflict-\(Timestamp(unixMilliseconds: clock.now()).compactUTC)"
-        var n = 1
-        while try !FileSystem.replace(n == 1 ? stamp + ".json" : "\(stamp)-\(n).json", with: bytes, ifItHolds: nil) { n += 1 }
-        // Keep the newest few.
-        let folder = String(abs[..<abs.lastIndex(of: "/")!])
-        let stem = String(base[base.index(after: base.lastIndex(of: "/")!)...]) + ".sync-conflict-"
-        let copies = (FileSystem.list(folder) ?? []).map(\.name).filter { $0.hasPrefix(stem) }.sorted()
-        for old in copies.dropLast(Self.conflictCopiesKept) { unlink(folder + "/" + old) }
+        let stamp = Timestamp(unixMilliseconds: clock.now()).compactUTC
+        // After every copy of the same second, also one already pruned: a lower number would sort
+        // this copy among the oldest.
+        var n = (copies().map(age).filter { $0.0 == stamp }.map(\.1).max() ?? 0) + 1
+        while try !FileSystem.replace(folder + "/" + stem + stamp + (n == 1 ? "" : "-\(n)") + ".json", with: bytes, ifItHolds: nil) { n += 1 }
+        for old in copies().dropLast(Self.conflictCopiesKept) { unlink(folder + "/" + old) }
     }
 
     private func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {

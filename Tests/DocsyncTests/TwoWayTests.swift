@@ -128,6 +128,24 @@ extension HeavySuites {
         #expect(rig.conflictCopies(rig.b).isEmpty)
     }
 
+    @Test func theNewestFiveConflictCopiesStayEvenWhenMadeInTheSameSecond() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
+        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
+        let path = try #require(rig.file(of: "doc", in: rig.b))
+        for round in 0..<7 {
+            await rig.agentB?.stop()
+            try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"A\#(round)"}"#)
+            #expect(await eventually { (try? await rig.api.documents(type: "note")["doc"]?["title"]) == .string("A\(round)") })
+            try rig.b.write(path, #"{"id":"doc","docType":"note","title":"B\#(round)"}"#)
+            rig.agentB = try rig.start(rig.b)  // B's edit is the later one: A's version is the copy
+            #expect(await eventually { rig.object(of: "doc", in: rig.a)?["title"] == .string("B\(round)") })
+        }
+        let kept = rig.conflictCopies(rig.b).compactMap { try? DocumentRules.parseObject(Array(rig.b.bytes($0)))["title"]?.string }
+        #expect(Set(kept) == ["A2", "A3", "A4", "A5", "A6"], "the newest five: \(rig.conflictCopies(rig.b))")
+    }
+
     @Test func anEditBeatsADelete() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
