@@ -85,6 +85,12 @@ struct ChangeApplier: Sendable {
             return
         }
         if let path = known?.path {
+            // A .docsyncignore rule has covered the file since it was synced: it stays as it is
+            // (the index no longer follows it, so nothing could tell a save there from ours).
+            if scanner.walker.isIgnored(path, isDirectory: false) {
+                summary.skipped += 1
+                return
+            }
             guard let info = FileSystem.info(absolute(path)) else {
                 summary.deferred.append(remote)  // moved or deleted on disk; the watcher will tell
                 return
