@@ -9,7 +9,7 @@ import ServiceLifecycle
 struct Up: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve the reference endpoint and sync a folder into it, in one process.",
-        discussion: "The embedded default for a first try: the endpoint's data lives in DIR/.docsync/server/, its token is generated once and printed.")
+        discussion: "The embedded default for a first try: the endpoint's data lives in DIR/.docsync/server/, its token is generated once and kept in DIR/.docsync/server/token.")
 
     @Argument(help: "The synced folder.")
     var directory: String
@@ -29,8 +29,8 @@ struct Up: AsyncParsableCommand {
         let app = server.application(logger: logger) { host, port in
             let url = "http://\(host):\(port)"
             emit(url)
-            // `up` is the newcomer's command: showing the token once, on the terminal, is the point.
-            emit("token: \(token)  (stored in \(tokenFile))")
+            // Where the token is, never the token: terminal output ends up in logs and scrollback.
+            emit("token: in \(tokenFile)")
             emit("syncing \(root) → \(url)/api/document")
             startedContinuation.yield(url)
             startedContinuation.finish()
