@@ -248,6 +248,8 @@ struct ChangeApplier: Sendable {
         let recorded = try await index.read { try $0.file(at: path) }
         var keptBeside = false
         if FileSystem.info(abs) == nil {
+            // Deleted (or moved away) since the index saw it: the watcher reports that first.
+            guard recorded == nil else { throw ChangedOnDisk() }
             try FileSystem.makeDirectories(String(abs[..<abs.lastIndex(of: "/")!]))
             guard try FileSystem.replace(abs, with: JSONWriter.fileBytes(.object(fileObject)), ifItHolds: nil) else { throw ChangedOnDisk() }
         } else {
