@@ -184,7 +184,7 @@ public actor Agent {
                 // Files still changing, or dated in the future, wait for their next event or rescan.
                 let now = FileSystem.realtimeNanoseconds()
                 let ready = recorded.filter { path in
-                    FileSystem.info(root + "/" + path).map { now - $0.mtimeNs > FileStat.racyMargin(mtimeNs: $0.mtimeNs) } ?? false
+                    FileSystem.info(root + "/" + path).map { FileStat(recording: $0, readBefore: now).isSettled } ?? false
                 }
                 if ready.isEmpty { continue }
                 do {

@@ -368,18 +368,18 @@ struct ChangeApplier: Sendable {
             let rest = name.dropFirst(stem.count).dropLast(".json".count)  // yyyyMMdd-HHmmss[-n]
             return (String(rest.prefix(15)), Int(rest.dropFirst(16)) ?? 1)
         }
-        func copies() -> [String] {
-            (FileSystem.list(folder) ?? []).map(\.name).filter { $0.hasPrefix(stem) && $0.hasSuffix(".json") }.sorted { age($0) < age($1) }
-        }
+        var copies = (FileSystem.list(folder) ?? []).map(\.name).filter { $0.hasPrefix(stem) && $0.hasSuffix(".json") }
         var fileObject = version
         for key in DocumentRules.reservedKeys { fileObject[key] = nil }
         let bytes = JSONWriter.fileBytes(.object(fileObject))
         let stamp = Timestamp(unixMilliseconds: clock.now()).compactUTC
         // After every copy of the same second, also one already pruned: a lower number would sort
         // this copy among the oldest.
-        var n = (copies().map(age).filter { $0.0 == stamp }.map(\.1).max() ?? 0) + 1
-        while try !FileSystem.replace(folder + "/" + stem + stamp + (n == 1 ? "" : "-\(n)") + ".json", with: bytes, ifItHolds: nil) { n += 1 }
-        for old in copies().dropLast(Self.conflictCopiesKept) { unlink(folder + "/" + old) }
+        var n = (copies.map(age).filter { $0.0 == stamp }.map(\.1).max() ?? 0) + 1
+        func name(_ n: Int) -> String { stem + stamp + (n == 1 ? "" : "-\(n)") + ".json" }
+        while try !FileSystem.replace(folder + "/" + name(n), with: bytes, ifItHolds: nil) { n += 1 }
+        copies.append(name(n))
+        for old in copies.sorted(by: { age($0) < age($1) }).dropLast(Self.conflictCopiesKept) { unlink(folder + "/" + old) }
     }
 
     private func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {

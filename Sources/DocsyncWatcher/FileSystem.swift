@@ -104,16 +104,8 @@ public enum FileSystem {
         var consumed = false
         defer { if !consumed { unlink(temp) } }
         guard let expected else {
-            if docsync_renameat2(AT_FDCWD, temp, AT_FDCWD, path, docsync_rename_noreplace) == 0 {
-                consumed = true
-                return true
-            }
-            if errno == EEXIST { return false }
-            guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: path) }
-            if info(path) != nil { return false }
-            guard rename(temp, path) == 0 else { throw FileSystemError("rename", path: path) }
-            consumed = true
-            return true
+            consumed = try move(temp, to: path)
+            return consumed
         }
         guard docsync_renameat2(AT_FDCWD, temp, AT_FDCWD, path, docsync_rename_exchange) == 0 else {
             if errno == ENOENT { return false }  // moved or deleted meanwhile
@@ -137,9 +129,9 @@ public enum FileSystem {
     public static func move(_ from: String, to: String) throws(FileSystemError) -> Bool {
         if docsync_renameat2(AT_FDCWD, from, AT_FDCWD, to, docsync_rename_noreplace) == 0 { return true }
         if errno == EEXIST { return false }
-        guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: from) }
+        guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: "\(from) → \(to)") }
         if info(to) != nil { return false }
-        guard rename(from, to) == 0 else { throw FileSystemError("rename", path: from) }
+        guard rename(from, to) == 0 else { throw FileSystemError("rename", path: "\(from) → \(to)") }
         return true
     }
 

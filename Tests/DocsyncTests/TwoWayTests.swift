@@ -51,6 +51,14 @@ extension HeavySuites {
             file(of: id, in: folder).flatMap { try? DocumentRules.parseObject(Array(folder.bytes($0))) }
         }
 
+        /// Writes `notes/doc.json` (document `doc`) in A and returns the path of its file in B,
+        /// once B has it.
+        func docInBoth(_ json: String) async throws -> String {
+            try a.write("notes/doc.json", json)
+            #expect(await eventually { self.object(of: "doc", in: self.b) != nil })
+            return try #require(file(of: "doc", in: b))
+        }
+
         func conflictCopies(_ folder: TempFolder) -> [String] {
             (FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []).filter { $0.contains(".sync-conflict-") }
         }
@@ -131,9 +139,7 @@ extension HeavySuites {
     @Test func theNewestFiveConflictCopiesStayEvenWhenMadeInTheSameSecond() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
-        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
-        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
-        let path = try #require(rig.file(of: "doc", in: rig.b))
+        let path = try await rig.docInBoth(#"{"id":"doc","docType":"note","title":"t0"}"#)
         for round in 0..<7 {
             await rig.agentB?.stop()
             try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"A\#(round)"}"#)
@@ -149,9 +155,7 @@ extension HeavySuites {
     @Test func aFileIgnoredSinceItSyncedIsLeftAloneByPulledChanges() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
-        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
-        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
-        let path = try #require(rig.file(of: "doc", in: rig.b))
+        let path = try await rig.docInBoth(#"{"id":"doc","docType":"note","title":"t0"}"#)
         await rig.agentB?.stop()
         try rig.b.write(".docsyncignore", path + "\n")
         let before = try rig.b.read(path)
@@ -186,9 +190,7 @@ extension HeavySuites {
     @Test func pulledFilesKeepTheirLayoutAndAreNotRewrittenWithoutAChange() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
-        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","a":1,"b":"x"}"#)
-        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
-        let path = try #require(rig.file(of: "doc", in: rig.b))
+        let path = try await rig.docInBoth(#"{"id":"doc","docType":"note","a":1,"b":"x"}"#)
         // B's own layout: its key order, compact.
         try rig.b.write(path, #"{"b":"x","id":"doc","a":1,"docType":"note"}"#)
         #expect(await eventually { (try? await rig.api.documents(type: "note")["doc"]?["rev"]) == .number("2") })
@@ -208,9 +210,7 @@ extension HeavySuites {
     @Test func savesMadeWhileTheOtherSidesChangesAreWrittenAreNeverLost() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
-        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note"}"#)
-        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
-        let pathB = try #require(rig.file(of: "doc", in: rig.b))
+        let pathB = try await rig.docInBoth(#"{"id":"doc","docType":"note"}"#)
         // Both sides keep saving while each agent writes the other side's changes into its file.
         let rounds = 40
         func saves(_ folder: TempFolder, _ path: String, _ prefix: String) async throws {
@@ -241,9 +241,7 @@ extension HeavySuites {
     @Test func aChangeToAFileThatIsBrokenRightNowIsKeptBesideIt() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
-        try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
-        #expect(await eventually { rig.object(of: "doc", in: rig.b) != nil })
-        let path = try #require(rig.file(of: "doc", in: rig.b))
+        let path = try await rig.docInBoth(#"{"id":"doc","docType":"note","title":"t0"}"#)
         let broken = #"{"id":"doc","docType":"note","title":"half typed"#
         try rig.b.write(path, broken)
         #expect(await eventually { rig.agentB!.stderr.contains("invalid document") })
