@@ -95,6 +95,7 @@ let package = Package(
         .testTarget(name: "DocsyncTests", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
             "DocsyncAgent", "DocsyncServer", "DocsyncTestSupport",
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Hummingbird", package: "hummingbird"),

@@ -148,7 +148,7 @@ public struct IndexTransaction {
     // MARK: Documents
 
     public func document(id: String) throws -> DocumentRow? {
-        let s = try RawStatement(db, cached: "SELECT \(DocumentRow.columns) FROM document WHERE id = ?")
+        let s = try RawStatement(db, cached: "SELECT \(DocumentRow.columns) FROM \(DocumentRow.tables) WHERE d.id = ?")
         s.bind(1, id)
         return try s.step() ? DocumentRow(s) : nil
     }
@@ -156,7 +156,7 @@ public struct IndexTransaction {
     /// The documents `ids` that exist, keyed by id.
     public func documents(ids: some Collection<String>) throws -> [String: DocumentRow] {
         var out: [String: DocumentRow] = [:]
-        try fetchIn(sql: "SELECT \(DocumentRow.columns) FROM document WHERE id IN", ids) { s in
+        try fetchIn(sql: "SELECT \(DocumentRow.columns) FROM \(DocumentRow.tables) WHERE d.id IN", ids) { s in
             let doc = DocumentRow(s)
             out[doc.id] = doc
         }
@@ -167,29 +167,50 @@ public struct IndexTransaction {
         // A merge base equal to the body (a document the server holds as it is here: nearly all of
         // them) is stored as a flag, not a second copy.
         let baseIsBody = d.base == d.body
+        let doc: Int64
+        do {
+            let s = try RawStatement(db, cached: """
+                    INSERT INTO document (id, doc_type, path, body_hash, pushed_hash, updated_at, deleted_at,
+                                          server_rev, base, base_is_body, state, error)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, path = excluded.path,
+                        body_hash = excluded.body_hash, pushed_hash = excluded.pushed_hash,
+                        updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
+                        server_rev = excluded.server_rev, base = excluded.base, base_is_body = excluded.base_is_body,
+                        state = excluded.state, error = excluded.error
+                    """)
+            s.bind(1, d.id)
+            s.bind(2, d.docType)
+            s.bind(3, d.path)
+            s.bind(4, d.bodyHash)
+            s.bind(5, d.pushedHash)
+            s.bind(6, d.updatedAt)
+            s.bind(7, d.deletedAt)
+            s.bind(8, d.serverRev)
+            s.bind(9, baseIsBody ? nil : d.base)
+            s.bind(10, baseIsBody)
+            s.bind(11, d.state.rawValue)
+            s.bind(12, d.error)
+            let before = db.lastInsertedRowID
+            try s.run()
+            // A new row's key is the last inserted rowid; an existing row (the update branch, which
+            // leaves that id alone) is looked up. A new key equal to the previous one only costs the look-up.
+            if db.lastInsertedRowID != before {
+                doc = db.lastInsertedRowID
+            } else {
+                let k = try RawStatement(db, cached: "SELECT doc FROM document WHERE id = ?")
+                k.bind(1, d.id)
+                guard try k.step(), let key = k.int64(0) else { throw DatabaseError(message: "document \(d.id) has no key") }
+                doc = key
+            }
+        }
+        // The body's row is written only when the body changed (a state change leaves it alone).
         let s = try RawStatement(db, cached: """
-                INSERT INTO document (id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at,
-                                      server_rev, base, base_is_body, state, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, path = excluded.path,
-                    body = excluded.body, body_hash = excluded.body_hash, pushed_hash = excluded.pushed_hash,
-                    updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
-                    server_rev = excluded.server_rev, base = excluded.base, base_is_body = excluded.base_is_body,
-                    state = excluded.state, error = excluded.error
+                INSERT INTO document_body (doc, body) VALUES (?, ?)
+                ON CONFLICT(doc) DO UPDATE SET body = excluded.body WHERE body IS NOT excluded.body
                 """)
-        s.bind(1, d.id)
-        s.bind(2, d.docType)
-        s.bind(3, d.path)
-        s.bind(4, d.body)
-        s.bind(5, d.bodyHash)
-        s.bind(6, d.pushedHash)
-        s.bind(7, d.updatedAt)
-        s.bind(8, d.deletedAt)
-        s.bind(9, d.serverRev)
-        s.bind(10, baseIsBody ? nil : d.base)
-        s.bind(11, baseIsBody)
-        s.bind(12, d.state.rawValue)
-        s.bind(13, d.error)
+        s.bind(1, doc)
+        s.bind(2, d.body)
         try s.run()
     }
 
@@ -266,7 +287,7 @@ public struct IndexTransaction {
         var out: [OutboxEntry] = []
         if excluding.isEmpty {
             let s = try RawStatement(db, cached: """
-                SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id
+                SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
                 WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) ORDER BY o.seq LIMIT ?
                 """)
             s.bind(1, now)
@@ -286,14 +307,14 @@ public struct IndexTransaction {
         }
         out.reserveCapacity(seqs.count)
         try fetchIn(
-            sql: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id WHERE o.seq IN", seqs,
+            sql: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.seq IN", seqs,
             suffix: " ORDER BY o.seq"
         ) { out.append(OutboxEntry($0)) }
         return out
     }
 
     public func outboxEntry(key: String) throws -> OutboxEntry? {
-        let s = try RawStatement(db, cached: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id WHERE o.key = ?")
+        let s = try RawStatement(db, cached: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.key = ?")
         s.bind(1, key)
         return try s.step() ? OutboxEntry(s) : nil
     }
@@ -492,7 +513,12 @@ extension FileRow {
 }
 
 extension DocumentRow {
-    static let columns = "id, doc_type, path, body, body_hash, pushed_hash, updated_at, deleted_at, server_rev, base, base_is_body, state, error"
+    static let columns = """
+        d.id, d.doc_type, d.path, b.body, d.body_hash, d.pushed_hash, d.updated_at, d.deleted_at, d.server_rev, d.base,
+        d.base_is_body, d.state, d.error
+        """
+    /// The document (`d`) with its body (`b`).
+    static let tables = "document d JOIN document_body b ON b.doc = d.doc"
 
     init(_ s: borrowing RawStatement) {
         let body = s.string(3)
@@ -505,10 +531,10 @@ extension DocumentRow {
 }
 
 extension OutboxEntry {
-    /// The entry and the revision its document is at (`o` the outbox, `d` the document, joined).
+    /// The entry and the revision its document is at (`o` the outbox, `d` the document, `b` its body, joined).
     static let columns = """
         o.seq, o.key, o.doc_id, o.kind, o.version, o.payload, o.body_hash, o.queued_at, o.attempts, o.next_attempt_at,
-        o.last_error, d.server_rev, d.body, d.updated_at, d.deleted_at
+        o.last_error, d.server_rev, b.body, d.updated_at, d.deleted_at
         """
 
     init(_ s: borrowing RawStatement) {

@@ -25,8 +25,9 @@ struct RawStatement: ~Copyable {
         self.db = db
         self.statement = statement
         self.handle = statement.sqliteStatement
+        // Every statement here binds all of its parameters: no bindings are cleared (it freed and
+        // copied each text again).
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
     }
 
     deinit {

@@ -1,7 +1,8 @@
-import DocsyncIndex
+@testable import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// The SQLite index on a real file.
@@ -19,6 +20,93 @@ import Testing
         #expect(try folder.read(".docsync/.gitignore") == "*\n")
         #expect(Index.exists(root: folder.path))
         _ = try Index.open(root: folder.path)  // reopening runs no migration twice
+    }
+
+    @Test func anIndexWrittenBeforeTheBodiesMovedKeepsEverythingItHeld() async throws {
+        let folder = try TempFolder("index")
+        defer { folder.remove() }
+        try FileManager.default.createDirectory(atPath: Index.stateDirectory(root: folder.path), withIntermediateDirectories: true)
+        let bodyA = #"{"id":"a","docType":"note","t":1}"#
+        let bodyB = #"{"id":"b","docType":"note","t":2}"#
+        do {
+            // The index as the release before wrote it (schema v6), with one synced document, one
+            // waiting to be pushed, their files and the entry.
+            let old = try DatabasePool(path: Index.stateDirectory(root: folder.path) + "/index.sqlite")
+            try Index.migrator.migrate(old, upTo: "v6-unsettled-files")
+            try await old.write { db in
+                try db.execute(sql: """
+                    INSERT INTO document (id, doc_type, path, body, body_hash, pushed_hash, updated_at, server_rev, state, base_is_body)
+                        VALUES ('a', 'note', 'a.json', ?, 'ha', 'ha', 1000, 3, 'synced', 1);
+                    INSERT INTO document (id, doc_type, path, body, body_hash, updated_at, state)
+                        VALUES ('b', 'note', 'b.json', ?, 'hb', 2000, 'pending');
+                    INSERT INTO file (path, doc_id, doc_type, hash, size, mtime_ns, inode, state)
+                        VALUES ('a.json', 'a', 'note', 'fa', 10, 5, 7, 'ok'), ('b.json', 'b', 'note', 'fb', 11, 6, 8, 'ok');
+                    INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at) VALUES ('doc:b', 'b', 'put', 1, '', 'hb', 2000);
+                    """, arguments: [bodyA, bodyB])
+            }
+        }
+        let index = try Index.open(root: folder.path)
+        let (a, b, files, due) = try await index.read { tx in
+            (try tx.document(id: "a"), try tx.document(id: "b"), try tx.allFileStats(), try tx.dueEntries(now: 10_000, limit: 10))
+        }
+        #expect(a?.body == bodyA && a?.base == bodyA && a?.serverRev == 3 && a?.state == .synced)
+        #expect(b?.body == bodyB && b?.base == nil && b?.state == .pending)
+        #expect(files["a.json"]?.stat == FileStat(size: 10, mtimeNs: 5, inode: 7) && files["b.json"]?.stat.size == 11)
+        #expect(due.map(\.key) == ["doc:b"])
+        #expect(due.first?.payload == #"{"id":"b","docType":"note","t":2,"updated_at":"1970-01-01T00:00:02.000Z"}"#)
+        // Written after the migration: the new document keeps its own body, its entry comes last.
+        let bodyC = #"{"id":"c","docType":"note","t":3}"#
+        try await index.write { tx in
+            try tx.upsertDocument(DocumentRow(id: "c", docType: "note", path: "c.json", body: bodyC, bodyHash: "hc", updatedAt: 3_000))
+            try tx.enqueue(key: "doc:c", docID: "c", kind: "put", payload: nil, bodyHash: "hc", queuedAt: 3_000)
+        }
+        let after = try await index.read { tx in (try tx.documents(ids: ["a", "b", "c"]), try tx.dueEntries(now: 10_000, limit: 10)) }
+        #expect(after.0.mapValues(\.body) == ["a": bodyA, "b": bodyB, "c": bodyC])
+        #expect(after.1.map(\.key) == ["doc:b", "doc:c"])
+    }
+
+    @Test func aDocumentKeepsItsBodyThroughAcknowledgementsAndStateChanges() async throws {
+        try await withIndex { index in
+            try await index.write { tx in
+                // Another table's insert first: the document's new key is not the last one inserted before it.
+                try tx.enqueue(key: "doc:x", docID: "x", kind: "put", payload: "{}", bodyHash: "hx", queuedAt: 1)
+                try tx.upsertDocument(DocumentRow(id: "a", docType: "note", path: "a.json", body: "v1", bodyHash: "h1"))
+                try tx.upsertDocument(DocumentRow(id: "b", docType: "note", path: "b.json", body: "w1", bodyHash: "g1"))
+                try tx.recordAcknowledged(id: "a", pushedHash: "h1", serverRev: 4, base: nil, baseHash: "h1", current: true)
+                var b = try #require(try tx.document(id: "b"))
+                b.state = .rejected
+                try tx.upsertDocument(b)
+                var a = try #require(try tx.document(id: "a"))
+                a.body = "v2"
+                a.bodyHash = "h2"
+                try tx.upsertDocument(a)
+            }
+            let (a, b) = try await index.read { tx in (try tx.document(id: "a"), try tx.document(id: "b")) }
+            #expect(a?.body == "v2" && a?.base == "v1" && a?.pushedHash == "h1" && a?.serverRev == 4)
+            #expect(b?.body == "w1" && b?.state == .rejected)
+        }
+    }
+
+    @Test func theLogIsCopiedIntoTheIndexFileWhileWritesGoOn() async throws {
+        let folder = try TempFolder("index")
+        defer { folder.remove() }
+        let index = try Index.open(root: folder.path)
+        let file = Index.stateDirectory(root: folder.path) + "/index.sqlite"
+        func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        // 48 MiB of bodies in 12 transactions: past the size at which the log is copied back.
+        let filler = String(repeating: "x", count: 4_000)
+        for chunk in 0..<12 {
+            try await index.write { tx in
+                for i in 0..<1_000 {
+                    try tx.upsertDocument(DocumentRow(id: "d\(chunk)-\(i)", docType: "note", path: nil, body: filler + "\(i)", bodyHash: "h"))
+                }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while size(file) < 30_000_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(size(file) >= 30_000_000, "the index file holds what was written, not only its log")
+        #expect(size(file + "-wal") < 300_000_000)
+        #expect(try await index.read { try $0.document(id: "d11-999")?.body } == filler + "999")
     }
 
     @Test func outboxCollapsesToTheLatestStatePerDocument() async throws {
