@@ -7,9 +7,11 @@ import Logging
 
 /// Drains the outbox into the endpoint.
 ///
-/// Rounds of up to `batchSize` due entries go out with `concurrency` requests in flight; their
-/// outcomes are committed in one transaction (an acknowledged entry leaves the outbox in the same
-/// transaction that records what the server now holds). Failures are sorted by kind:
+/// With the batch call, `/api/sync` calls of up to `batchChunk` entries go out as a sliding window
+/// of `batchesInFlight`; without it, rounds of up to `batchSize` entries go out as single PUTs with
+/// `concurrency` in flight. Each reply's outcomes are committed in one transaction (an acknowledged
+/// entry leaves the outbox in the same transaction that records what the server now holds).
+/// Failures are sorted by kind:
 /// - transient (unreachable, 5xx, 429) with nothing getting through: the endpoint is offline; wait
 ///   with backoff, then probe with one entry until it answers, then drain everything at once;
 /// - transient for some entries while others succeed: that entry alone backs off;
@@ -109,6 +111,19 @@ actor Pusher {
         }
     }
 
+    /// Records a clean round after the ones already being recorded (in order), its entries not
+    /// due meanwhile.
+    private func recordInBackground(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)]) {
+        let keys = results.map(\.0.key)
+        recordingKeys.formUnion(keys)
+        let previous = recording
+        recording = Task {
+            await previous?.value
+            _ = await self.record(results, oneShot: false)
+            self.recordingKeys.subtract(keys)
+        }
+    }
+
     /// Pushes until the outbox is empty or an attempt fails; for one-shot `sync`.
     /// Returns the failure that stopped it, if any.
     func drain() async -> String? {
@@ -143,6 +158,7 @@ actor Pusher {
             if now < nextTry { return .idle(nextTry - now) }
         }
         let offline = offlineSince != nil
+        if capabilities.batch != false && !offline && !oneShot { return await pushWindow() }
         let now = clock.now()
         var due: [OutboxEntry]
         let busy = uploading.snapshot()
@@ -170,15 +186,121 @@ actor Pusher {
             return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
         }
         let results = await send(due)
-        await finishRecording()
-        let clean = !oneShot && !offline && results.allSatisfy { if case .success = $0.1 { true } else { false } }
-        guard clean else { return await record(results, oneShot: oneShot) }
-        recordingKeys = Set(due.map(\.key))
-        recording = Task { _ = await self.record(results, oneShot: false) }
+        guard !oneShot && !offline && Self.isClean(results) else {
+            await finishRecording()
+            return await record(results, oneShot: oneShot)
+        }
+        recordInBackground(results)
         return .progressed
     }
 
-    private func send(_ entries: [OutboxEntry]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)] {
+    private static func isClean(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)]) -> Bool {
+        results.allSatisfy { if case .success = $0.1 { true } else { false } }
+    }
+
+    /// Batches a window sends before the outbox is read again from its start (where entries that
+    /// were re-queued or came out of backoff meanwhile wait).
+    static let windowBatches = 64
+
+    /// Pushes through the batch call with a sliding window: `batchesInFlight` calls are kept in
+    /// flight, and as soon as one is answered (or new work is queued) the next due entries are read
+    /// and sent, so the endpoint is not left idle while a round waits for its slowest call. The
+    /// outbox is read on from the last entry taken, and from its start again once nothing is due
+    /// after it. Clean replies are recorded in the background, in order; the first failure stops
+    /// the window, and it and the calls still in flight are recorded before anything else is sent.
+    private func pushWindow() async -> Outcome {
+        enum Event: Sendable {
+            case replied([OutboxEntry], [(OutboxEntry, Result<JSONValue, EndpointError>)]?)
+            case woken
+        }
+        var inFlight = Set<String>()
+        var cursor: Int64 = 0
+        var sent = 0
+        var filling = true
+        var waitingForUploads = false
+        var outcome = Outcome.progressed
+        await withTaskGroup(of: Event.self) { group in
+            var running = 0
+            var waking = false
+            while true {
+                var rewound = false
+                var caughtUp = false
+                while filling && running < Self.batchesInFlight && sent < Self.windowBatches && !stopping {
+                    let now = clock.now()
+                    let excluding = inFlight.union(recordingKeys)
+                    let after = cursor
+                    guard let read = try? await index.read({ tx in
+                        try tx.dueEntries(now: now, limit: Self.batchChunk, excluding: excluding, after: after)
+                    }) else {
+                        outcome = .idle(.seconds(1))
+                        filling = false
+                        break
+                    }
+                    guard let last = read.last else {
+                        if cursor > 0 && !rewound {
+                            (cursor, rewound) = (0, true)
+                            continue
+                        }
+                        caughtUp = true
+                        break
+                    }
+                    cursor = last.seq
+                    let busy = uploading.snapshot()
+                    let due = busy.isEmpty ? read : read.filter { !busy.contains($0.docID) }
+                    if due.count < read.count { waitingForUploads = true }
+                    if due.isEmpty { continue }
+                    inFlight.formUnion(due.map(\.key))
+                    sent += 1
+                    running += 1
+                    let (revisions, mappings) = await sendingContext(due)
+                    group.addTask { .replied(due, await self.sendBatch(due, revisions: revisions, mappings: mappings)) }
+                }
+                if running == 0 {
+                    group.cancelAll()  // ends the wait for new work
+                    break
+                }
+                if caughtUp && !waking {
+                    waking = true
+                    group.addTask { await self.signal.wait(timeout: nil); return .woken }
+                }
+                guard let event = await group.next() else { break }
+                guard case .replied(let due, let results) = event else {
+                    waking = false
+                    continue
+                }
+                running -= 1
+                inFlight.subtract(due.map(\.key))
+                guard let results else {
+                    // The endpoint has no batch call after all: the entries stay queued for single PUTs.
+                    filling = false
+                    continue
+                }
+                if Self.isClean(results) {
+                    recordInBackground(results)
+                } else {
+                    filling = false
+                    await finishRecording()
+                    outcome = await record(results, oneShot: false)
+                }
+            }
+        }
+        if case .progressed = outcome, sent == 0 {
+            // Nothing due (or only uploads' documents): settle what is being recorded, then look again.
+            if recording != nil {
+                await finishRecording()
+                return .progressed
+            }
+            // Only documents being uploaded are due: the uploader wakes us when it is done.
+            if waitingForUploads { return .idle(.seconds(1)) }
+            let next = try? await index.read { try $0.nextAttemptAt() }
+            return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
+        }
+        return outcome
+    }
+
+    /// What sending `entries` needs from the index: the revision each document was last known at,
+    /// and its files' uploads.
+    private func sendingContext(_ entries: [OutboxEntry]) async -> ([String: Int64], [String: AttachmentMapping]) {
         // The revision each document was last known at (read with its entry): the server refuses a
         // write based on an older one (409), and the document is merged instead of overwriting
         // someone else's edit.
@@ -191,6 +313,11 @@ actor Pusher {
             }
             return mappings
         }) ?? [:]
+        return (revisions, mappings)
+    }
+
+    private func send(_ entries: [OutboxEntry]) async -> [(OutboxEntry, Result<JSONValue, EndpointError>)] {
+        let (revisions, mappings) = await sendingContext(entries)
         if capabilities.batch != false {
             // Several batches in flight keep both the agent and the server busy.
             let chunks = stride(from: 0, to: entries.count, by: Self.batchChunk).map { Array(entries[$0..<min($0 + Self.batchChunk, entries.count)]) }

@@ -282,16 +282,19 @@ public struct IndexTransaction {
         try s.run()
     }
 
-    /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight).
-    public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = []) throws -> [OutboxEntry] {
+    /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight) and,
+    /// with `after`, every entry queued before that `seq` (a reader going through the outbox in
+    /// order does not walk again what it has passed).
+    public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = [], after: Int64 = 0) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
         if excluding.isEmpty {
             let s = try RawStatement(db, cached: """
                 SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
-                WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) ORDER BY o.seq LIMIT ?
+                WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) AND o.seq > ? ORDER BY o.seq LIMIT ?
                 """)
             s.bind(1, now)
-            s.bind(2, limit)
+            s.bind(2, after)
+            s.bind(3, limit)
             while try s.step() { out.append(OutboxEntry(s)) }
             return out
         }
@@ -299,8 +302,10 @@ public struct IndexTransaction {
         // by key alone, and only the entries taken are joined with their documents and decoded.
         var seqs: [Int64] = []
         do {
-            let s = try RawStatement(db, cached: "SELECT seq, key FROM outbox\(Self.indexFor(kind)) WHERE next_attempt_at <= ? AND kind = \(Self.kindLiteral(kind)) ORDER BY seq")
+            let s = try RawStatement(
+                db, cached: "SELECT seq, key FROM outbox\(Self.indexFor(kind)) WHERE next_attempt_at <= ? AND kind = \(Self.kindLiteral(kind)) AND seq > ? ORDER BY seq")
             s.bind(1, now)
+            s.bind(2, after)
             while seqs.count < limit, try s.step() {
                 if !excluding.contains(s.string(1)) { seqs.append(s.int64(0) ?? 0) }
             }

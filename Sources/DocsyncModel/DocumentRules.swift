@@ -170,12 +170,30 @@ public enum DocumentRules {
 
     /// Whether a file or folder name takes part in sync at all. Hidden names (editors' swap and lock
     /// files, `.docsync/`, `.git/`), backup files (`~`), and conflict copies are left alone.
+    /// Names are compared as the bytes the kernel gives (every name in the tree passes here).
     public static func isIgnoredName(_ name: String) -> Bool {
-        name.hasPrefix(".") || name.hasSuffix("~") || name.hasPrefix("#") || name.contains(".sync-conflict-")
+        let bytes = name.utf8
+        guard let first = bytes.first else { return false }
+        return first == UInt8(ascii: ".") || first == UInt8(ascii: "#") || bytes.last == UInt8(ascii: "~")
+            || contains(bytes, conflictMarker)
     }
 
-    /// Whether a (non-ignored) file name is a document: `*.json`.
+    /// Whether a (non-ignored) file name is a document: `*.json`, with something before the dot.
     public static func isDocumentName(_ name: String) -> Bool {
-        name.hasSuffix(".json") && name.count > 5 && !isIgnoredName(name)
+        let bytes = name.utf8
+        return bytes.count > jsonSuffix.count && bytes.reversed().starts(with: jsonSuffix.reversed()) && !isIgnoredName(name)
+    }
+
+    private static let jsonSuffix = Array(".json".utf8)
+    private static let conflictMarker = Array(".sync-conflict-".utf8)
+
+    private static func contains(_ bytes: String.UTF8View, _ needle: [UInt8]) -> Bool {
+        guard bytes.count >= needle.count else { return false }
+        var start = bytes.startIndex
+        while let i = bytes[start...].firstIndex(of: needle[0]) {
+            if bytes[i...].starts(with: needle) { return true }
+            start = bytes.index(after: i)
+        }
+        return false
     }
 }

@@ -135,7 +135,15 @@ struct Bench: AsyncParsableCommand {
             executable: "/usr/bin/setsid",
             arguments: ["/bin/bash", "-c", "inotifywait -m -r -e close_write,moved_to --format '%w%f' \(baseDir) | while read -r f; do case \"$f\" in *.json) \(curl);; esac; done"],
             logDirectory: work.path, name: "curl-watch")
-        while !watchLoop.stderr.contains("Watches established") { try await Task.sleep(for: .milliseconds(10)) }
+        let watchesDeadline = ContinuousClock.now + .seconds(60)
+        while !watchLoop.stderr.contains("Watches established") {
+            // setsid keeps running only as long as the pipeline; a missing inotifywait ends it at once.
+            guard watchLoop.isRunning, ContinuousClock.now < watchesDeadline else {
+                kill(-watchLoop.pid, SIGTERM)
+                throw ProcessFailure("inotifywait did not start (is inotify-tools installed? scripts/install-deps.sh): \(watchLoop.stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         results.baselineLatency = try await measureLatency(prefix: "b", dir: "\(baseDir)/import", api: api, server: work.file("server"), count: min(saves, baselineDocs))
         kill(-watchLoop.pid, SIGTERM)
 

@@ -144,8 +144,13 @@ import Testing
         for name in [".a.json.swp", ".#a.json", "a.json~", "#a.json#", "4913", "a.sync-conflict-20260101-000000.json"] {
             #expect(!DocumentRules.isDocumentName(name), "\(name)")
         }
-        #expect(DocumentRules.isDocumentName("a.json"))
-        #expect(!DocumentRules.isDocumentName(".json"))
+        for name in ["a.json", "é.json", "notes.sync-conflict.json", "x.sync-conflic-1.json", "a~b.json", "日本語.json"] {
+            #expect(DocumentRules.isDocumentName(name), "\(name)")
+        }
+        for name in [".json", "a.jso", "a.json.bak", "a.JSON", "a.sync-conflict-.sync-conflict-x.json", "", "json"] {
+            #expect(!DocumentRules.isDocumentName(name), "\(name)")
+        }
+        #expect(DocumentRules.isIgnoredName(".git") && DocumentRules.isIgnoredName("~") && !DocumentRules.isIgnoredName("") && !DocumentRules.isIgnoredName("a#"))
     }
 }
 

@@ -37,8 +37,8 @@ import Synchronization
 
         func finish() async {
             try? await agent.stop()
+            await server.stop()  // first: it ends the long poll the proxy would otherwise wait out
             await proxy.stop()
-            await server.stop()
             folder.remove()
         }
     }
@@ -135,6 +135,31 @@ import Synchronization
         #expect(try await rig.agent.settled())
         #expect(try await rig.server.api.documents(type: "note").count == 40)
         #expect(rig.proxy.requests.filter { $0.path == "/api/sync" && $0.fault == .dropMidReply }.count == 2)
+        await rig.finish()
+    }
+
+    /// Batch calls go out as a sliding window: while one call is stuck, the calls after it are
+    /// sent and stored (a round of calls waiting for its slowest would hold back all but three).
+    @Test func aSlowBatchCallDoesNotHoldBackTheOnesAfterIt() async throws {
+        let rig = try await Rig.start(requestTimeout: .seconds(60), batch: true)
+        let stalled = Mutex<Int?>(nil)
+        rig.proxy.setRule { _, body in
+            stalled.withLock { count in
+                guard count == nil else { return .pass }
+                count = body.components(separatedBy: #""docType":"note""#).count - 1
+                return .stall(.seconds(20))
+            }
+        }
+        let total = 3_000
+        try writeNotes(rig.folder, 0..<total)
+        let heldBack = try #require(await eventually(timeout: .seconds(10)) { stalled.withLock { $0 } != nil } ? stalled.withLock { $0 } : nil)
+        #expect(heldBack > 0 && heldBack <= 500)
+        let stalledAt = ContinuousClock.now
+        #expect(await eventually(timeout: .seconds(15), every: .milliseconds(200)) {
+            (try? await rig.server.api.documents(type: "note").count) == total - heldBack
+        }, "everything but the stalled call's documents is stored while it is stuck")
+        #expect(ContinuousClock.now - stalledAt < .seconds(20))
+        #expect(await rig.matches())
         await rig.finish()
     }
 
