@@ -170,21 +170,9 @@ actor Pusher {
             logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
         }
-        if due.isEmpty && recording != nil {
-            await finishRecording()
-            return .progressed  // look again: the round just recorded may have changed what is due
-        }
-        if !busy.isEmpty {
-            let before = due.count
-            due.removeAll { busy.contains($0.docID) }
-            // Only documents being uploaded are due: the uploader wakes us when it is done.
-            if due.isEmpty && before > 0 { return .idle(.seconds(1)) }
-        }
-        if due.isEmpty {
-            if oneShot { return .idle(nil) }
-            let next = try? await index.read { try $0.nextAttemptAt() }
-            return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
-        }
+        let read = due.count
+        if !busy.isEmpty { due.removeAll { busy.contains($0.docID) } }
+        if due.isEmpty { return await nothingSent(waitingForUploads: due.count < read, oneShot: oneShot) }
         let results = await send(due)
         guard !oneShot && !offline && Self.isClean(results) else {
             await finishRecording()
@@ -192,6 +180,21 @@ actor Pusher {
         }
         recordInBackground(results)
         return .progressed
+    }
+
+    /// What follows a round that found nothing to send: the round being recorded is settled and
+    /// the outbox looked at again (it may have changed what is due); else a wait, for the uploader
+    /// when only documents being uploaded are due (it wakes us when it is done), or until the
+    /// next entry's retry time.
+    private func nothingSent(waitingForUploads: Bool, oneShot: Bool) async -> Outcome {
+        if recording != nil {
+            await finishRecording()
+            return .progressed
+        }
+        if waitingForUploads { return .idle(.seconds(1)) }
+        if oneShot { return .idle(nil) }
+        let next = try? await index.read { try $0.nextAttemptAt() }
+        return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
     }
 
     private static func isClean(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)]) -> Bool {
@@ -229,9 +232,11 @@ actor Pusher {
                     let now = clock.now()
                     let excluding = inFlight.union(recordingKeys)
                     let after = cursor
-                    guard let read = try? await index.read({ tx in
-                        try tx.dueEntries(now: now, limit: Self.batchChunk, excluding: excluding, after: after)
-                    }) else {
+                    let read: [OutboxEntry]
+                    do {
+                        read = try await index.read { tx in try tx.dueEntries(now: now, limit: Self.batchChunk, excluding: excluding, after: after) }
+                    } catch {
+                        logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
                         outcome = .idle(.seconds(1))
                         filling = false
                         break
@@ -284,17 +289,7 @@ actor Pusher {
                 }
             }
         }
-        if case .progressed = outcome, sent == 0 {
-            // Nothing due (or only uploads' documents): settle what is being recorded, then look again.
-            if recording != nil {
-                await finishRecording()
-                return .progressed
-            }
-            // Only documents being uploaded are due: the uploader wakes us when it is done.
-            if waitingForUploads { return .idle(.seconds(1)) }
-            let next = try? await index.read { try $0.nextAttemptAt() }
-            return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
-        }
+        if case .progressed = outcome, sent == 0 { return await nothingSent(waitingForUploads: waitingForUploads, oneShot: false) }
         return outcome
     }
 

@@ -181,7 +181,7 @@ public enum DocumentRules {
     /// Whether a (non-ignored) file name is a document: `*.json`, with something before the dot.
     public static func isDocumentName(_ name: String) -> Bool {
         let bytes = name.utf8
-        return bytes.count > jsonSuffix.count && bytes.reversed().starts(with: jsonSuffix.reversed()) && !isIgnoredName(name)
+        return bytes.count > jsonSuffix.count && bytes.suffix(jsonSuffix.count).elementsEqual(jsonSuffix) && !isIgnoredName(name)
     }
 
     private static let jsonSuffix = Array(".json".utf8)
