@@ -205,24 +205,52 @@ struct Scanner: Sendable {
 
     // MARK: - Applying
 
-    /// A file read from disk, judged against the document rules.
-    struct Observed: Sendable {
-        var path: String
-        var info: EntryInfo
+    /// A file read from disk, judged against the document rules. A class: a chunk's observations
+    /// are passed from the readers to the index's writer and looked at several times there, and
+    /// copying a reference is one count where copying the fields was eight.
+    final class Observed: Sendable {
+        let path: String
+        let info: EntryInfo
         /// The stat to record with what was read (see ``FileStat/init(recording:readBefore:)``).
-        var stat: FileStat
-        var bytes: [UInt8]
-        var hash: String
-        var result: Result<JSONObject, DocumentProblem>
-        var attachments: [AttachmentObservation] = []
+        let stat: FileStat
+        let bytes: [UInt8]
+        let hash: String
+        let result: Result<JSONObject, DocumentProblem>
+        let attachments: [AttachmentObservation]
         /// The document's wire body as compact text, and its hash: worked out while reading, off
         /// the index's single writer.
-        var wire: (text: String, hash: String)?
+        let wire: (text: String, hash: String)?
+
+        init(
+            path: String, info: EntryInfo, stat: FileStat, bytes: [UInt8], hash: String, result: Result<JSONObject, DocumentProblem>,
+            attachments: [AttachmentObservation] = [], wire: (text: String, hash: String)? = nil
+        ) {
+            self.path = path
+            self.info = info
+            self.stat = stat
+            self.bytes = bytes
+            self.hash = hash
+            self.result = result
+            self.attachments = attachments
+            self.wire = wire
+        }
     }
 
-    static func wire(_ result: Result<JSONObject, DocumentProblem>, path: String) -> (text: String, hash: String)? {
+    /// The wire body of a file just read (`bytes`, hashed `hash`).
+    static func wire(_ result: Result<JSONObject, DocumentProblem>, path: String, bytes: [UInt8], hash: String) -> (text: String, hash: String)? {
         guard case .success(let object) = result, let docType = try? DocumentRules.docType(of: object, relativePath: path) else { return nil }
-        return wireText(object, docType: docType)
+        // Room for the docType too, when the folder supplied it.
+        let text = JSONWriter.string(.object(wireBody(object, docType: docType)), capacity: bytes.count + 16 + docType.utf8.count)
+        // A file already in the wire form (compact JSON with its docType, as programs write
+        // records) has the file's hash: the text is not hashed twice.
+        return (text, sameBytes(text, bytes) ? hash : ContentHash.sha256Hex(text.utf8))
+    }
+
+    private static func sameBytes(_ text: String, _ bytes: [UInt8]) -> Bool {
+        guard text.utf8.count == bytes.count, !bytes.isEmpty else { return false }
+        return text.utf8.withContiguousStorageIfAvailable { t in
+            bytes.withUnsafeBufferPointer { b in memcmp(t.baseAddress!, b.baseAddress!, b.count) == 0 }
+        } ?? text.utf8.elementsEqual(bytes)
     }
 
     static func wireText(_ object: JSONObject, docType: String) -> (text: String, hash: String) {
@@ -278,7 +306,7 @@ struct Scanner: Sendable {
             let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
             return Observed(
                 path: s.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path),
-                wire: Self.wire(result, path: s.path))
+                wire: Self.wire(result, path: s.path, bytes: bytes, hash: hash))
         } catch {
             return Observed(path: s.path, info: s.info, stat: FileStat(recording: s.info, readBefore: readStart), bytes: [], hash: "", result: .failure(error))
         }
@@ -423,9 +451,10 @@ struct Scanner: Sendable {
         let info = FileSystem.info(abs) ?? o.info
         let parsed = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(text, maxSize: Int.max) }
         logger.info("assigned id", metadata: ["file.path": "\(o.path)", "doc.id": "\(id)"])
+        let hash = ContentHash.sha256Hex(text)
         return Observed(
-            path: o.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: text, hash: ContentHash.sha256Hex(text), result: parsed, attachments: o.attachments,
-            wire: Self.wire(parsed, path: o.path))
+            path: o.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: text, hash: hash, result: parsed, attachments: o.attachments,
+            wire: Self.wire(parsed, path: o.path, bytes: text, hash: hash))
     }
 
     struct RecordResult: Sendable {

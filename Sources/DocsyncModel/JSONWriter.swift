@@ -7,15 +7,17 @@ public enum JSONWriter {
         case pretty
     }
 
-    public static func bytes(_ value: JSONValue, style: Style = .compact) -> [UInt8] {
+    /// `capacity`: the length expected, when known (the text the value was parsed from), so the
+    /// output is not grown and copied on the way.
+    public static func bytes(_ value: JSONValue, style: Style = .compact, capacity: Int = 256) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256)
+        out.reserveCapacity(capacity)
         write(value, into: &out, style: style, indent: 0)
         return out
     }
 
-    public static func string(_ value: JSONValue, style: Style = .compact) -> String {
-        String(decoding: bytes(value, style: style), as: UTF8.self)
+    public static func string(_ value: JSONValue, style: Style = .compact, capacity: Int = 256) -> String {
+        String(decoding: bytes(value, style: style, capacity: capacity), as: UTF8.self)
     }
 
     /// The pretty form followed by a newline, as a file on disk should end.

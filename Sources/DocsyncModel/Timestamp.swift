@@ -22,7 +22,29 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         let msOfDay = ms - days * 86_400_000
         let (y, m, d) = Self.civil(fromDays: days)
         let h = msOfDay / 3_600_000, mi = msOfDay / 60_000 % 60, s = msOfDay / 1000 % 60, f = msOfDay % 1000
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(h, 2)):\(pad(mi, 2)):\(pad(s, 2)).\(pad(f, 3))Z"
+        // Years 0...9999, the ones RFC 3339 can write with four digits, are written digit by digit
+        // (every stored document gets a stamp: the server writes thousands a second).
+        guard (0...9999).contains(y) else {
+            return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(h, 2)):\(pad(mi, 2)):\(pad(s, 2)).\(pad(f, 3))Z"
+        }
+        return String(unsafeUninitializedCapacity: 24) { out in
+            var i = 0
+            func digits(_ value: Int64, _ width: Int) {
+                var v = value
+                for k in stride(from: width - 1, through: 0, by: -1) {
+                    out[i + k] = UInt8(ascii: "0") + UInt8(v % 10)
+                    v /= 10
+                }
+                i += width
+            }
+            func char(_ c: Unicode.Scalar) {
+                out[i] = UInt8(ascii: c)
+                i += 1
+            }
+            digits(y, 4); char("-"); digits(m, 2); char("-"); digits(d, 2); char("T")
+            digits(h, 2); char(":"); digits(mi, 2); char(":"); digits(s, 2); char("."); digits(f, 3); char("Z")
+            return i
+        }
     }
 
     /// `yyyyMMdd-HHmmss` in UTC, for file names.

@@ -86,24 +86,37 @@ public struct DocumentStore: Sendable {
 
     /// Upserts `object` by id. `ifMatch` (the revision the write was based on) makes it conditional.
     public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false, client: String? = nil) async throws -> JSONObject {
-        try await writer.write { db in try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, db: db) }
+        try await writer.write { db in
+            try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, seq: Self.latestSeq(db) + 1, db: db)
+        }
     }
 
-    static func put(_ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String? = nil, db: Database) throws -> JSONObject {
+    /// The latest change sequence, inside a transaction.
+    static func latestSeq(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(seq), 0) FROM document")) ?? 0
+    }
+
+    /// Stores `input` as change `seq` (one past the latest: a batch reads the latest once and counts on).
+    static func put(
+        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String? = nil, seq: Int64, db: Database
+    ) throws -> JSONObject {
         var object = input
         let id = object["id"]!.string!
-        let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT rev, body, created_at FROM document WHERE id = ?"), arguments: [id])
+        // The stored body is read only to report a conflict.
+        let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT rev FROM document WHERE id = ?"), arguments: [id])
+        func current() throws -> JSONValue? {
+            try String.fetchOne(db.cachedStatement(sql: "SELECT body FROM document WHERE id = ?"), arguments: [id]).map { try JSONParser.parse($0) }
+        }
         if mustCreate, existing != nil {
-            throw StoreError(409, "a document with id \(id) exists already; PUT updates it", current: try storedValue(existing))
+            throw StoreError(409, "a document with id \(id) exists already; PUT updates it", current: try current())
         }
         if let ifMatch {
             let currentRev: Int64 = existing?["rev"] ?? 0
             if currentRev != ifMatch {
-                throw StoreError(409, "revision \(ifMatch) is not current (current: \(currentRev))", current: try storedValue(existing))
+                throw StoreError(409, "revision \(ifMatch) is not current (current: \(currentRev))", current: try current())
             }
         }
         let rev: Int64 = (existing?["rev"] ?? 0) + 1
-        let seq = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM document")) ?? 0) + 1
         // The change's own time, if the client stamped one (offline work is stamped when it was
         // made, in server-calibrated time) and it is not in the future; otherwise now.
         let updatedAt = stamp(object[DocumentRules.updatedAtKey], now: now) ?? now
@@ -117,6 +130,7 @@ public struct DocumentStore: Sendable {
         }
         object[DocumentRules.revKey] = .number(String(rev))
         let body = JSONWriter.string(.object(object))
+        // `created_at` is written by the insert only: an update keeps the first one.
         try db.cachedStatement(
             sql: """
                 INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
@@ -149,6 +163,7 @@ public struct DocumentStore: Sendable {
         try await writer.write { db in
             var outcome = SyncOutcome()
             var sent = Set<String>()
+            var seq = try Self.latestSeq(db)
             for value in documents {
                 let id = value.object?["id"]?.string
                 do {
@@ -156,7 +171,8 @@ public struct DocumentStore: Sendable {
                     var base: Int64?
                     if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
                     sent.insert(id!)
-                    outcome.stored.append(try Self.put(object, now: now, ifMatch: base, mustCreate: false, client: client, db: db))
+                    outcome.stored.append(try Self.put(object, now: now, ifMatch: base, mustCreate: false, client: client, seq: seq + 1, db: db))
+                    seq += 1
                 } catch let error as StoreError {
                     var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
                     if let current = error.current { entry["current"] = current }
@@ -178,7 +194,7 @@ public struct DocumentStore: Sendable {
             if outcome.more {
                 outcome.cursor = rows[limit - 1][2]
             } else {
-                outcome.cursor = max(since, try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM document") ?? 0)
+                outcome.cursor = max(since, seq)
             }
             return outcome
         }
@@ -205,7 +221,7 @@ public struct DocumentStore: Sendable {
                 arguments: [blob.sha256, blob.size, blob.contentType, now])
             object[property] = .string(url)
             // The document's own change time stays; the revision and sequence move on.
-            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, client: client, db: db)
+            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, client: client, seq: Self.latestSeq(db) + 1, db: db)
         }
     }
 
@@ -224,7 +240,7 @@ public struct DocumentStore: Sendable {
 
     /// The latest change sequence.
     public func latestSeq() async throws -> Int64 {
-        try await writer.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM document") ?? 0 }
+        try await writer.read { db in try Self.latestSeq(db) }
     }
 
     /// Marks a document deleted (a tombstone: the document is kept with `deleted_at`).
@@ -238,7 +254,7 @@ public struct DocumentStore: Sendable {
             if let d = object[DocumentRules.deletedAtKey], !d.isNull { return object }  // already a tombstone
             object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
             object[DocumentRules.updatedAtKey] = nil
-            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, db: db)
+            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, seq: Self.latestSeq(db) + 1, db: db)
         }
     }
 
@@ -276,11 +292,6 @@ public struct DocumentStore: Sendable {
     static func stamp(_ value: JSONValue?, now: Int64) -> Int64? {
         guard let s = value?.string, let t = Timestamp(rfc3339: s) else { return nil }
         return t.unixMilliseconds <= now + 2000 ? min(t.unixMilliseconds, now) : nil
-    }
-
-    static func storedValue(_ row: Row?) throws -> JSONValue? {
-        guard let body: String = row?["body"] else { return nil }
-        return try JSONParser.parse(body)
     }
 }
 

@@ -58,20 +58,22 @@ public enum FileSystem {
         let info = EntryInfo(st)
         guard info.kind == .file else { throw .unreadable("not a regular file") }
         if info.size > maxSize { throw .tooLarge(size: Int(info.size), limit: maxSize) }
-        // One byte more than the size: the read that returns 0 ends the loop without growing the
-        // buffer, and a file that grew since `fstat` is still read whole.
+        // One byte more than the size: a read that fills less than asked has met the end of the
+        // file (a regular file reads short only there), so the usual file takes one read call;
+        // one that grew since `fstat` fills the buffer, which then grows until a read comes up short.
         var bytes = [UInt8](repeating: 0, count: Int(info.size) + 1)
         var filled = 0
         while true {
             if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, bytes.count))) }
-            let n = bytes.withUnsafeMutableBytes { buf in Glibc.read(fd, buf.baseAddress! + filled, buf.count - filled) }
+            let asked = bytes.count - filled
+            let n = bytes.withUnsafeMutableBytes { buf in Glibc.read(fd, buf.baseAddress! + filled, asked) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw .unreadable(String(cString: strerror(errno)))
             }
-            if n == 0 { break }
             filled += n
             if filled > maxSize { throw .tooLarge(size: filled, limit: maxSize) }
+            if n < asked { break }
         }
         bytes.removeLast(bytes.count - filled)
         return (bytes, info)
