@@ -230,11 +230,13 @@ actor Pusher {
                 var caughtUp = false
                 while filling && running < Self.batchesInFlight && sent < Self.windowBatches && !stopping {
                     let now = clock.now()
-                    let excluding = inFlight.union(recordingKeys)
+                    let excluding = [inFlight, recordingKeys]
                     let after = cursor
                     let read: [OutboxEntry]
                     do {
-                        read = try await index.read { tx in try tx.dueEntries(now: now, limit: Self.batchChunk, excluding: excluding, after: after) }
+                        read = try await index.read { tx in
+                            try tx.dueEntries(now: now, limit: Self.batchChunk, excludingAny: excluding, after: after)
+                        }
                     } catch {
                         logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
                         outcome = .idle(.seconds(1))

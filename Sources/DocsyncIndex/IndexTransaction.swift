@@ -5,19 +5,20 @@ import GRDB
 /// All SQL is parameterised; callers never see SQL.
 public struct IndexTransaction {
     let db: Database
+    let statements = StatementMemo()
 
     public init(db: Database) { self.db = db }
 
     // MARK: Files
 
     public func file(at path: String) throws -> FileRow? {
-        let s = try RawStatement(db, cached: "SELECT \(FileRow.columns) FROM file WHERE path = ?")
+        let s = try RawStatement(self, "SELECT \(FileRow.columns) FROM file WHERE path = ?")
         s.bind(1, path)
         return try s.step() ? FileRow(s) : nil
     }
 
     public func file(forDocument id: String) throws -> FileRow? {
-        let s = try RawStatement(db, cached: "SELECT \(FileRow.columns) FROM file WHERE doc_id = ?")
+        let s = try RawStatement(self, "SELECT \(FileRow.columns) FROM file WHERE doc_id = ?")
         s.bind(1, id)
         return try s.step() ? FileRow(s) : nil
     }
@@ -85,7 +86,7 @@ public struct IndexTransaction {
     /// without loading hashes and errors (100k files stay a few megabytes).
     public func allFileStats() throws -> [String: FileSummary] {
         var result: [String: FileSummary] = [:]
-        let s = try RawStatement(db, cached: "SELECT path, size, mtime_ns, inode, state FROM file")
+        let s = try RawStatement(self, "SELECT path, size, mtime_ns, inode, state FROM file")
         while try s.step() {
             result[s.string(0)] = FileSummary(
                 stat: FileStat(size: s.int64(1) ?? 0, mtimeNs: s.int64(2) ?? 0, inode: UInt64(bitPattern: s.int64(3) ?? 0)),
@@ -108,7 +109,7 @@ public struct IndexTransaction {
 
     /// Rows at `path` itself or anywhere below it (a folder that vanished takes its files with it).
     public func files(atOrUnder path: String) throws -> [FileRow] {
-        let s = try RawStatement(db, cached: "SELECT \(FileRow.columns) FROM file WHERE path = ? OR (path > ? AND path < ?)")
+        let s = try RawStatement(self, "SELECT \(FileRow.columns) FROM file WHERE path = ? OR (path > ? AND path < ?)")
         s.bind(1, path)
         s.bind(2, path + "/")
         s.bind(3, path + "0")  // '0' is the character after '/'
@@ -118,7 +119,7 @@ public struct IndexTransaction {
     }
 
     public func upsertFile(_ f: FileRow) throws {
-        let s = try RawStatement(db, cached: """
+        let s = try RawStatement(self, """
                 INSERT INTO file (path, doc_id, doc_type, hash, size, mtime_ns, inode, state, error)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(path) DO UPDATE SET doc_id = excluded.doc_id, doc_type = excluded.doc_type,
@@ -148,7 +149,7 @@ public struct IndexTransaction {
     // MARK: Documents
 
     public func document(id: String) throws -> DocumentRow? {
-        let s = try RawStatement(db, cached: "SELECT \(DocumentRow.columns) FROM \(DocumentRow.tables) WHERE d.id = ?")
+        let s = try RawStatement(self, "SELECT \(DocumentRow.columns) FROM \(DocumentRow.tables) WHERE d.id = ?")
         s.bind(1, id)
         return try s.step() ? DocumentRow(s) : nil
     }
@@ -169,7 +170,7 @@ public struct IndexTransaction {
         let baseIsBody = d.base == d.body
         let doc: Int64
         do {
-            let s = try RawStatement(db, cached: """
+            let s = try RawStatement(self, """
                     INSERT INTO document (id, doc_type, path, body_hash, pushed_hash, updated_at, deleted_at,
                                           server_rev, base, base_is_body, state, error)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -198,14 +199,14 @@ public struct IndexTransaction {
             if db.lastInsertedRowID != before {
                 doc = db.lastInsertedRowID
             } else {
-                let k = try RawStatement(db, cached: "SELECT doc FROM document WHERE id = ?")
+                let k = try RawStatement(self, "SELECT doc FROM document WHERE id = ?")
                 k.bind(1, d.id)
                 guard try k.step(), let key = k.int64(0) else { throw DatabaseError(message: "document \(d.id) has no key") }
                 doc = key
             }
         }
         // The body's row is written only when the body changed (a state change leaves it alone).
-        let s = try RawStatement(db, cached: """
+        let s = try RawStatement(self, """
                 INSERT INTO document_body (doc, body) VALUES (?, ?)
                 ON CONFLICT(doc) DO UPDATE SET body = excluded.body WHERE body IS NOT excluded.body
                 """)
@@ -219,7 +220,7 @@ public struct IndexTransaction {
     /// its SHA-256: equal to the body's, only the flag is stored), and, when the entry sent was
     /// still the latest (`current`), the synced state.
     public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, base: String?, baseHash: String?, current: Bool) throws {
-        let s = try RawStatement(db, cached: """
+        let s = try RawStatement(self, """
                 UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev),
                     base = CASE WHEN ?4 IS NULL THEN base WHEN body_hash = ?4 THEN NULL ELSE ?3 END,
                     base_is_body = CASE WHEN ?4 IS NULL THEN base_is_body ELSE body_hash = ?4 END,
@@ -240,7 +241,7 @@ public struct IndexTransaction {
     /// still the one hashed `bodyHash`; returns whether it was (nothing is written otherwise).
     @discardableResult
     public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, ifBodyHash bodyHash: String, current: Bool) throws -> Bool {
-        let s = try RawStatement(db, cached: """
+        let s = try RawStatement(self, """
                 UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev), base = NULL, base_is_body = 1,
                     state = CASE WHEN ?3 THEN 'synced' ELSE state END,
                     error = CASE WHEN ?3 THEN NULL ELSE error END
@@ -266,7 +267,7 @@ public struct IndexTransaction {
     /// A `nil` payload is the document's own body with its stamps, read when the entry is: the
     /// body is not stored twice (an entry always goes with the document change that queued it).
     public func enqueue(key: String, docID: String, kind: String, payload: String?, bodyHash: String, queuedAt: Int64) throws {
-        let s = try RawStatement(db, cached: """
+        let s = try RawStatement(self, """
                 INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
                 VALUES (?, ?, ?, 1, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, version = version + 1,
@@ -286,8 +287,16 @@ public struct IndexTransaction {
     /// with `after`, every entry queued before that `seq` (a reader going through the outbox in
     /// order does not walk again what it has passed).
     public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = [], after: Int64 = 0) throws -> [OutboxEntry] {
+        try dueEntries(now: now, limit: limit, kind: kind, excludingAny: [excluding], after: after)
+    }
+
+    /// As above, leaving out the keys in any of `sets` (the pusher's in-flight and still-recording
+    /// keys, thousands each: looked up where they are, not copied into one set per call).
+    public func dueEntries(now: Int64, limit: Int, kind: String = "put", excludingAny sets: [Set<String>], after: Int64 = 0) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
-        if excluding.isEmpty {
+        let sets = sets.filter { !$0.isEmpty }
+        if sets.isEmpty {
+            // Keyed by its text, not its line: the text depends on `kind`.
             let s = try RawStatement(db, cached: """
                 SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
                 WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) AND o.seq > ? ORDER BY o.seq LIMIT ?
@@ -307,7 +316,8 @@ public struct IndexTransaction {
             s.bind(1, now)
             s.bind(2, after)
             while seqs.count < limit, try s.step() {
-                if !excluding.contains(s.string(1)) { seqs.append(s.int64(0) ?? 0) }
+                let key = s.string(1)
+                if !sets.contains(where: { $0.contains(key) }) { seqs.append(s.int64(0) ?? 0) }
             }
         }
         out.reserveCapacity(seqs.count)
@@ -319,7 +329,7 @@ public struct IndexTransaction {
     }
 
     public func outboxEntry(key: String) throws -> OutboxEntry? {
-        let s = try RawStatement(db, cached: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.key = ?")
+        let s = try RawStatement(self, "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.key = ?")
         s.bind(1, key)
         return try s.step() ? OutboxEntry(s) : nil
     }
@@ -333,7 +343,7 @@ public struct IndexTransaction {
     /// A newer version (the file changed while the request was in flight) stays queued.
     @discardableResult
     public func removeEntry(key: String, version: Int64) throws -> Bool {
-        let s = try RawStatement(db, cached: "DELETE FROM outbox WHERE key = ? AND version = ?")
+        let s = try RawStatement(self, "DELETE FROM outbox WHERE key = ? AND version = ?")
         s.bind(1, key)
         s.bind(2, version)
         try s.run()

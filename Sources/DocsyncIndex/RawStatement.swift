@@ -21,7 +21,23 @@ struct RawStatement: ~Copyable {
     /// The cached statement for `sql`. Every statement here has fixed SQL (`IN` lists come in a
     /// few fixed lengths), so all of them are prepared once per connection.
     init(_ db: Database, cached sql: String) throws {
-        let statement = try db.cachedStatement(sql: sql)
+        try self.init(db, statement: db.cachedStatement(sql: sql))
+    }
+
+    /// The statement of the call site `site` (one fixed SQL text each) in this transaction: looked
+    /// up in the connection's cache once, then by the site's line. The cache is keyed by the SQL
+    /// text, and hashing a few hundred characters on every call showed in the bulk paths' profile.
+    init(_ tx: IndexTransaction, _ sql: @autoclosure () -> String, site: Int = #line) throws {
+        if let statement = tx.statements.bySite[site] {
+            try self.init(tx.db, statement: statement)
+        } else {
+            let statement = try tx.db.cachedStatement(sql: sql())
+            tx.statements.bySite[site] = statement
+            try self.init(tx.db, statement: statement)
+        }
+    }
+
+    private init(_ db: Database, statement: Statement) throws {
         self.db = db
         self.statement = statement
         self.handle = statement.sqliteStatement
@@ -98,6 +114,12 @@ struct RawStatement: ~Copyable {
     }
 
     func bool(_ column: Int32) -> Bool { sqlite3_column_int64(handle, column) != 0 }
+}
+
+/// The statements one transaction has used, by the line that uses them (see `RawStatement`).
+/// Only `IndexTransaction.swift` uses sites, so a line names one SQL text.
+final class StatementMemo {
+    var bySite: [Int: Statement] = [:]
 }
 
 /// A value bound straight into a `RawStatement` (no boxing): what `IN` lists are made of.

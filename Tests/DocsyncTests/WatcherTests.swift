@@ -40,6 +40,33 @@ extension HeavySuites {
         }
     }
 
+    /// A file already in the wire form reuses its content hash as the body's; a pretty one, or one
+    /// whose docType comes from its folder, is hashed as sent. Either way the body hash is what
+    /// decides whether a save changed the document: re-indenting a file sends nothing.
+    @Test func bodyHashIsTheHashOfTheBodySentWhateverTheFileLooksLike() async throws {
+        try await withAgent(prepare: { folder in
+            try folder.write("note/compact.json", #"{"id":"c1","docType":"note","n":1}"#)
+            try folder.write("note/pretty.json", "{\n  \"id\": \"p1\",\n  \"docType\": \"note\",\n  \"n\": 1\n}\n")
+            try folder.write("note/typeless.json", #"{"id":"t1","n":1}"#)
+        }) { folder, agent, server in
+            #expect(try await agent.settled())
+            let docs = try await server.api.documents(type: "note")
+            #expect(Set(docs.keys) == ["c1", "p1", "t1"])
+            let rows = try await agent.index.read { tx in try ["c1", "p1", "t1"].map { try #require(try tx.document(id: $0)) } }
+            for row in rows {
+                #expect(row.bodyHash == ContentHash.sha256Hex(row.body.utf8), "\(row.id): the body hash is the hash of the body")
+            }
+            #expect(rows.map(\.body) == [#"{"id":"c1","docType":"note","n":1}"#, #"{"id":"p1","docType":"note","n":1}"#, #"{"id":"t1","n":1,"docType":"note"}"#])
+            // The compact file rewritten pretty: the same document, nothing to send.
+            try folder.write("note/compact.json", "{\n  \"id\": \"c1\",\n  \"docType\": \"note\",\n  \"n\": 1\n}\n")
+            #expect(try await agent.settled())
+            #expect(try await agent.row("note/compact.json")?.hash == ContentHash.sha256Hex(Array(try folder.read("note/compact.json").utf8)))
+            try folder.write("note/marker.json", #"{"id":"m1","docType":"note"}"#)
+            #expect(try await eventually { try await server.api.documents(type: "note")["m1"] != nil })
+            #expect(try await server.api.documents(type: "note")["c1"]?["rev"] == .number("1"))
+        }
+    }
+
     @Test func editInPlaceIsOneUpdate() async throws {
         try await withAgent { folder, agent, server in
             try folder.write("notes/a.json", #"{"id":"a1","docType":"note","n":1}"#)
