@@ -66,7 +66,8 @@ struct Scanner: Sendable {
 
     /// Reconciles the whole tree with the index.
     func fullScan() async throws -> ScanSummary {
-        let found = walker.walk(removeStaleTemporaries: true).filter { DocumentRules.isDocumentName(lastComponent($0.path)) }
+        let found = walker.walkConcurrently(removeStaleTemporaries: true, threads: ProcessInfo.processInfo.activeProcessorCount)
+            .filter { DocumentRules.isDocumentName(lastComponent($0.path)) }
         let known = try await index.read { try $0.allFileStats() }
         // Files a new ignore rule now covers are forgotten, not deleted on the server.
         let nowIgnored = known.keys.filter { walker.isIgnored($0, isDirectory: false) }

@@ -1,7 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import DocsyncModel
+import Synchronization
 
 /// Walks a folder of the synced tree, reporting files and folders by their path relative to the
 /// root. Ignored names (hidden files and folders, editors' backups, conflict copies) are skipped,
@@ -47,35 +49,76 @@ public struct TreeWalker: Sendable {
         var stack = [relative]
         while let dir = stack.popLast() {
             onDirectory(dir)
-            guard let folder = Directory(absolute(dir)) else { continue }
-            for entry in folder.entries() {
-                if DocumentRules.isIgnoredName(entry.name) {
-                    if removeStaleTemporaries, FileSystem.isStaleTemporary(entry.name) { unlink(absolute(dir.isEmpty ? entry.name : dir + "/" + entry.name)) }
-                    continue
-                }
-                let rel = dir.isEmpty ? entry.name : dir + "/" + entry.name
-                if !ignore.isEmpty && ignore.isIgnored(rel, isDirectory: entry.type == UInt8(DT_DIR)) { continue }
-                if entry.type == UInt8(DT_DIR) {
-                    stack.append(rel)
-                    continue
-                }
-                if entry.type != UInt8(DT_REG) && entry.type != UInt8(DT_UNKNOWN) { continue }
-                if !entry.utf8 {
-                    // Its name cannot be turned back into a path string: report it from the
-                    // directory entry alone, so the user learns why it is not synced.
-                    if entry.type == UInt8(DT_REG) {
-                        files.append(Found(path: rel, info: EntryInfo(kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0), nameIsUTF8: false))
+            let listed = list(dir, removeStaleTemporaries: removeStaleTemporaries)
+            files += listed.files
+            stack += listed.folders
+        }
+        return files
+    }
+
+    /// The files of `walk`, in no particular order, with the folders of each level of the tree
+    /// listed on `threads` threads at once: a whole-tree scan's stats are most of an agent's
+    /// start, and a second core halves them.
+    public func walkConcurrently(_ relative: String = "", removeStaleTemporaries: Bool = false, threads: Int) -> [Found] {
+        var files: [Found] = []
+        var level = [relative]
+        while !level.isEmpty {
+            let listed: [(files: [Found], folders: [String])]
+            if level.count == 1 || threads < 2 {
+                listed = level.map { list($0, removeStaleTemporaries: removeStaleTemporaries) }
+            } else {
+                let folders = level
+                let results = Mutex([(files: [Found], folders: [String])?](repeating: nil, count: folders.count))
+                let workers = min(threads, folders.count)
+                DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                    for i in stride(from: worker, to: folders.count, by: workers) {
+                        let one = list(folders[i], removeStaleTemporaries: removeStaleTemporaries)
+                        results.withLock { $0[i] = one }
                     }
-                    continue
                 }
-                guard let info = folder.info(entry.name) else { continue }
-                switch info.kind {
-                case .file: files.append(Found(path: rel, info: info, nameIsUTF8: entry.utf8))
-                case .directory: stack.append(rel)
-                default: break
-                }
+                listed = results.withLock { $0.map { $0! } }
+            }
+            level = []
+            for one in listed {
+                files += one.files
+                level += one.folders
             }
         }
         return files
+    }
+
+    /// One folder's regular, non-ignored files and its subfolders.
+    private func list(_ dir: String, removeStaleTemporaries: Bool) -> (files: [Found], folders: [String]) {
+        var files: [Found] = []
+        var folders: [String] = []
+        guard let folder = Directory(absolute(dir)) else { return ([], []) }
+        for entry in folder.entries() {
+            if DocumentRules.isIgnoredName(entry.name) {
+                if removeStaleTemporaries, FileSystem.isStaleTemporary(entry.name) { unlink(absolute(dir.isEmpty ? entry.name : dir + "/" + entry.name)) }
+                continue
+            }
+            let rel = dir.isEmpty ? entry.name : dir + "/" + entry.name
+            if !ignore.isEmpty && ignore.isIgnored(rel, isDirectory: entry.type == UInt8(DT_DIR)) { continue }
+            if entry.type == UInt8(DT_DIR) {
+                folders.append(rel)
+                continue
+            }
+            if entry.type != UInt8(DT_REG) && entry.type != UInt8(DT_UNKNOWN) { continue }
+            if !entry.utf8 {
+                // Its name cannot be turned back into a path string: report it from the
+                // directory entry alone, so the user learns why it is not synced.
+                if entry.type == UInt8(DT_REG) {
+                    files.append(Found(path: rel, info: EntryInfo(kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0), nameIsUTF8: false))
+                }
+                continue
+            }
+            guard let info = folder.info(entry.name) else { continue }
+            switch info.kind {
+            case .file: files.append(Found(path: rel, info: info, nameIsUTF8: entry.utf8))
+            case .directory: folders.append(rel)
+            default: break
+            }
+        }
+        return (files, folders)
     }
 }

@@ -30,6 +30,39 @@ import Testing
         #expect(try leftovers(folder).isEmpty, "no temp files left behind")
     }
 
+    /// The start-up scan lists the folders of each level on several threads: it finds what the
+    /// one-thread walk finds, skips what is ignored, and clears a dead writer's temporary file.
+    @Test func aConcurrentWalkFindsWhatTheWalkFinds() throws {
+        let folder = try TempFolder("walk")
+        defer { folder.remove() }
+        var expected = Set<String>()
+        for a in 0..<3 {
+            for b in 0..<7 {
+                for c in 0..<5 {
+                    let path = "t\(a)/f\(b)/d\(c).json"
+                    try folder.write(path, "{}")
+                    expected.insert(path)
+                }
+                try folder.write("t\(a)/f\(b)/deep/er/x.json", "{}")
+                expected.insert("t\(a)/f\(b)/deep/er/x.json")
+            }
+        }
+        try folder.write("top.json", "{}")
+        expected.insert("top.json")
+        try folder.write(".hidden/h.json", "{}")
+        try folder.write("t0/f0/notes.json~", "{}")
+        // A temporary file left by a writer that no longer runs (pid 2^22 + 1 is above Linux's pid limit).
+        try folder.write("t1/.a.json.docsync-4194305-1.tmp", "{}")
+        try folder.write(".docsyncignore", "t2/f3/\n")
+        let walker = TreeWalker(root: folder.path, ignore: TreeWalker.ignoreRules(root: folder.path))
+        let found = walker.walkConcurrently(removeStaleTemporaries: true, threads: 4)
+        #expect(found.count == Set(found.map(\.path)).count, "each file once")
+        #expect(Set(found.map(\.path)) == expected.filter { !$0.hasPrefix("t2/f3/") })
+        #expect(Set(found.map(\.path)) == Set(walker.walk().map(\.path)))
+        #expect(found.allSatisfy { $0.info.kind == .file && $0.info.size == 2 })
+        #expect(!folder.exists("t1/.a.json.docsync-4194305-1.tmp"), "a dead writer's temporary file is removed")
+    }
+
     @Test func aNewFileIsMadeOnlyWhereNoneIs() throws {
         let folder = try TempFolder("create")
         defer { folder.remove() }
