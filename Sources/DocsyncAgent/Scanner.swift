@@ -240,11 +240,7 @@ struct Scanner: Sendable {
     /// The wire body of a file just read (`bytes`, hashed `hash`).
     static func wire(_ result: Result<JSONObject, DocumentProblem>, path: String, bytes: [UInt8], hash: String) -> (text: String, hash: String)? {
         guard case .success(let object) = result, let docType = try? DocumentRules.docType(of: object, relativePath: path) else { return nil }
-        // Room for the docType too, when the folder supplied it.
-        let text = JSONWriter.string(.object(wireBody(object, docType: docType)), capacity: bytes.count + 16 + docType.utf8.count)
-        // A file already in the wire form (compact JSON with its docType, as programs write
-        // records) has the file's hash: the text is not hashed twice.
-        return (text, sameBytes(text, bytes) ? hash : ContentHash.sha256Hex(text.utf8))
+        return wireText(object, docType: docType, source: (bytes, hash))
     }
 
     private static func sameBytes(_ text: String, _ bytes: [UInt8]) -> Bool {
@@ -254,8 +250,14 @@ struct Scanner: Sendable {
         } ?? text.utf8.elementsEqual(bytes)
     }
 
-    static func wireText(_ object: JSONObject, docType: String) -> (text: String, hash: String) {
-        let text = JSONWriter.string(.object(wireBody(object, docType: docType)))
+    /// The compact wire text of `object` and its hash. With the `source` it was parsed from (its
+    /// bytes and their hash), the text is written into room for the source and the docType, and a
+    /// source already in the wire form (compact JSON with its docType, as programs write records)
+    /// lends its hash: the same bytes are not hashed twice.
+    static func wireText(_ object: JSONObject, docType: String, source: (bytes: [UInt8], hash: String)? = nil) -> (text: String, hash: String) {
+        let capacity = source.map { $0.bytes.count + 16 + docType.utf8.count } ?? 256
+        let text = JSONWriter.string(.object(wireBody(object, docType: docType)), capacity: capacity)
+        if let source, sameBytes(text, source.bytes) { return (text, source.hash) }
         return (text, ContentHash.sha256Hex(text.utf8))
     }
 

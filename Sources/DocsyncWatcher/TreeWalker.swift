@@ -63,21 +63,17 @@ public struct TreeWalker: Sendable {
         var files: [Found] = []
         var level = [relative]
         while !level.isEmpty {
-            let listed: [(files: [Found], folders: [String])]
-            if level.count == 1 || threads < 2 {
-                listed = level.map { list($0, removeStaleTemporaries: removeStaleTemporaries) }
-            } else {
-                let folders = level
-                let results = Mutex([(files: [Found], folders: [String])?](repeating: nil, count: folders.count))
-                let workers = min(threads, folders.count)
-                DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                    for i in stride(from: worker, to: folders.count, by: workers) {
-                        let one = list(folders[i], removeStaleTemporaries: removeStaleTemporaries)
-                        results.withLock { $0[i] = one }
-                    }
+            let folders = level
+            let results = Mutex([(files: [Found], folders: [String])?](repeating: nil, count: folders.count))
+            // One worker (a single folder, or one thread) runs on the calling thread.
+            let workers = max(1, min(threads, folders.count))
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                for i in stride(from: worker, to: folders.count, by: workers) {
+                    let one = list(folders[i], removeStaleTemporaries: removeStaleTemporaries)
+                    results.withLock { $0[i] = one }
                 }
-                listed = results.withLock { $0.map { $0! } }
             }
+            let listed = results.withLock { $0.map { $0! } }
             level = []
             for one in listed {
                 files += one.files
