@@ -59,8 +59,12 @@ extension HeavySuites {
             return try #require(file(of: "doc", in: b))
         }
 
+        /// The conflict copies a user sees: not the agent's hidden temporary file a copy is
+        /// written to before it is renamed into place (its name holds the copy's name, and it is
+        /// empty for a moment).
         func conflictCopies(_ folder: TempFolder) -> [String] {
-            (FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []).filter { $0.contains(".sync-conflict-") }
+            (FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? [])
+                .filter { $0.contains(".sync-conflict-") && $0.split(separator: "/").last?.hasPrefix(".") == false }
         }
     }
 
