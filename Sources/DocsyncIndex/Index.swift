@@ -248,6 +248,16 @@ public struct Index: Sendable {
                 CREATE INDEX outbox_upload ON outbox(next_attempt_at) WHERE kind = 'upload';
                 """)
         }
+        migrator.registerMigration("v8-pushed-is-body") { db in
+            // An acknowledgement used to grow each document's row by the 64 characters of the hash
+            // it recorded: rows written side by side by an import no longer fitted their page, and
+            // acknowledging a batch split pages all along the table. The hash acknowledged is
+            // nearly always the body's own: a flag says so, and the row keeps its size.
+            try db.execute(sql: """
+                ALTER TABLE document ADD COLUMN pushed_is_body INTEGER NOT NULL DEFAULT 0;
+                UPDATE document SET pushed_hash = NULL, pushed_is_body = 1 WHERE pushed_hash = body_hash;
+                """)
+        }
         return migrator
     }
 }

@@ -168,14 +168,16 @@ public struct IndexTransaction {
         // A merge base equal to the body (a document the server holds as it is here: nearly all of
         // them) is stored as a flag, not a second copy.
         let baseIsBody = d.base == d.body
+        // Likewise the hash the endpoint acknowledged, nearly always the body's (see migration v8).
+        let pushedIsBody = d.pushedHash == d.bodyHash
         let doc: Int64
         do {
             let s = try RawStatement(self, """
-                    INSERT INTO document (id, doc_type, path, body_hash, pushed_hash, updated_at, deleted_at,
+                    INSERT INTO document (id, doc_type, path, body_hash, pushed_hash, pushed_is_body, updated_at, deleted_at,
                                           server_rev, base, base_is_body, state, error)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, path = excluded.path,
-                        body_hash = excluded.body_hash, pushed_hash = excluded.pushed_hash,
+                        body_hash = excluded.body_hash, pushed_hash = excluded.pushed_hash, pushed_is_body = excluded.pushed_is_body,
                         updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
                         server_rev = excluded.server_rev, base = excluded.base, base_is_body = excluded.base_is_body,
                         state = excluded.state, error = excluded.error
@@ -184,14 +186,15 @@ public struct IndexTransaction {
             s.bind(2, d.docType)
             s.bind(3, d.path)
             s.bind(4, d.bodyHash)
-            s.bind(5, d.pushedHash)
-            s.bind(6, d.updatedAt)
-            s.bind(7, d.deletedAt)
-            s.bind(8, d.serverRev)
-            s.bind(9, baseIsBody ? nil : d.base)
-            s.bind(10, baseIsBody)
-            s.bind(11, d.state.rawValue)
-            s.bind(12, d.error)
+            s.bind(5, pushedIsBody ? nil : d.pushedHash)
+            s.bind(6, pushedIsBody)
+            s.bind(7, d.updatedAt)
+            s.bind(8, d.deletedAt)
+            s.bind(9, d.serverRev)
+            s.bind(10, baseIsBody ? nil : d.base)
+            s.bind(11, baseIsBody)
+            s.bind(12, d.state.rawValue)
+            s.bind(13, d.error)
             let before = db.lastInsertedRowID
             try s.run()
             // A new row's key is the last inserted rowid; an existing row (the update branch, which
@@ -221,7 +224,8 @@ public struct IndexTransaction {
     /// still the latest (`current`), the synced state.
     public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, base: String?, baseHash: String?, current: Bool) throws {
         let s = try RawStatement(self, """
-                UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev),
+                UPDATE document SET pushed_hash = CASE WHEN body_hash = ?1 THEN NULL ELSE ?1 END, pushed_is_body = body_hash = ?1,
+                    server_rev = COALESCE(?2, server_rev),
                     base = CASE WHEN ?4 IS NULL THEN base WHEN body_hash = ?4 THEN NULL ELSE ?3 END,
                     base_is_body = CASE WHEN ?4 IS NULL THEN base_is_body ELSE body_hash = ?4 END,
                     state = CASE WHEN ?5 THEN 'synced' ELSE state END,
@@ -242,7 +246,8 @@ public struct IndexTransaction {
     @discardableResult
     public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, ifBodyHash bodyHash: String, current: Bool) throws -> Bool {
         let s = try RawStatement(self, """
-                UPDATE document SET pushed_hash = ?1, server_rev = COALESCE(?2, server_rev), base = NULL, base_is_body = 1,
+                UPDATE document SET pushed_hash = CASE WHEN body_hash = ?1 THEN NULL ELSE ?1 END, pushed_is_body = body_hash = ?1,
+                    server_rev = COALESCE(?2, server_rev), base = NULL, base_is_body = 1,
                     state = CASE WHEN ?3 THEN 'synced' ELSE state END,
                     error = CASE WHEN ?3 THEN NULL ELSE error END
                 WHERE id = ?4 AND body_hash = ?5
@@ -530,7 +535,7 @@ extension FileRow {
 extension DocumentRow {
     static let columns = """
         d.id, d.doc_type, d.path, b.body, d.body_hash, d.pushed_hash, d.updated_at, d.deleted_at, d.server_rev, d.base,
-        d.base_is_body, d.state, d.error
+        d.base_is_body, d.state, d.error, d.pushed_is_body
         """
     /// The document (`d`) with its body (`b`).
     static let tables = "document d JOIN document_body b ON b.doc = d.doc"
@@ -539,7 +544,7 @@ extension DocumentRow {
         let body = s.string(3)
         self.init(
             id: s.string(0), docType: s.string(1), path: s.text(2), body: body, bodyHash: s.string(4),
-            pushedHash: s.text(5), updatedAt: s.int64(6), deletedAt: s.int64(7),
+            pushedHash: s.bool(13) ? s.string(4) : s.text(5), updatedAt: s.int64(6), deletedAt: s.int64(7),
             serverRev: s.int64(8), base: s.bool(10) ? body : s.text(9), state: State(rawValue: s.string(11)) ?? .pending,
             error: s.text(12))
     }

@@ -49,8 +49,8 @@ import Testing
         let (a, b, files, due) = try await index.read { tx in
             (try tx.document(id: "a"), try tx.document(id: "b"), try tx.allFileStats(), try tx.dueEntries(now: 10_000, limit: 10))
         }
-        #expect(a?.body == bodyA && a?.base == bodyA && a?.serverRev == 3 && a?.state == .synced)
-        #expect(b?.body == bodyB && b?.base == nil && b?.state == .pending)
+        #expect(a?.body == bodyA && a?.base == bodyA && a?.serverRev == 3 && a?.state == .synced && a?.pushedHash == "ha")
+        #expect(b?.body == bodyB && b?.base == nil && b?.state == .pending && b?.pushedHash == nil)
         #expect(files["a.json"]?.stat == FileStat(size: 10, mtimeNs: 5, inode: 7) && files["b.json"]?.stat.size == 11)
         #expect(due.map(\.key) == ["doc:b"])
         #expect(due.first?.payload == #"{"id":"b","docType":"note","t":2,"updated_at":"1970-01-01T00:00:02.000Z"}"#)
@@ -73,6 +73,8 @@ import Testing
                 try tx.upsertDocument(DocumentRow(id: "a", docType: "note", path: "a.json", body: "v1", bodyHash: "h1"))
                 try tx.upsertDocument(DocumentRow(id: "b", docType: "note", path: "b.json", body: "w1", bodyHash: "g1"))
                 try tx.recordAcknowledged(id: "a", pushedHash: "h1", serverRev: 4, base: nil, baseHash: "h1", current: true)
+                // An older version of b acknowledged after b changed: the hash recorded is the one sent.
+                try tx.recordAcknowledged(id: "b", pushedHash: "g0", serverRev: 2, base: "w0", baseHash: "g0", current: false)
                 var b = try #require(try tx.document(id: "b"))
                 b.state = .rejected
                 try tx.upsertDocument(b)
@@ -83,7 +85,7 @@ import Testing
             }
             let (a, b) = try await index.read { tx in (try tx.document(id: "a"), try tx.document(id: "b")) }
             #expect(a?.body == "v2" && a?.base == "v1" && a?.pushedHash == "h1" && a?.serverRev == 4)
-            #expect(b?.body == "w1" && b?.state == .rejected)
+            #expect(b?.body == "w1" && b?.base == "w0" && b?.pushedHash == "g0" && b?.state == .rejected)
         }
     }
 
