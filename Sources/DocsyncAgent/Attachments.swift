@@ -133,7 +133,7 @@ struct Attachments: Sendable {
                     if before?.state == .invalid || before?.state == .removed { result.wireChanged = true }
                     row.state = .done
                     row.error = nil
-                    if let queued { try tx.removeEntry(key: queued.key, version: queued.version) }
+                    if let queued { try tx.removeEntry(queued) }
                 } else if let queued, queued.bodyHash == file.sha256 {
                     // Already queued with this content: leave its retries alone.
                 } else if before?.state == .failed, before?.sha256 == file.sha256 {

@@ -75,7 +75,7 @@ struct ChangeApplier: Sendable {
             let final = doc
             try await index.write { tx in
                 if let entry = try tx.outboxEntry(key: "doc:\(id)"), entry.bodyHash == final.bodyHash {
-                    try tx.removeEntry(key: entry.key, version: entry.version)
+                    try tx.removeEntry(entry)
                 }
                 var synced = final
                 if try tx.outboxEntry(key: "doc:\(id)") == nil { synced.state = .synced }
@@ -150,7 +150,7 @@ struct ChangeApplier: Sendable {
             doc.state = .synced
             let final = doc
             try await index.write { tx in
-                if let p = pending { try tx.removeEntry(key: p.key, version: p.version) }
+                if let p = pending { try tx.removeEntry(p) }
                 try tx.upsertDocument(final)
             }
         case (false, true):
@@ -171,7 +171,7 @@ struct ChangeApplier: Sendable {
         case (true, false):
             // Deleted here, edited there: the edit wins, the file comes back.
             logger.info("document deleted here but edited on the server; the edit wins", metadata: ["doc.id": "\(id)"])
-            if let p = pending { _ = try await index.write { try $0.removeEntry(key: p.key, version: p.version) } }
+            if let p = pending { _ = try await index.write { try $0.removeEntry(p) } }
             let path = try freePath(for: id, docType: docType)
             try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
         case (false, false):
@@ -305,7 +305,7 @@ struct ChangeApplier: Sendable {
             } else {
                 doc.state = .synced
                 doc.pushedHash = bodyHash
-                if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(key: entry.key, version: entry.version) }
+                if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(entry) }
             }
             try tx.upsertDocument(doc)
         }

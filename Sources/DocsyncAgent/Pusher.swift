@@ -427,7 +427,7 @@ actor Pusher {
                     case .success:
                         try ack?.record(tx: tx, anyUploads: anyUploads)
                     case .failure(.rejected(let status, let message)):
-                        try tx.removeEntry(key: entry.key, version: entry.version)
+                        try tx.removeEntry(entry)
                         if var doc = try tx.document(id: entry.docID), doc.bodyHash == entry.bodyHash || entry.bodyHash.hasPrefix("deleted:") {
                             doc.state = .rejected
                             doc.error = "\(status): \(message)"
@@ -552,7 +552,7 @@ actor Pusher {
         }
 
         func record(tx: IndexTransaction, anyUploads: Bool) throws {
-            let current = try tx.removeEntry(key: entry.key, version: entry.version)
+            let current = try tx.removeEntry(entry)
             if storedAsSent {
                 try recordStoredAsSent(tx: tx, current: current)
                 return
@@ -569,7 +569,8 @@ actor Pusher {
                 }
             }
             try tx.recordAcknowledged(
-                id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, base: baseText, baseHash: baseHash, current: current)
+                id: entry.docID, key: entry.docKey, pushedHash: entry.bodyHash, serverRev: serverRev, base: baseText, baseHash: baseHash,
+                current: current)
         }
 
         /// The base is the body that was queued (references and all, as the folder holds it). When
@@ -577,14 +578,16 @@ actor Pusher {
         /// sent body is taken back out of the payload.
         private func recordStoredAsSent(tx: IndexTransaction, current: Bool) throws {
             let sentHash = entry.bodyHash.hasPrefix("deleted:") ? String(entry.bodyHash.dropFirst("deleted:".count)) : entry.bodyHash
-            if try tx.recordAcknowledged(id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, ifBodyHash: sentHash, current: current) {
+            if try tx.recordAcknowledged(
+                id: entry.docID, key: entry.docKey, pushedHash: entry.bodyHash, serverRev: serverRev, ifBodyHash: sentHash, current: current)
+            {
                 return
             }
             guard case .object(let object)? = try? JSONParser.parse(entry.payload), let docType = object["docType"]?.string else { return }
             let text = JSONWriter.string(.object(Scanner.wireBody(object, docType: docType)))
             try tx.recordAcknowledged(
-                id: entry.docID, pushedHash: entry.bodyHash, serverRev: serverRev, base: text, baseHash: ContentHash.sha256Hex(text.utf8),
-                current: current)
+                id: entry.docID, key: entry.docKey, pushedHash: entry.bodyHash, serverRev: serverRev, base: text,
+                baseHash: ContentHash.sha256Hex(text.utf8), current: current)
         }
     }
 

@@ -216,7 +216,7 @@ actor Uploader {
         let now = clock.now()
         do {
             try await index.write { tx in
-                let current = try tx.removeEntry(key: job.entry.key, version: job.entry.version)
+                let current = try tx.removeEntry(job.entry)
                 guard var upload = try tx.upload(docID: job.upload.docID, property: property) else { return }
                 upload.remoteURL = stored[property]?.string
                 upload.uploadedSHA256 = sentHash
@@ -267,7 +267,7 @@ actor Uploader {
         lastFailure = message
         try? await index.write { tx in
             if permanent {
-                try tx.removeEntry(key: job.entry.key, version: job.entry.version)
+                try tx.removeEntry(job.entry)
             } else {
                 try tx.recordFailure(key: job.entry.key, version: job.entry.version, error: message, nextAttemptAt: now + delayMs)
             }

@@ -221,8 +221,11 @@ public struct IndexTransaction {
     /// Records what the endpoint acknowledged, without reading or rewriting the body: the hash it
     /// acknowledged, its revision (kept when `serverRev` is nil), the new merge base (`baseHash` is
     /// its SHA-256: equal to the body's, only the flag is stored), and, when the entry sent was
-    /// still the latest (`current`), the synced state.
-    public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, base: String?, baseHash: String?, current: Bool) throws {
+    /// still the latest (`current`), the synced state. The document is found by its integer `key`
+    /// when the caller has it (an outbox entry's ``OutboxEntry/docKey``), else by `id`.
+    public func recordAcknowledged(
+        id: String, key: Int64? = nil, pushedHash: String, serverRev: Int64?, base: String?, baseHash: String?, current: Bool
+    ) throws {
         let s = try RawStatement(self, """
                 UPDATE document SET pushed_hash = CASE WHEN body_hash = ?1 THEN NULL ELSE ?1 END, pushed_is_body = body_hash = ?1,
                     server_rev = COALESCE(?2, server_rev),
@@ -230,7 +233,7 @@ public struct IndexTransaction {
                     base_is_body = CASE WHEN ?4 IS NULL THEN base_is_body ELSE body_hash = ?4 END,
                     state = CASE WHEN ?5 THEN 'synced' ELSE state END,
                     error = CASE WHEN ?5 THEN NULL ELSE error END
-                WHERE id = ?6
+                WHERE doc = COALESCE(?7, (SELECT doc FROM document WHERE id = ?6))
                 """)
         s.bind(1, pushedHash)
         s.bind(2, serverRev)
@@ -238,25 +241,29 @@ public struct IndexTransaction {
         s.bind(4, baseHash)
         s.bind(5, current)
         s.bind(6, id)
+        s.bind(7, key)
         try s.run()
     }
 
     /// Records an acknowledgement whose merge base is the document's body, provided the body is
     /// still the one hashed `bodyHash`; returns whether it was (nothing is written otherwise).
     @discardableResult
-    public func recordAcknowledged(id: String, pushedHash: String, serverRev: Int64?, ifBodyHash bodyHash: String, current: Bool) throws -> Bool {
+    public func recordAcknowledged(
+        id: String, key: Int64? = nil, pushedHash: String, serverRev: Int64?, ifBodyHash bodyHash: String, current: Bool
+    ) throws -> Bool {
         let s = try RawStatement(self, """
                 UPDATE document SET pushed_hash = CASE WHEN body_hash = ?1 THEN NULL ELSE ?1 END, pushed_is_body = body_hash = ?1,
                     server_rev = COALESCE(?2, server_rev), base = NULL, base_is_body = 1,
                     state = CASE WHEN ?3 THEN 'synced' ELSE state END,
                     error = CASE WHEN ?3 THEN NULL ELSE error END
-                WHERE id = ?4 AND body_hash = ?5
+                WHERE doc = COALESCE(?6, (SELECT doc FROM document WHERE id = ?4)) AND body_hash = ?5
                 """)
         s.bind(1, pushedHash)
         s.bind(2, serverRev)
         s.bind(3, current)
         s.bind(4, id)
         s.bind(5, bodyHash)
+        s.bind(6, key)
         try s.run()
         return db.changesCount > 0
     }
@@ -344,13 +351,15 @@ public struct IndexTransaction {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE kind = \(Self.kindLiteral(kind))"))
     }
 
-    /// Removes the entry if it is still the version that was sent; returns whether it was.
+    /// Removes the entry if it is still the version that was read; returns whether it was.
     /// A newer version (the file changed while the request was in flight) stays queued.
     @discardableResult
-    public func removeEntry(key: String, version: Int64) throws -> Bool {
-        let s = try RawStatement(self, "DELETE FROM outbox WHERE key = ? AND version = ?")
-        s.bind(1, key)
-        s.bind(2, version)
+    public func removeEntry(_ entry: OutboxEntry) throws -> Bool {
+        // Found by its seq (the table's own key; a replaced entry keeps it), not through the index of keys.
+        let s = try RawStatement(self, "DELETE FROM outbox WHERE seq = ? AND key = ? AND version = ?")
+        s.bind(1, entry.seq)
+        s.bind(2, entry.key)
+        s.bind(3, entry.version)
         try s.run()
         return db.changesCount > 0
     }
@@ -554,7 +563,7 @@ extension OutboxEntry {
     /// The entry and the revision its document is at (`o` the outbox, `d` the document, `b` its body, joined).
     static let columns = """
         o.seq, o.key, o.doc_id, o.kind, o.version, o.payload, o.body_hash, o.queued_at, o.attempts, o.next_attempt_at,
-        o.last_error, d.server_rev, b.body, d.updated_at, d.deleted_at
+        o.last_error, d.server_rev, b.body, d.updated_at, d.deleted_at, d.doc
         """
 
     init(_ s: borrowing RawStatement) {
@@ -566,7 +575,8 @@ extension OutboxEntry {
         self.init(
             seq: s.int64(0) ?? 0, key: s.string(1), docID: s.string(2), kind: s.string(3), version: s.int64(4) ?? 0,
             payload: payload, bodyHash: s.string(6), queuedAt: s.int64(7) ?? 0,
-            attempts: Int(s.int64(8) ?? 0), nextAttemptAt: s.int64(9) ?? 0, lastError: s.text(10), serverRev: s.int64(11))
+            attempts: Int(s.int64(8) ?? 0), nextAttemptAt: s.int64(9) ?? 0, lastError: s.text(10), serverRev: s.int64(11),
+            docKey: s.int64(15))
     }
 }
 

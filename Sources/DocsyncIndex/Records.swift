@@ -97,6 +97,8 @@ public struct OutboxEntry: Sendable, Hashable {
     public var lastError: String?
     /// The revision the document was at when the entry was read: what the write is based on.
     public var serverRev: Int64?
+    /// The document's integer key in the index (`nil` if it has no row): what acknowledgements find it by.
+    public var docKey: Int64?
 }
 
 /// The part of a file row a rescan needs to decide "unchanged".

@@ -148,7 +148,7 @@ import Testing
             try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v1", bodyHash: "h1", queuedAt: 1) }
             let sent = try #require(try await index.read { try $0.dueEntries(now: 10, limit: 1) }.first)
             try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v2", bodyHash: "h2", queuedAt: 2) }
-            let removed = try await index.write { try $0.removeEntry(key: sent.key, version: sent.version) }
+            let removed = try await index.write { try $0.removeEntry(sent) }
             #expect(!removed)
             #expect(try await index.read { try $0.outboxEntry(key: "doc:a")?.payload } == "v2")
         }
