@@ -334,7 +334,7 @@ actor Pusher {
                 group.addTask {
                     do throws(EndpointError) {
                         let body = Self.wirePayload(entry, rev: nil, mapping: mappings[entry.docID])
-                        return (entry, .success(try await endpoint.put(body, ifMatch: revisions[entry.docID])))
+                        return (entry, .success(try await endpoint.put(Array(body.utf8), ifMatch: revisions[entry.docID])))
                     } catch {
                         return (entry, .failure(error))
                     }
@@ -510,15 +510,15 @@ actor Pusher {
         }
     }
 
-    /// The bytes sent for an entry: its payload, with the revision it is based on (batch call) and
+    /// The text sent for an entry: its payload, with the revision it is based on (batch call) and
     /// file references replaced by what the server should hold. Parsed only when something changes.
-    static func wirePayload(_ entry: OutboxEntry, rev: Int64?, mapping: AttachmentMapping?) -> [UInt8] {
+    static func wirePayload(_ entry: OutboxEntry, rev: Int64?, mapping: AttachmentMapping?) -> String {
         guard rev != nil || mapping != nil, case .object(var object)? = try? JSONParser.parse(entry.payload) else {
-            return Array(entry.payload.utf8)
+            return entry.payload
         }
         if let mapping { object = mapping.toWire(object) }
         if let rev { object[DocumentRules.revKey] = .number(String(rev)) }
-        return JSONWriter.bytes(.object(object))
+        return JSONWriter.string(.object(object))
     }
 
     /// An acknowledged write: the entry leaves the outbox if it is still the version sent, and the

@@ -566,11 +566,15 @@ extension OutboxEntry {
         o.last_error, d.server_rev, b.body, d.updated_at, d.deleted_at, d.doc
         """
 
-    init(_ s: borrowing RawStatement) {
+    convenience init(_ s: borrowing RawStatement) {
         var payload = s.string(5)
         if payload.isEmpty {
             // Stored as "the document's body": what the document holds now is what was queued.
-            payload = DocumentRules.stampedWireText(body: s.text(12) ?? "{}", updatedAt: s.int64(13), deletedAt: s.int64(14))
+            let (updatedAt, deletedAt) = (s.int64(13), s.int64(14))
+            payload = s.withUTF8(12) { body in
+                guard let body else { return DocumentRules.stampedWireText(body: "{}", updatedAt: updatedAt, deletedAt: deletedAt) }
+                return DocumentRules.stampedWireText(utf8: body, updatedAt: updatedAt, deletedAt: deletedAt)
+            }
         }
         self.init(
             seq: s.int64(0) ?? 0, key: s.string(1), docID: s.string(2), kind: s.string(3), version: s.int64(4) ?? 0,

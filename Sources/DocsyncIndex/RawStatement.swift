@@ -106,6 +106,13 @@ struct RawStatement: ~Copyable {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
+    /// The UTF-8 bytes of a text column (`nil` for NULL), valid only inside `body`: read without
+    /// making a string of them first.
+    func withUTF8<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
+        guard let bytes = sqlite3_column_text(handle, column) else { return body(nil) }
+        return body(UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))))
+    }
+
     /// A NOT NULL text column.
     func string(_ column: Int32) -> String { text(column) ?? "" }
 

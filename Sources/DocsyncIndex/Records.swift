@@ -81,24 +81,47 @@ public struct DocumentRow: Sendable, Hashable {
     }
 }
 
-/// A unit of pending work for the endpoint. There is at most one per key: newer local states
-/// replace the payload (and bump `version`) so ten offline saves send one request.
-public struct OutboxEntry: Sendable, Hashable {
-    public var seq: Int64
-    public var key: String
-    public var docID: String
-    public var kind: String
-    public var version: Int64
-    public var payload: String
-    public var bodyHash: String
-    public var queuedAt: Int64
-    public var attempts: Int
-    public var nextAttemptAt: Int64
-    public var lastError: String?
+/// A unit of pending work for the endpoint, as read from the outbox. There is at most one per
+/// key: newer local states replace the payload (and bump `version`) so ten offline saves send one
+/// request.
+///
+/// A class: entries are read by the thousand and passed along from the read to the request to the
+/// acknowledgement, and a struct of seven strings cost seven reference counts at every copy.
+public final class OutboxEntry: Sendable {
+    public let seq: Int64
+    public let key: String
+    public let docID: String
+    public let kind: String
+    public let version: Int64
+    public let payload: String
+    public let bodyHash: String
+    public let queuedAt: Int64
+    public let attempts: Int
+    public let nextAttemptAt: Int64
+    public let lastError: String?
     /// The revision the document was at when the entry was read: what the write is based on.
-    public var serverRev: Int64?
+    public let serverRev: Int64?
     /// The document's integer key in the index (`nil` if it has no row): what acknowledgements find it by.
-    public var docKey: Int64?
+    public let docKey: Int64?
+
+    public init(
+        seq: Int64, key: String, docID: String, kind: String, version: Int64, payload: String, bodyHash: String, queuedAt: Int64,
+        attempts: Int, nextAttemptAt: Int64, lastError: String?, serverRev: Int64?, docKey: Int64?
+    ) {
+        self.seq = seq
+        self.key = key
+        self.docID = docID
+        self.kind = kind
+        self.version = version
+        self.payload = payload
+        self.bodyHash = bodyHash
+        self.queuedAt = queuedAt
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.serverRev = serverRev
+        self.docKey = docKey
+    }
 }
 
 /// The part of a file row a rescan needs to decide "unchanged".

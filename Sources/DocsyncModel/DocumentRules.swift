@@ -1,3 +1,5 @@
+import Glibc
+
 /// Why one file cannot be a document. Each case names the reason in words a user can act on.
 public enum DocumentProblem: Error, Sendable, Hashable, CustomStringConvertible {
     case syntax(JSONSyntaxError)
@@ -40,16 +42,29 @@ public enum DocumentRules {
     /// `updated_at`, and `deleted_at` for a tombstone. Spliced as text, the same bytes as setting
     /// the members on the object and writing it out again.
     public static func stampedWireText(body: String, updatedAt: Int64?, deletedAt: Int64?) -> String {
-        var bytes = Array(body.utf8)
-        guard bytes.last == UInt8(ascii: "}") else { return body }
-        bytes.removeLast()
+        var body = body
+        return body.withUTF8 { stampedWireText(utf8: $0, updatedAt: updatedAt, deletedAt: deletedAt) }
+    }
+
+    /// As above, from the body's UTF-8 bytes (as the index hands them out): written once, into a
+    /// string of the right size.
+    public static func stampedWireText(utf8 body: UnsafeBufferPointer<UInt8>, updatedAt: Int64?, deletedAt: Int64?) -> String {
+        guard body.last == UInt8(ascii: "}") else { return String(decoding: body, as: UTF8.self) }
+        var stamps: [UInt8] = []
+        var length = body.count - 1  // without the closing brace
         for (key, value) in [(updatedAtKey, updatedAt), (deletedAtKey, deletedAt)] {
             guard let value else { continue }
-            if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: "\"\(key)\":\"\(Timestamp(unixMilliseconds: value).rfc3339)\"".utf8)
+            if length + stamps.count > 1 { stamps.append(UInt8(ascii: ",")) }
+            stamps.append(contentsOf: "\"\(key)\":\"\(Timestamp(unixMilliseconds: value).rfc3339)\"".utf8)
         }
-        bytes.append(UInt8(ascii: "}"))
-        return String(decoding: bytes, as: UTF8.self)
+        stamps.append(UInt8(ascii: "}"))
+        length += stamps.count
+        return String(unsafeUninitializedCapacity: length) { out in
+            let head = body.count - 1
+            _ = out.initialize(from: body[..<head])
+            _ = out[head...].initialize(from: stamps)
+            return length
+        }
     }
 
     /// Default per-file size limit: 16 MiB.
@@ -106,7 +121,8 @@ public enum DocumentRules {
     /// Parses a file's bytes into its top-level object, refusing binary files and non-objects.
     public static func parseObject(_ bytes: [UInt8], maxSize: Int = defaultMaxFileSize) throws(DocumentProblem) -> JSONObject {
         if bytes.count > maxSize { throw .tooLarge(size: bytes.count, limit: maxSize) }
-        if bytes.contains(0) || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
+        let hasNUL = bytes.withUnsafeBufferPointer { $0.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false }
+        if hasNUL || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)

@@ -74,6 +74,24 @@ import Testing
     }
 }
 
+@Suite struct StampTests {
+    /// Splicing the stamps into the stored text gives the bytes that setting them on the object
+    /// and writing it out gives: for an empty body, a live document and a tombstone.
+    @Test(arguments: [
+        ("{}", Int64(1_000), Int64?.none),
+        ("{}", 1_000, 2_000),
+        (#"{"id":"a","docType":"note","t":"é"}"#, 1_700_000_000_123, nil),
+        (#"{"id":"a","docType":"note","t":[1,{"x":null}]}"#, 1_700_000_000_123, 1_700_000_000_456),
+    ])
+    func stampsAreSplicedAsTheWriterWouldWriteThem(body: String, updatedAt: Int64, deletedAt: Int64?) throws {
+        var object = try #require(try JSONParser.parse(body).object)
+        object[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: updatedAt).rfc3339)
+        if let deletedAt { object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: deletedAt).rfc3339) }
+        #expect(DocumentRules.stampedWireText(body: body, updatedAt: updatedAt, deletedAt: deletedAt) == JSONWriter.string(.object(object)))
+        #expect(DocumentRules.stampedWireText(body: body, updatedAt: nil, deletedAt: nil) == body)
+    }
+}
+
 @Suite struct IdentityRuleTests {
     @Test(arguments: [
         ("{\"docType\":\"note\"}", "{\"id\":\"X1\",\"docType\":\"note\"}"),
