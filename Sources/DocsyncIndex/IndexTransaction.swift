@@ -307,20 +307,34 @@ public struct IndexTransaction {
     public func dueEntries(now: Int64, limit: Int, kind: String = "put", excludingAny sets: [Set<String>], after: Int64 = 0) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
         let sets = sets.filter { !$0.isEmpty }
-        if sets.isEmpty {
-            // Keyed by its text, not its line: the text depends on `kind`.
-            let s = try RawStatement(db, cached: """
-                SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
-                WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) AND o.seq > ? ORDER BY o.seq LIMIT ?
-                """)
-            s.bind(1, now)
-            s.bind(2, after)
-            s.bind(3, limit)
-            while try s.step() { out.append(OutboxEntry(s)) }
+        if sets.isEmpty || after > 0 {
+            // The range read in order, joined and decoded as it goes. A reader going on `after`
+            // the entries it took has those in flight behind it: the few left out here are
+            // dropped once read, and the range read on until `limit` entries are kept.
+            var from = after
+            while out.count < limit {
+                let wanted = limit - out.count
+                var rows = 0
+                // Keyed by its text, not its line: the text depends on `kind`.
+                let s = try RawStatement(db, cached: """
+                    SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
+                    WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) AND o.seq > ? ORDER BY o.seq LIMIT ?
+                    """)
+                s.bind(1, now)
+                s.bind(2, from)
+                s.bind(3, wanted)
+                while try s.step() {
+                    let entry = OutboxEntry(s)
+                    rows += 1
+                    from = entry.seq
+                    if !sets.contains(where: { $0.contains(entry.key) }) { out.append(entry) }
+                }
+                if rows < wanted { break }  // the end of the range
+            }
             return out
         }
-        // The entries in flight are usually the oldest ones, thousands of them: they are skipped
-        // by key alone, and only the entries taken are joined with their documents and decoded.
+        // From the start, the entries in flight are usually the oldest ones, thousands of them:
+        // they are skipped by key alone, and only the entries taken are joined and decoded.
         var seqs: [Int64] = []
         do {
             let s = try RawStatement(

@@ -140,6 +140,14 @@ import Testing
             #expect(due.last?.payload == #"{"n":1199}"#)
             let firstTwo = try await index.read { try $0.dueEntries(now: 10, limit: 2, excluding: inFlight) }
             #expect(firstTwo.map(\.key) == ["doc:7", "doc:1001"])
+            // Going on after an entry read before: what follows it in order, less what is in flight
+            // or not due.
+            let five = try #require(try await index.read { try $0.outboxEntry(key: "doc:5") })
+            let onFromFive = try await index.read { try $0.dueEntries(now: 10, limit: 5, excludingAny: [inFlight], after: five.seq) }
+            #expect(onFromFive.map(\.key) == ["doc:7", "doc:1001", "doc:1002", "doc:1003", "doc:1004"])
+            let seven = try #require(onFromFive.first)
+            let onFromSeven = try await index.read { try $0.dueEntries(now: 10, limit: 1_000, excludingAny: [[], inFlight], after: seven.seq) }
+            #expect(onFromSeven.map(\.key) == (1_001..<1_200).map { "doc:\($0)" })
         }
     }
 
