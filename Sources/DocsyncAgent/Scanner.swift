@@ -251,10 +251,17 @@ struct Scanner: Sendable {
     }
 
     /// The compact wire text of `object` and its hash. With the `source` it was parsed from (its
-    /// bytes and their hash), the text is written into room for the source and the docType, and a
-    /// source already in the wire form (compact JSON with its docType, as programs write records)
-    /// lends its hash: the same bytes are not hashed twice.
+    /// bytes and their hash), a source already in the wire form (compact JSON with its docType and
+    /// no stamps of its own, as programs write records) is the text, and lends its hash when it
+    /// has no whitespace around it either: the same bytes are neither written nor hashed twice.
+    /// Any other text is written into room for the source and the docType.
     static func wireText(_ object: JSONObject, docType: String, source: (bytes: [UInt8], hash: String)? = nil) -> (text: String, hash: String) {
+        if let source, object["docType"] != nil, !object.members.contains(where: { DocumentRules.reservedKeys.contains($0.key) }),
+           let range = JSONWriter.compactRange(of: source.bytes)
+        {
+            let text = String(decoding: source.bytes[range], as: UTF8.self)
+            return (text, range.count == source.bytes.count ? source.hash : ContentHash.sha256Hex(text.utf8))
+        }
         let capacity = source.map { $0.bytes.count + 16 + docType.utf8.count } ?? 256
         let text = JSONWriter.string(.object(wireBody(object, docType: docType)), capacity: capacity)
         if let source, sameBytes(text, source.bytes) { return (text, source.hash) }

@@ -20,6 +20,33 @@ public enum JSONWriter {
         String(decoding: bytes(value, style: style, capacity: capacity), as: UTF8.self)
     }
 
+    /// The range of `text` (a JSON text that parses) that is already the compact form of what it
+    /// parses to, the bytes `bytes(_:)` would write: the whole text less whitespace around it,
+    /// provided there is none between its tokens and no escape in its strings (an escape may be
+    /// written otherwise: `\u00e9` comes out as `é`). `nil` otherwise.
+    public static func compactRange(of text: [UInt8]) -> Range<Int>? {
+        text.withUnsafeBufferPointer { b -> Range<Int>? in
+            func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 }
+            var start = 0
+            var end = b.count
+            while start < end, isSpace(b[start]) { start += 1 }
+            while end > start, isSpace(b[end - 1]) { end -= 1 }
+            var inString = false
+            for i in start..<end {
+                let c = b[i]
+                if inString {
+                    if c == UInt8(ascii: "\\") { return nil }
+                    if c == UInt8(ascii: "\"") { inString = false }
+                } else if c == UInt8(ascii: "\"") {
+                    inString = true
+                } else if isSpace(c) {
+                    return nil
+                }
+            }
+            return start..<end
+        }
+    }
+
     /// The pretty form followed by a newline, as a file on disk should end.
     public static func fileBytes(_ value: JSONValue) -> [UInt8] {
         var out = bytes(value, style: .pretty)

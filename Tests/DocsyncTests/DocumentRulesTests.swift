@@ -23,6 +23,21 @@ import Testing
         #expect(JSONWriter.string(value).contains("café 😀"))
     }
 
+    @Test(arguments: [
+        (#"{"a":1,"b":[true,null,"x y"]}"#, true),
+        (" {\"a\":1}\n", true),
+        (#"{"a": 1}"#, false),
+        ("{\"a\":[1,\n2]}", false),
+        (#"{"s":"caf\u00e9"}"#, false),
+        (#"{"s":"say \"hi\""}"#, false),
+    ])
+    func aTextAlreadyCompactIsFoundWithoutWritingIt(text: String, compact: Bool) throws {
+        let bytes = Array(text.utf8)
+        let range = JSONWriter.compactRange(of: bytes)
+        #expect((range != nil) == compact)
+        if let range { #expect(Array(bytes[range]) == JSONWriter.bytes(try JSONParser.parse(bytes))) }
+    }
+
     @Test func prettyFormIsTwoSpaceIndented() throws {
         let value = try JSONParser.parse(#"{"a":[1,2],"b":{},"c":[]}"#)
         #expect(String(decoding: JSONWriter.fileBytes(value), as: UTF8.self) == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {},\n  \"c\": []\n}\n")

@@ -48,15 +48,24 @@ extension HeavySuites {
             try folder.write("note/compact.json", #"{"id":"c1","docType":"note","n":1}"#)
             try folder.write("note/pretty.json", "{\n  \"id\": \"p1\",\n  \"docType\": \"note\",\n  \"n\": 1\n}\n")
             try folder.write("note/typeless.json", #"{"id":"t1","n":1}"#)
+            // Compact but for the newline an editor adds; compact with an escape the writer writes
+            // otherwise; compact with a stamp of its own, which the wire form leaves out.
+            try folder.write("note/newline.json", #"{"id":"l1","docType":"note","n":1}"# + "\n")
+            try folder.write("note/escaped.json", #"{"id":"e1","docType":"note","s":"caf\u00e9"}"#)
+            try folder.write("note/stamped.json", #"{"id":"s1","docType":"note","updated_at":"2020-01-01T00:00:00Z"}"#)
         }) { folder, agent, server in
             #expect(try await agent.settled())
             let docs = try await server.api.documents(type: "note")
-            #expect(Set(docs.keys) == ["c1", "p1", "t1"])
-            let rows = try await agent.index.read { tx in try ["c1", "p1", "t1"].map { try #require(try tx.document(id: $0)) } }
+            let ids = ["c1", "p1", "t1", "l1", "e1", "s1"]
+            #expect(Set(docs.keys) == Set(ids))
+            let rows = try await agent.index.read { tx in try ids.map { try #require(try tx.document(id: $0)) } }
             for row in rows {
                 #expect(row.bodyHash == ContentHash.sha256Hex(row.body.utf8), "\(row.id): the body hash is the hash of the body")
             }
-            #expect(rows.map(\.body) == [#"{"id":"c1","docType":"note","n":1}"#, #"{"id":"p1","docType":"note","n":1}"#, #"{"id":"t1","n":1,"docType":"note"}"#])
+            #expect(rows.map(\.body) == [
+                #"{"id":"c1","docType":"note","n":1}"#, #"{"id":"p1","docType":"note","n":1}"#, #"{"id":"t1","n":1,"docType":"note"}"#,
+                #"{"id":"l1","docType":"note","n":1}"#, #"{"id":"e1","docType":"note","s":"café"}"#, #"{"id":"s1","docType":"note"}"#,
+            ])
             // The compact file rewritten pretty: the same document, nothing to send.
             try folder.write("note/compact.json", "{\n  \"id\": \"c1\",\n  \"docType\": \"note\",\n  \"n\": 1\n}\n")
             #expect(try await agent.settled())
