@@ -256,7 +256,7 @@ struct Scanner: Sendable {
     /// has no whitespace around it either: the same bytes are neither written nor hashed twice.
     /// Any other text is written into room for the source and the docType.
     static func wireText(_ object: JSONObject, docType: String, source: (bytes: [UInt8], hash: String)? = nil) -> (text: String, hash: String) {
-        if let source, object["docType"] != nil, !object.members.contains(where: { DocumentRules.reservedKeys.contains($0.key) }),
+        if let source, object["docType"] != nil, !object.members.contains(where: { DocumentRules.isReserved($0.key) }),
            let range = JSONWriter.compactRange(of: source.bytes)
         {
             let text = String(decoding: source.bytes[range], as: UTF8.self)

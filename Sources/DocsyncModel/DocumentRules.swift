@@ -38,6 +38,9 @@ public enum DocumentRules {
     public static let revKey = "rev"
     public static let reservedKeys: Set<String> = [updatedAtKey, deletedAtKey, revKey]
 
+    /// Whether `key` is one of ``reservedKeys`` (compared, not hashed: asked of every member).
+    public static func isReserved(_ key: String) -> Bool { key == updatedAtKey || key == deletedAtKey || key == revKey }
+
     /// The wire text of a stored body (compact JSON without stamps) with its stamps appended:
     /// `updated_at`, and `deleted_at` for a tombstone. Spliced as text, the same bytes as setting
     /// the members on the object and writing it out again.

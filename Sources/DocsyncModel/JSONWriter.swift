@@ -1,3 +1,5 @@
+import Glibc
+
 /// Serialises a ``JSONValue`` back to text: numbers as their literal, keys in order, UTF-8 unescaped.
 public enum JSONWriter {
     public enum Style: Sendable {
@@ -26,22 +28,27 @@ public enum JSONWriter {
     /// written otherwise: `\u00e9` comes out as `é`). `nil` otherwise.
     public static func compactRange(of text: [UInt8]) -> Range<Int>? {
         text.withUnsafeBufferPointer { b -> Range<Int>? in
+            guard let base = b.baseAddress else { return nil }
             func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 }
             var start = 0
             var end = b.count
             while start < end, isSpace(b[start]) { start += 1 }
             while end > start, isSpace(b[end - 1]) { end -= 1 }
-            var inString = false
-            for i in start..<end {
-                let c = b[i]
-                if inString {
-                    if c == UInt8(ascii: "\\") { return nil }
-                    if c == UInt8(ascii: "\"") { inString = false }
-                } else if c == UInt8(ascii: "\"") {
-                    inString = true
-                } else if isSpace(c) {
-                    return nil
-                }
+            /// The offset of the first `byte` at or after `from`, else `end` (memchr: most of a
+            /// document is the inside of its strings, skipped a vector at a time).
+            func find(_ byte: UInt8, from: Int) -> Int {
+                guard from < end, let p = memchr(base + from, Int32(byte), end - from) else { return end }
+                return base.distance(to: p.assumingMemoryBound(to: UInt8.self))
+            }
+            if find(UInt8(ascii: "\\"), from: start) < end { return nil }
+            // Without escapes every quote opens or closes a string: only the bytes between
+            // strings are looked at.
+            var i = start
+            while i < end {
+                let open = find(UInt8(ascii: "\""), from: i)
+                for j in i..<open where isSpace(b[j]) { return nil }
+                if open == end { break }
+                i = find(UInt8(ascii: "\""), from: open + 1) + 1
             }
             return start..<end
         }

@@ -26,7 +26,11 @@ import Testing
     @Test(arguments: [
         (#"{"a":1,"b":[true,null,"x y"]}"#, true),
         (" {\"a\":1}\n", true),
+        ("{}", true),
+        (#"{"a":"x","b":"y z","c":{"d":"e"}}"#, true),
         (#"{"a": 1}"#, false),
+        (#"{"a":"x" ,"b":"y"}"#, false),
+        (#"{"a":"x","b":"y" }"#, false),
         ("{\"a\":[1,\n2]}", false),
         (#"{"s":"caf\u00e9"}"#, false),
         (#"{"s":"say \"hi\""}"#, false),
