@@ -37,9 +37,14 @@ let package = Package(
             "DocsyncModel", "CGlibcExtras",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Statements bound and read through SQLite's C API, for the rows read and written by the thousand.
+        .target(name: "DocsyncSQL", dependencies: [
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+        ]),
         // The local index: one SQLite file (GRDB) with files, documents, tombstones and the outbox.
         .target(name: "DocsyncIndex", dependencies: [
-            "DocsyncModel",
+            "DocsyncModel", "DocsyncSQL",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
@@ -61,7 +66,7 @@ let package = Package(
         ]),
         // The reference endpoint (`docsync serve`): Hummingbird 2 over an embedded SQLite store.
         .target(name: "DocsyncServer", dependencies: [
-            "DocsyncModel", "DocsyncClock",
+            "DocsyncModel", "DocsyncClock", "DocsyncSQL",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

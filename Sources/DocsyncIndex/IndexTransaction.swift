@@ -1,4 +1,5 @@
 import DocsyncModel
+import DocsyncSQL
 import GRDB
 
 /// The index's operations, run inside one `Index.write` or `Index.read` transaction.

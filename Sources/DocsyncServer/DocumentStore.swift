@@ -1,4 +1,5 @@
 import DocsyncModel
+import DocsyncSQL
 import Foundation
 import GRDB
 
@@ -102,21 +103,27 @@ public struct DocumentStore: Sendable {
     ) throws -> JSONObject {
         var object = input
         let id = object["id"]!.string!
-        // The stored body is read only to report a conflict.
-        let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT rev FROM document WHERE id = ?"), arguments: [id])
+        // The stored body is read only to report a conflict. The statements of this path (once per
+        // document of a batch) bind and read through SQLite's C API (see `RawStatement`).
+        let existingRev: Int64?
+        do {
+            let s = try RawStatement(db, cached: "SELECT rev FROM document WHERE id = ?")
+            s.bind(1, id)
+            existingRev = try s.step() ? s.int64(0) : nil
+        }
         func current() throws -> JSONValue? {
             try String.fetchOne(db.cachedStatement(sql: "SELECT body FROM document WHERE id = ?"), arguments: [id]).map { try JSONParser.parse($0) }
         }
-        if mustCreate, existing != nil {
+        if mustCreate, existingRev != nil {
             throw StoreError(409, "a document with id \(id) exists already; PUT updates it", current: try current())
         }
         if let ifMatch {
-            let currentRev: Int64 = existing?["rev"] ?? 0
+            let currentRev = existingRev ?? 0
             if currentRev != ifMatch {
                 throw StoreError(409, "revision \(ifMatch) is not current (current: \(currentRev))", current: try current())
             }
         }
-        let rev: Int64 = (existing?["rev"] ?? 0) + 1
+        let rev = (existingRev ?? 0) + 1
         // The change's own time, if the client stamped one (offline work is stamped when it was
         // made, in server-calibrated time) and it is not in the future; otherwise now.
         let updatedAt = stamp(object[DocumentRules.updatedAtKey], now: now) ?? now
@@ -131,15 +138,24 @@ public struct DocumentStore: Sendable {
         object[DocumentRules.revKey] = .number(String(rev))
         let body = JSONWriter.string(.object(object))
         // `created_at` is written by the insert only: an update keeps the first one.
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev,
-                    seq = excluded.seq, updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
-                    stored_at = excluded.stored_at, writer = excluded.writer
-                """
-        ).execute(arguments: [id, object["docType"]!.string!, body, rev, seq, updatedAt, deletedAt, now, storedAtNanoseconds(), client])
+        let s = try RawStatement(db, cached: """
+            INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev,
+                seq = excluded.seq, updated_at = excluded.updated_at, deleted_at = excluded.deleted_at,
+                stored_at = excluded.stored_at, writer = excluded.writer
+            """)
+        s.bind(1, id)
+        s.bind(2, object["docType"]!.string!)
+        s.bind(3, body)
+        s.bind(4, rev)
+        s.bind(5, seq)
+        s.bind(6, updatedAt)
+        s.bind(7, deletedAt)
+        s.bind(8, now)
+        s.bind(9, storedAtNanoseconds())
+        s.bind(10, client)
+        try s.run()
         return object
     }
 
