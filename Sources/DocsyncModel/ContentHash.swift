@@ -11,15 +11,21 @@ public enum ContentHash {
         return hex(hasher.finalize())
     }
 
-    public static func hex(_ digest: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for byte in digest {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
+    /// Lowercase hex, written straight into the string (this runs for every file read).
+    public static func hex(_ digest: some Digest) -> String {
+        digest.withUnsafeBytes { bytes in
+            String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+                for (i, byte) in bytes.enumerated() {
+                    out[2 * i] = hexDigit(byte >> 4)
+                    out[2 * i + 1] = hexDigit(byte & 0xF)
+                }
+                return bytes.count * 2
+            }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }
 

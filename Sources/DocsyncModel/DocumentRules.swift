@@ -124,12 +124,14 @@ public enum DocumentRules {
     /// Parses a file's bytes into its top-level object, refusing binary files and non-objects.
     public static func parseObject(_ bytes: [UInt8], maxSize: Int = defaultMaxFileSize) throws(DocumentProblem) -> JSONObject {
         if bytes.count > maxSize { throw .tooLarge(size: bytes.count, limit: maxSize) }
-        let hasNUL = bytes.withUnsafeBufferPointer { $0.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false }
-        if hasNUL || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
         let value: JSONValue
         do {
+            // A text that parses holds no NUL and is valid UTF-8 (the parser validates every
+            // string, and everything outside strings is ASCII): only a failure needs telling apart.
             value = try JSONParser.parse(bytes)
         } catch {
+            let hasNUL = bytes.withUnsafeBufferPointer { $0.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false }
+            if hasNUL || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
             throw .syntax(error)
         }
         guard case .object(let object) = value else { throw .notAnObject(kind: value.kindName) }

@@ -93,6 +93,17 @@ import Testing
     }
 }
 
+@Suite struct ContentHashTests {
+    /// The index's hashes are SHA-256 in lowercase hex (FIPS 180-2's test vectors).
+    @Test func hashesAreLowercaseHexSHA256() {
+        #expect(ContentHash.sha256Hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(ContentHash.sha256Hex([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        var hasher = ContentHasher()
+        Array("abc".utf8).withUnsafeBytes { hasher.update($0) }
+        #expect(hasher.finalize() == ContentHash.sha256Hex(Array("abc".utf8)))
+    }
+}
+
 @Suite struct StampTests {
     /// Splicing the stamps into the stored text gives the bytes that setting them on the object
     /// and writing it out gives: for an empty body, a live document and a tombstone.
@@ -170,9 +181,14 @@ import Testing
         #expect(throws: DocumentProblem.self) { try DocumentRules.docType(of: JSONObject([("docType", "a/b")]), relativePath: "x/a.json") }
     }
 
-    @Test func binaryAndNonObjectFilesAreRefused() {
+    @Test func binaryAndNonObjectFilesAreRefused() throws {
         #expect(throws: DocumentProblem.binary) { try DocumentRules.parseObject([0x7B, 0x00, 0x7D]) }
         #expect(throws: DocumentProblem.binary) { try DocumentRules.parseObject([0x7B, 0xFF, 0x7D]) }
+        // Inside a string too: a NUL, a byte that is not UTF-8, a truncated sequence.
+        #expect(throws: DocumentProblem.binary) { try DocumentRules.parseObject(Array(#"{"a":"x"#.utf8) + [0x00] + Array(#""}"#.utf8)) }
+        #expect(throws: DocumentProblem.binary) { try DocumentRules.parseObject(Array(#"{"a":"x"#.utf8) + [0xFF] + Array(#""}"#.utf8)) }
+        #expect(throws: DocumentProblem.binary) { try DocumentRules.parseObject(Array(#"{"a":"x"#.utf8) + [0xC3] + Array(#""}"#.utf8)) }
+        #expect(try DocumentRules.parseObject(Array(#"{"a":"é"}"#.utf8))["a"] == .string("é"))
         #expect(throws: DocumentProblem.notAnObject(kind: "an array")) { try DocumentRules.parseObject(Array("[1]".utf8)) }
         #expect(throws: DocumentProblem.tooLarge(size: 10, limit: 5)) { try DocumentRules.parseObject(Array("{\"a\":1234}".utf8), maxSize: 5) }
     }
