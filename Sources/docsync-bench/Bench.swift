@@ -72,6 +72,9 @@ struct Bench: AsyncParsableCommand {
         log("generating \(docs) documents")
         let docsDir = work.file("docs")
         for i in 0..<docs { try write(document(i, prefix: "d", type: "bench"), to: "\(docsDir)/import/g\(i / 100)/d\(i).json") }
+        // A user's folder is on disk before the agent starts: the kernel writing back the files
+        // just generated would otherwise compete with the import it is measured by.
+        sync()
         let serverBefore = ProcessStats.read(pid: server.pid)!
         let start = now()
         var agent = try DocsyncProcess(["watch", docsDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch")
@@ -124,6 +127,7 @@ struct Bench: AsyncParsableCommand {
         log("inotifywait + curl baseline")
         let baseDir = work.file("baseline")
         for i in 0..<baselineDocs { try write(document(i, prefix: "b", type: "bench-base"), to: "\(baseDir)/import/g\(i / 100)/b\(i).json") }
+        sync()
         let curl = "curl -s -o /dev/null -X PUT -H @\(work.file("curl-headers")) -H 'Content-Type: application/json' --data-binary @\"$f\" \(url)/api/document"
         let loopStart = now()
         let importLoop = try DocsyncProcess(
