@@ -243,28 +243,18 @@ struct Scanner: Sendable {
         return wireText(object, docType: docType, source: (bytes, hash))
     }
 
-    private static func sameBytes(_ text: String, _ bytes: [UInt8]) -> Bool {
-        guard text.utf8.count == bytes.count, !bytes.isEmpty else { return false }
-        return text.utf8.withContiguousStorageIfAvailable { t in
-            bytes.withUnsafeBufferPointer { b in memcmp(t.baseAddress!, b.baseAddress!, b.count) == 0 }
-        } ?? text.utf8.elementsEqual(bytes)
-    }
-
     /// The compact wire text of `object` and its hash. With the `source` it was parsed from (its
     /// bytes and their hash), a source already in the wire form (compact JSON with its docType and
     /// no stamps of its own, as programs write records) is the text, and lends its hash when it
     /// has no whitespace around it either: the same bytes are neither written nor hashed twice.
     /// Any other text is written into room for the source and the docType.
     static func wireText(_ object: JSONObject, docType: String, source: (bytes: [UInt8], hash: String)? = nil) -> (text: String, hash: String) {
-        if let source, object["docType"] != nil, !object.members.contains(where: { DocumentRules.isReserved($0.key) }),
-           let range = JSONWriter.compactRange(of: source.bytes)
-        {
+        if let source, isWireBody(object), let range = JSONWriter.compactRange(of: source.bytes) {
             let text = String(decoding: source.bytes[range], as: UTF8.self)
             return (text, range.count == source.bytes.count ? source.hash : ContentHash.sha256Hex(text.utf8))
         }
         let capacity = source.map { $0.bytes.count + 16 + docType.utf8.count } ?? 256
         let text = JSONWriter.string(.object(wireBody(object, docType: docType)), capacity: capacity)
-        if let source, sameBytes(text, source.bytes) { return (text, source.hash) }
         return (text, ContentHash.sha256Hex(text.utf8))
     }
 
@@ -633,6 +623,11 @@ struct Scanner: Sendable {
         for key in DocumentRules.reservedKeys { body[key] = nil }
         if body["docType"] == nil { body["docType"] = .string(docType) }
         return body
+    }
+
+    /// Whether `wireBody` leaves `object` as it is: it has its docType and none of the reserved fields.
+    static func isWireBody(_ object: JSONObject) -> Bool {
+        object["docType"] != nil && !object.members.contains { DocumentRules.isReserved($0.key) }
     }
 }
 

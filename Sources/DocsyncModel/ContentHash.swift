@@ -16,17 +16,18 @@ public enum ContentHash {
         digest.withUnsafeBytes { bytes in
             String(unsafeUninitializedCapacity: bytes.count * 2) { out in
                 for (i, byte) in bytes.enumerated() {
-                    out[2 * i] = hexDigit(byte >> 4)
-                    out[2 * i + 1] = hexDigit(byte & 0xF)
+                    out[2 * i] = lowercaseHexDigit(byte >> 4)
+                    out[2 * i + 1] = lowercaseHexDigit(byte & 0xF)
                 }
                 return bytes.count * 2
             }
         }
     }
+}
 
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-    }
+/// The lowercase hex digit of `nibble` (0...15), for hashes and `\u00XX` escapes alike.
+func lowercaseHexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
 }
 
 /// SHA-256 fed piece by piece (files too large to hold, bytes as they are sent).

@@ -1,5 +1,3 @@
-import Glibc
-
 /// Why one file cannot be a document. Each case names the reason in words a user can act on.
 public enum DocumentProblem: Error, Sendable, Hashable, CustomStringConvertible {
     case syntax(JSONSyntaxError)
@@ -130,8 +128,7 @@ public enum DocumentRules {
             // string, and everything outside strings is ASCII): only a failure needs telling apart.
             value = try JSONParser.parse(bytes)
         } catch {
-            let hasNUL = bytes.withUnsafeBufferPointer { $0.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false }
-            if hasNUL || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
+            if bytes.contains(0) || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
             throw .syntax(error)
         }
         guard case .object(let object) = value else { throw .notAnObject(kind: value.kindName) }

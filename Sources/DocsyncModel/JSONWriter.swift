@@ -99,8 +99,6 @@ public enum JSONWriter {
         out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         if s.utf8.withContiguousStorageIfAvailable({ writeEscaped($0, into: &out) }) == nil {
@@ -131,8 +129,8 @@ public enum JSONWriter {
             case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
             default:
                 out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0xF)])
+                out.append(lowercaseHexDigit(byte >> 4))
+                out.append(lowercaseHexDigit(byte & 0xF))
             }
             i = bytes.index(after: i)
             runStart = i

@@ -42,6 +42,12 @@ import Testing
         if let range { #expect(Array(bytes[range]) == JSONWriter.bytes(try JSONParser.parse(bytes))) }
     }
 
+    @Test func controlCharactersAreEscapedInLowercaseHex() throws {
+        let value = JSONValue.string("a\u{01}\u{1F}\u{0B}b")
+        #expect(JSONWriter.string(value) == #""a\u0001\u001f\u000bb""#)
+        #expect(try JSONParser.parse(JSONWriter.string(value)) == value)
+    }
+
     @Test func prettyFormIsTwoSpaceIndented() throws {
         let value = try JSONParser.parse(#"{"a":[1,2],"b":{},"c":[]}"#)
         #expect(String(decoding: JSONWriter.fileBytes(value), as: UTF8.self) == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {},\n  \"c\": []\n}\n")
