@@ -32,6 +32,8 @@ let package = Package(
         ]),
         // glibc calls the Glibc module leaves out: renameat2 (swap or create without replacing), mallopt.
         .systemLibrary(name: "CGlibcExtras", path: "Sources/CGlibcExtras"),
+        // sqlite3_config, variadic in C: process-wide SQLite settings.
+        .systemLibrary(name: "CSQLiteExtras", path: "Sources/CSQLiteExtras"),
         // The filesystem seam: inotify through Glibc, the event aggregator, the tree walker.
         .target(name: "DocsyncWatcher", dependencies: [
             "DocsyncModel", "CGlibcExtras",
@@ -39,6 +41,7 @@ let package = Package(
         ]),
         // Statements bound and read through SQLite's C API, for the rows read and written by the thousand.
         .target(name: "DocsyncSQL", dependencies: [
+            "CSQLiteExtras",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),

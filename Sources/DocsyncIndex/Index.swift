@@ -1,3 +1,4 @@
+import DocsyncSQL
 import Foundation
 import GRDB
 
@@ -13,6 +14,7 @@ public struct Index: Sendable {
 
     /// Opens (creating and migrating as needed) the index database at `path`.
     public init(path: String) throws {
+        SQLiteSetup.prepare()
         var config = Configuration()
         config.busyMode = .timeout(10)
         // Held by the pool's configuration, so it lives as long as the connections that call it.

@@ -28,6 +28,7 @@ public struct DocumentStore: Sendable {
     let writer: DatabasePool
 
     public init(path: String) throws {
+        SQLiteSetup.prepare()
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }

@@ -1,0 +1,13 @@
+import CSQLiteExtras
+
+/// Process-wide SQLite settings, made once before the first connection opens.
+public enum SQLiteSetup {
+    /// Memory statistics off (see `docsync_sqlite_disable_memstatus`): profiled on a 100k-document
+    /// import, the mutex they take on every SQLite allocation was 3-4% of the agent's CPU, half of
+    /// it waiting for the other connection. Whether it took effect is kept only for tests; a
+    /// process that used SQLite before (a test opening its own database first) keeps the default.
+    public static let memoryStatisticsOff: Bool = docsync_sqlite_disable_memstatus() == SQLITE_OK
+
+    /// Makes the settings; call before opening a connection. Cheap after the first call.
+    @inline(__always) public static func prepare() { _ = memoryStatisticsOff }
+}
