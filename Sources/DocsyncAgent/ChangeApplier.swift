@@ -38,7 +38,7 @@ struct ChangeApplier: Sendable {
     /// Applies documents from the server (pulled changes, or the current version a 409 sent back).
     func apply(_ documents: [JSONObject]) async throws -> Summary {
         var summary = Summary()
-        for remote in documents {
+        for remote in try await applyNew(documents, summary: &summary) {
             do {
                 try await apply(remote, summary: &summary)
             } catch is ChangedOnDisk {
@@ -48,6 +48,76 @@ struct ChangeApplier: Sendable {
             }
         }
         return summary
+    }
+
+    /// Writes the documents new to this folder (no row in the index, not tombstones) as a group:
+    /// one look-up for all of them, their files created one after another, one transaction
+    /// recording them all. One at a time (the path below: a few index round trips and a
+    /// transaction each) a first pull of 100,000 documents ran at ~300 a second. Returns the
+    /// documents left for that path, in their order.
+    private func applyNew(_ documents: [JSONObject], summary: inout Summary) async throws -> [JSONObject] {
+        struct New {
+            let position: Int
+            let id: String
+            let docType: String
+            let rev: Int64
+            let stamp: Int64
+            let content: JSONObject
+            var path = ""
+        }
+        var candidates: [New] = []
+        var ids = Set<String>()
+        for (position, remote) in documents.enumerated() {
+            // A second version of the same document in one page goes the other way, after the first.
+            guard let id = remote["id"]?.string, DocumentRules.isSafeIdentifier(id), ids.insert(id).inserted,
+                  let docType = remote["docType"]?.string, DocumentRules.docTypeProblem(docType) == nil, !DocumentRules.isIgnoredName(docType),
+                  remote[DocumentRules.deletedAtKey]?.isNull ?? true
+            else { continue }
+            let rev: Int64 = if case .number(let r)? = remote[DocumentRules.revKey] { Int64(r) ?? 0 } else { 0 }
+            let stamp = remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
+            candidates.append(New(position: position, id: id, docType: docType, rev: rev, stamp: stamp, content: Scanner.wireBody(remote, docType: docType)))
+        }
+        guard !candidates.isEmpty else { return documents }
+        let candidateIDs = candidates.map(\.id)
+        let known = try await index.read { try $0.documents(ids: candidateIDs) }
+        candidates.removeAll { known[$0.id] != nil }
+        guard !candidates.isEmpty else { return documents }
+        var taken = Set<String>()
+        for i in candidates.indices {
+            candidates[i].path = freePath(for: candidates[i].id, docType: candidates[i].docType, avoiding: taken)
+            taken.insert(candidates[i].path)
+        }
+        let paths = candidates.map(\.path)
+        // A row at a free path: a file deleted on disk whose deletion the index has not seen yet.
+        let recorded = try await index.read { try $0.files(at: paths) }
+        var handled = Set<Int>()
+        var records: [Written] = []
+        for new in candidates {
+            handled.insert(new.position)
+            do {
+                guard recorded[new.path] == nil else { throw ChangedOnDisk() }
+                let abs = absolute(new.path)
+                try FileSystem.makeDirectories(String(abs[..<abs.lastIndex(of: "/")!]))
+                var fileObject = new.content
+                for key in DocumentRules.reservedKeys { fileObject[key] = nil }
+                guard try FileSystem.replace(abs, with: JSONWriter.fileBytes(.object(fileObject)), ifItHolds: nil) else { throw ChangedOnDisk() }
+                let readStart = FileSystem.realtimeNanoseconds()
+                guard let file = try? FileSystem.read(abs, maxSize: Int.max) else { throw ChangedOnDisk() }
+                records.append(Written(
+                    path: new.path, id: new.id, docType: new.docType, file: file, readStart: readStart, content: new.content,
+                    base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now()))
+            } catch is ChangedOnDisk {
+                summary.deferred.append(documents[new.position])
+            } catch {
+                logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(new.id)", "error": "\(error)"])
+            }
+        }
+        let written = records
+        try await index.write { tx in
+            for record in written { try record.record(tx) }
+        }
+        summary.written += written.count
+        return documents.indices.filter { !handled.contains($0) }.map { documents[$0] }
     }
 
     private func apply(_ remote: JSONObject, summary: inout Summary) async throws {
@@ -118,7 +188,7 @@ struct ChangeApplier: Sendable {
                 summary.skipped += 1
                 return
             }
-            let path = try freePath(for: id, docType: docType)
+            let path = freePath(for: id, docType: docType)
             try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
             summary.written += 1
             return
@@ -134,7 +204,7 @@ struct ChangeApplier: Sendable {
                 try await trash(&doc, rev: rev, body: remoteBody)
                 summary.trashed += 1
             } else {
-                let path = try doc.path ?? freePath(for: id, docType: docType)
+                let path = doc.path ?? freePath(for: id, docType: docType)
                 try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
                 summary.written += 1
             }
@@ -172,7 +242,7 @@ struct ChangeApplier: Sendable {
             // Deleted here, edited there: the edit wins, the file comes back.
             logger.info("document deleted here but edited on the server; the edit wins", metadata: ["doc.id": "\(id)"])
             if let p = pending { _ = try await index.write { try $0.removeEntry(p) } }
-            let path = try freePath(for: id, docType: docType)
+            let path = freePath(for: id, docType: docType)
             try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
         case (false, false):
             _ = try await mergeAndWrite(
@@ -204,7 +274,7 @@ struct ChangeApplier: Sendable {
         let preferLocal = forcePush || localStamp > remoteStamp
         let result = Merge.threeWay(base: base, local: .object(local), remote: .object(remote), preferLocal: preferLocal)
         let merged = result.value?.object ?? remote
-        let path = try doc.path ?? freePath(for: id, docType: docType)
+        let path = doc.path ?? freePath(for: id, docType: docType)
         if !result.conflicts.isEmpty {
             summary.conflicts += 1
             try writeConflictCopy(of: path, preferLocal ? remote : local)
@@ -222,11 +292,11 @@ struct ChangeApplier: Sendable {
 
     func absolute(_ relative: String) -> String { root + "/" + relative }
 
-    /// `<docType>/<id>.json`, or with a numeric suffix if another file has that name.
-    func freePath(for id: String, docType: String) throws -> String {
+    /// `<docType>/<id>.json`, or with a numeric suffix if another file (or one of `taken`) has that name.
+    func freePath(for id: String, docType: String, avoiding taken: Set<String> = []) -> String {
         var candidate = "\(docType)/\(id).json"
         var n = 2
-        while FileSystem.info(absolute(candidate)) != nil {
+        while taken.contains(candidate) || FileSystem.info(absolute(candidate)) != nil {
             candidate = "\(docType)/\(id)-\(n).json"
             n += 1
         }
@@ -278,16 +348,59 @@ struct ChangeApplier: Sendable {
         let readStart = FileSystem.realtimeNanoseconds()
         let written = keptBeside ? nil : try? FileSystem.read(abs, maxSize: Int.max)
         if !keptBeside && written == nil { throw ChangedOnDisk() }
-        let bodyText = JSONWriter.string(.object(Scanner.wireBody(content, docType: docType)))
-        let bodyHash = ContentHash.sha256Hex(bodyText.utf8)
-        let baseText = JSONWriter.string(.object(base))
-        let now = clock.now()
-        try await index.write { tx in
+        let record = Written(
+            path: path, id: id, docType: docType, file: written, readStart: readStart, content: content, base: base, rev: rev,
+            stamp: stamp, pending: pending, now: clock.now())
+        try await index.write { tx in try record.record(tx) }
+        if pending != nil { scanner.queued() }  // the pusher is told, as for a scanned change
+    }
+
+    /// A document written to the folder (or, with `file` nil, kept beside a file that is not a
+    /// document right now), as the index records it.
+    struct Written {
+        let path: String
+        let id: String
+        let docType: String
+        /// The file as read back just after writing it, and when that read started.
+        let file: (bytes: [UInt8], info: EntryInfo)?
+        let readStart: Int64
+        let fileHash: String?
+        let bodyText: String
+        let bodyHash: String
+        let baseText: String
+        let rev: Int64
+        let stamp: Int64
+        /// Queued for the server (the merge of a local change); nil: in sync at `rev`.
+        let pending: OutboxEntry?
+        let now: Int64
+
+        /// Texts and hashes are made here, outside the transaction that records them.
+        init(
+            path: String, id: String, docType: String, file: (bytes: [UInt8], info: EntryInfo)?, readStart: Int64, content: JSONObject,
+            base: JSONObject, rev: Int64, stamp: Int64, pending: OutboxEntry?, now: Int64
+        ) {
+            self.path = path
+            self.id = id
+            self.docType = docType
+            self.file = file
+            self.readStart = readStart
+            fileHash = file.map { ContentHash.sha256Hex($0.bytes) }
+            bodyText = JSONWriter.string(.object(Scanner.wireBody(content, docType: docType)))
+            bodyHash = ContentHash.sha256Hex(bodyText.utf8)
+            baseText = JSONWriter.string(.object(base))
+            self.rev = rev
+            self.stamp = stamp
+            self.pending = pending
+            self.now = now
+        }
+
+        /// Records file and document (and the outbox entry) in `tx`.
+        func record(_ tx: IndexTransaction) throws {
             if let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
-            if let written {
+            if let file {
                 try tx.upsertFile(FileRow(
-                    path: path, docID: id, docType: docType, hash: ContentHash.sha256Hex(written.bytes),
-                    stat: FileStat(recording: written.info, readBefore: readStart), state: .ok, error: nil))
+                    path: path, docID: id, docType: docType, hash: fileHash,
+                    stat: FileStat(recording: file.info, readBefore: readStart), state: .ok, error: nil))
             }
             var doc = try tx.document(id: id) ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
             doc.docType = docType
@@ -309,7 +422,6 @@ struct ChangeApplier: Sendable {
             }
             try tx.upsertDocument(doc)
         }
-        if pending != nil { scanner.queued() }  // the pusher is told, as for a scanned change
     }
 
     /// Moves the file of a document deleted on the server into `.docsync/trash/` (recoverable).

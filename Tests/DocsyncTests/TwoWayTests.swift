@@ -259,6 +259,37 @@ extension HeavySuites {
         #expect(await eventually { rig.object(of: "doc", in: rig.a)?["title"] == "typed in B" })
     }
 
+    @Test func anEmptyFolderReceivesEveryDocumentOnceAndSendsNoneBack() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        await rig.agentB?.stop()
+        // Documents already on the server: B's first pull gets them in pages of many, the
+        // path that writes new documents as a group.
+        let ids = (0..<300).map { "p\($0)" } + ["n", "n-2"]
+        for id in ids {
+            #expect(try await rig.api.request("PUT", "/api/document", body: #"{"id":"\#(id)","docType":"note","n":"\#(id)"}"#).status == 200)
+        }
+        // A local document already holds note/n.json: the pulled "n" and "n-2" find other names,
+        // and not the same one.
+        let fresh = try TempFolder("folder-fresh")
+        defer { fresh.remove() }
+        try fresh.write("note/n.json", #"{"id":"local-n","docType":"note"}"#)
+        let agent = try rig.start(fresh)
+        defer { Task { await agent.stop() } }
+        #expect(await eventually(timeout: .seconds(60)) { ids.allSatisfy { rig.object(of: $0, in: fresh)?["n"] == .string($0) } })
+        let files = ids.compactMap { rig.file(of: $0, in: fresh) }
+        #expect(Set(files).count == ids.count, "one file each")
+        #expect(rig.file(of: "local-n", in: fresh) == "note/n.json", "the local document keeps its file")
+        // Anything B had queued goes out before a change made after it.
+        try fresh.write("note/marker.json", #"{"id":"marker","docType":"note"}"#)
+        #expect(await eventually { (try? await rig.api.documents(type: "note")["marker"]) != nil })
+        let server = try await rig.api.documents(type: "note")
+        #expect(server["local-n"] != nil)
+        let sentBack = ids.filter { server[$0]?["rev"] != .number("1") }
+        #expect(sentBack == [], "no pulled document was sent back")
+        #expect(!agent.stderr.contains("error"), "\(agent.stderr)")
+    }
+
     @Test func aPulledDocumentThatWouldLandOutsideTheFolderIsRefused() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
