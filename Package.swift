@@ -84,7 +84,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "docsync-bench", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport",
+            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncWatcher",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,7 +1,9 @@
 import ArgumentParser
 import AsyncHTTPClient
 import DocsyncClock
+import DocsyncModel
 import DocsyncTestSupport
+import DocsyncWatcher
 import Foundation
 import GRDB
 import NIOCore
@@ -113,6 +115,26 @@ struct Bench: AsyncParsableCommand {
         results.idleWakeupsPerMinute = Double(idleAfter.wakeups(since: idleBefore)) * 60 / Double(idleSeconds)
         await agent.stop()
 
+        // 4b. Pull: a fresh agent on an empty folder, until its index records a file for every
+        // document on the server; then the same pages fetched by an in-process client and
+        // written as files (temporary, fsync, rename: what the agent does per file) without the
+        // agent's bookkeeping.
+        log("pull into an empty folder")
+        let pullDir = work.file("pulled")
+        try FileManager.default.createDirectory(atPath: pullDir, withIntermediateDirectories: true)
+        let pullStart = now()
+        let puller = try DocsyncProcess(["watch", pullDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-pull")
+        try await waitForRecordedFiles(in: pullDir, atLeast: docs, process: puller)
+        results.pullSeconds = seconds(since: pullStart)
+        let pullStats = ProcessStats.read(pid: puller.pid)!
+        results.pullAgentCPU = pullStats.cpuSeconds
+        results.pullAgentRSS = pullStats.peakRSSBytes
+        await puller.stop()
+        log("pull: \(docs) in \(fmt(results.pullSeconds)) s")
+        let rawPullStart = now()
+        let rawPulled = try await pullAll(api: api, into: work.file("raw-pulled"))
+        results.rawPullDocsPerSecond = Double(rawPulled) / seconds(since: rawPullStart)
+
         // 5a. Baseline: the server's raw ingest limit, from an in-process client: the same
         // documents in the batch call docsync uses, then as single PUTs.
         log("raw ingest")
@@ -152,7 +174,7 @@ struct Bench: AsyncParsableCommand {
         kill(-watchLoop.pid, SIGTERM)
 
         // 6. One large attachment: the agent's FileUpload against `curl -F` posting the same file.
-        try await measureAttachment(url: url, api: api, work: work, server: server, results: &results)
+        try await measureAttachment(work: work, token: token, results: &results)
 
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)
@@ -164,9 +186,17 @@ struct Bench: AsyncParsableCommand {
 
     // MARK: - Pieces
 
-    func measureAttachment(url: String, api: APIClient, work: TempFolder, server: DocsyncProcess, results: inout Results) async throws {
+    /// On a server of its own: a fresh agent on the server used so far would first pull every
+    /// document of the runs before, and the figure would measure that too.
+    func measureAttachment(work: TempFolder, token: String, results: inout Results) async throws {
         let mib = attachmentMiB ?? 1024
         log("attachment of \(mib) MiB")
+        let server = try DocsyncProcess(
+            ["serve", "--data", work.file("server-att"), "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
+            logDirectory: work.path, name: "serve-att")
+        defer { server.signal(SIGKILL) }
+        let url = try await server.firstLine()
+        let api = APIClient(baseURL: url, token: token)
         let size = mib << 20
         let folder = try TempFolder("bench-att")
         defer { folder.remove() }
@@ -209,6 +239,44 @@ struct Bench: AsyncParsableCommand {
         let url = URL(fileURLWithPath: path)
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(text.utf8).write(to: url)
+    }
+
+    /// Waits until the agent's index records `count` files in `folder` (read-only, beside the agent).
+    func waitForRecordedFiles(in folder: String, atLeast count: Int, process: DocsyncProcess) async throws {
+        let path = folder + "/.docsync/index.sqlite"
+        var db: DatabaseQueue?
+        while true {
+            if db == nil, FileManager.default.fileExists(atPath: path) {
+                db = try? DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+            }
+            if let db, let n = try? await db.read({ try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM file WHERE state = 'ok'") ?? 0 }), n >= count { return }
+            guard process.isRunning else { throw ProcessFailure("agent exited: \(process.stderr)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Every document on the server, page by page through `/api/sync`, each written to
+    /// `<folder>/<docType>/<id>.json` as the agent writes a new file; returns how many.
+    func pullAll(api: APIClient, into folder: String) async throws -> Int {
+        var cursor: Int64 = 0
+        var written = 0
+        var folders = Set<String>()
+        while true {
+            let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
+            guard reply.status == 200, let object = reply.json?.object, case .number(let c)? = object["cursor"], let next = Int64(c),
+                  case .array(let documents)? = object["documents"]?.object?["success"]
+            else { throw ProcessFailure("sync refused: \(reply.status) \(reply.text)") }
+            for case .object(var doc) in documents {
+                guard let id = doc["id"]?.string, let docType = doc["docType"]?.string else { continue }
+                for key in DocumentRules.reservedKeys { doc[key] = nil }
+                let dir = folder + "/" + docType
+                if folders.insert(dir).inserted { try FileSystem.makeDirectories(dir) }
+                try FileSystem.atomicWrite(JSONWriter.fileBytes(.object(doc)), to: "\(dir)/\(id).json")
+                written += 1
+            }
+            cursor = next
+            if object["more"] != .bool(true) { return written }
+        }
     }
 
     func waitForDocuments(_ api: APIClient, atLeast count: Int, process: DocsyncProcess) async throws {

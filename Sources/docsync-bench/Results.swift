@@ -9,6 +9,10 @@ struct Results {
     var serverCPU = 0.0
     var agentRSS = 0
     var latency: [Double] = []
+    var pullSeconds = 0.0
+    var pullAgentCPU = 0.0
+    var pullAgentRSS = 0
+    var rawPullDocsPerSecond = 0.0
     var rescanSeconds = 0.0
     var rescanContentBytes = 0
     var rescanReadBytes = 0
@@ -23,7 +27,7 @@ struct Results {
     var attachmentBytes = 0
     var attachmentAgentRSS = 0
     var curlAttachmentSeconds = 0.0
-    /// The server's peak over the whole run.
+    /// The peak of the attachment run's own server.
     var serverRSS = 0
 
     static func describeMachine() -> String {
@@ -58,11 +62,14 @@ struct Results {
             | latency max, ms | \(fmt(maxLatency)) | \(fmt(baseMax)) | |
             | restart rescan of \(docs) unchanged files, s | \(fmt(rescanSeconds, 3)) | | |
             | rescan: document bytes read / all bytes read (rchar) | \(rescanContentBytes) / \(rescanReadBytes) | | |
+            | pull into an empty folder, docs/s (\(docs) docs; raw: the same pages fetched in-process and written as files) | \(fmt(Double(docs) / pullSeconds, 0)) | | |
+            | raw pull, docs/s (docsync / raw) | \(fmt(rawPullDocsPerSecond, 0)) | | \(fmt(Double(docs) / pullSeconds / rawPullDocsPerSecond, 2))× |
+            | pull: agent CPU seconds / peak RSS | \(fmt(pullAgentCPU, 2)) / \(pullAgentRSS >> 20) MiB | | |
             | idle CPU, ms per minute (observed \(idleSeconds) s; per-thread schedstat) | \(fmt(idleCPUmsPerMinute, 2)) | | |
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
-            | peak RSS while moving the attachment: agent / server (server: whole run) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |
+            | peak RSS while moving the attachment: agent / server (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |
 
             ### Clock estimators on the same jittered samples
 
@@ -85,6 +92,8 @@ struct Results {
             ("latency_p50_ms", percentile(latency, 50)), ("latency_p90_ms", percentile(latency, 90)),
             ("latency_p99_ms", percentile(latency, 99)), ("latency_max_ms", latency.max() ?? .nan),
             ("rescan_s", rescanSeconds), ("rescan_document_bytes", Double(rescanContentBytes)), ("rescan_rchar_bytes", Double(rescanReadBytes)),
+            ("pull_seconds", pullSeconds), ("pull_docs_per_s", Double(docs) / pullSeconds), ("pull_agent_cpu_s", pullAgentCPU),
+            ("pull_agent_peak_rss_bytes", Double(pullAgentRSS)), ("raw_pull_docs_per_s", rawPullDocsPerSecond),
             ("idle_cpu_ms_per_min", idleCPUmsPerMinute), ("idle_wakeups_per_min", idleWakeupsPerMinute),
             ("raw_ingest_docs_per_s", rawDocsPerSecond), ("raw_batch_ingest_docs_per_s", rawBatchDocsPerSecond), ("curl_loop_import_docs_per_s", baselineImportDocsPerSecond),
             ("curl_loop_latency_p50_ms", percentile(baselineLatency, 50)), ("curl_loop_latency_p99_ms", percentile(baselineLatency, 99)),
