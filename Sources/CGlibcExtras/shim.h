@@ -2,8 +2,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// glibc calls the Glibc module does not export: malloc tuning (mallopt, from <malloc.h>) and
-// renameat2, which glibc only declares under _GNU_SOURCE. The system call is made directly, so
+// glibc calls the Glibc module does not export: malloc tuning (mallopt, from <malloc.h>), and
+// renameat2 and syncfs, which glibc only declares under _GNU_SOURCE. The system call is made directly, so
 // a glibc older than 2.28 does not matter; a kernel or filesystem without it answers EINVAL or
 // ENOSYS and the caller falls back.
 
@@ -12,4 +12,9 @@ static const unsigned int docsync_rename_exchange = 2;   // RENAME_EXCHANGE
 
 static inline int docsync_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
+}
+
+// Flushes the whole file system holding `fd` (Linux 2.6.39; reports write-back errors since 5.8).
+static inline int docsync_syncfs(int fd) {
+    return (int)syscall(SYS_syncfs, fd);
 }

@@ -127,6 +127,47 @@ public enum FileSystem {
         return false
     }
 
+    /// Creates each of `files` where nothing is yet, as ``replace(_:with:ifItHolds:mode:)`` does
+    /// with `expected` nil, but made durable together: every file is written to its temporary,
+    /// one `syncfs` per file system flushes them all (one flush of the disk instead of one per
+    /// file, which held a first pull to the disk's flush rate), then each is renamed into place
+    /// unless something is there by then. Per file: whether it was created, or why it could not be.
+    public static func createAll(_ files: [(path: String, bytes: [UInt8])], mode: UInt32 = 0o644) -> [Result<Bool, FileSystemError>] {
+        let temps = files.map { file in
+            Result { () throws(FileSystemError) in try writeTemporary(file.bytes, beside: file.path, mode: mode, sync: false) }
+        }
+        // One flush per file system the temporaries are on; where that fails, each file on its own.
+        var flushed = Set<UInt64>()
+        var unflushed = false
+        for case .success(let temp) in temps {
+            var st = stat()
+            guard lstat(temp, &st) == 0 else { unflushed = true; continue }
+            let device = UInt64(st.st_dev)
+            if flushed.contains(device) { continue }
+            let fd = open(temp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd >= 0, docsync_syncfs(fd) == 0 { flushed.insert(device) } else { unflushed = true }
+            if fd >= 0 { close(fd) }
+        }
+        return zip(files, temps).map { file, temp in
+            Result { () throws(FileSystemError) -> Bool in
+                let temp = try temp.get()
+                var consumed = false
+                defer { if !consumed { unlink(temp) } }
+                if unflushed {
+                    let fd = open(temp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                    guard fd >= 0, fsync(fd) == 0 else {
+                        let e = FileSystemError("fsync", path: temp)
+                        if fd >= 0 { close(fd) }
+                        throw e
+                    }
+                    close(fd)
+                }
+                consumed = try move(temp, to: file.path)
+                return consumed
+            }
+        }
+    }
+
     /// Renames `from` to `to` unless something is at `to`; returns whether it moved.
     public static func move(_ from: String, to: String) throws(FileSystemError) -> Bool {
         if docsync_renameat2(AT_FDCWD, from, AT_FDCWD, to, docsync_rename_noreplace) == 0 { return true }
@@ -137,8 +178,9 @@ public enum FileSystem {
         return true
     }
 
-    /// Writes `bytes` to a new hidden file beside `path` (synced to disk) and returns its path.
-    private static func writeTemporary(_ bytes: [UInt8], beside path: String, mode: UInt32) throws(FileSystemError) -> String {
+    /// Writes `bytes` to a new hidden file beside `path` (synced to disk, unless the caller
+    /// flushes it with others) and returns its path.
+    private static func writeTemporary(_ bytes: [UInt8], beside path: String, mode: UInt32, sync: Bool = true) throws(FileSystemError) -> String {
         let slash = path.lastIndex(of: "/")
         let dir = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -158,7 +200,7 @@ public enum FileSystem {
             written += n
         }
         _ = fchmod(fd, mode_t(mode & 0o7777))
-        guard fsync(fd) == 0 else {
+        guard !sync || fsync(fd) == 0 else {
             let e = FileSystemError("fsync", path: temp)
             unlink(temp)
             throw e

@@ -117,8 +117,8 @@ struct Bench: AsyncParsableCommand {
 
         // 4b. Pull: a fresh agent on an empty folder, until its index records a file for every
         // document on the server; then the same pages fetched by an in-process client and
-        // written as files (temporary, fsync, rename: what the agent does per file) without the
-        // agent's bookkeeping.
+        // written as files the way the agent writes them, without its bookkeeping (index,
+        // reading back, hashing).
         log("pull into an empty folder")
         let pullDir = work.file("pulled")
         try FileManager.default.createDirectory(atPath: pullDir, withIntermediateDirectories: true)
@@ -255,8 +255,9 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    /// Every document on the server, page by page through `/api/sync`, each written to
-    /// `<folder>/<docType>/<id>.json` as the agent writes a new file; returns how many.
+    /// Every document on the server, page by page through `/api/sync`, written to
+    /// `<folder>/<docType>/<id>.json` as the agent writes new files (a page's files made durable
+    /// together, then renamed into place); returns how many.
     func pullAll(api: APIClient, into folder: String) async throws -> Int {
         var cursor: Int64 = 0
         var written = 0
@@ -266,14 +267,15 @@ struct Bench: AsyncParsableCommand {
             guard reply.status == 200, let object = reply.json?.object, case .number(let c)? = object["cursor"], let next = Int64(c),
                   case .array(let documents)? = object["documents"]?.object?["success"]
             else { throw ProcessFailure("sync refused: \(reply.status) \(reply.text)") }
+            var files: [(path: String, bytes: [UInt8])] = []
             for case .object(var doc) in documents {
                 guard let id = doc["id"]?.string, let docType = doc["docType"]?.string else { continue }
                 for key in DocumentRules.reservedKeys { doc[key] = nil }
                 let dir = folder + "/" + docType
                 if folders.insert(dir).inserted { try FileSystem.makeDirectories(dir) }
-                try FileSystem.atomicWrite(JSONWriter.fileBytes(.object(doc)), to: "\(dir)/\(id).json")
-                written += 1
+                files.append(("\(dir)/\(id).json", JSONWriter.fileBytes(.object(doc))))
             }
+            for result in FileSystem.createAll(files) where try result.get() { written += 1 }
             cursor = next
             if object["more"] != .bool(true) { return written }
         }

@@ -78,6 +78,22 @@ import Testing
         #expect(try leftovers(folder).isEmpty)
     }
 
+    /// Files created as a group (a first pull): each where nothing is, the rest reported, not written over.
+    @Test func filesCreatedTogetherAreMadeOnlyWhereNoneIs() throws {
+        let folder = try TempFolder("create-all")
+        defer { folder.remove() }
+        try folder.write("taken.json", "theirs")
+        let results = FileSystem.createAll([
+            (folder.file("one.json"), bytes("1")), (folder.file("taken.json"), bytes("ours")),
+            (folder.file("no-such-folder/two.json"), bytes("2")), (folder.file("three.json"), bytes("3")),
+        ])
+        #expect(results.map { try? $0.get() } == [true, false, nil, true])
+        #expect(try folder.read("one.json") == "1" && folder.read("three.json") == "3")
+        #expect(try folder.read("taken.json") == "theirs", "an existing file is left as it is")
+        if case .failure(let error) = results[2] { #expect("\(error)".contains("no-such-folder"), "the failure names the file") }
+        #expect(try leftovers(folder).isEmpty, "no temp files left behind")
+    }
+
     @Test func aStatTakenSoonAfterAChangeIsNotTrusted() {
         let now: Int64 = 1_800_000_000_123_456_789
         func recorded(mtime: Int64) -> FileStat {
