@@ -127,8 +127,10 @@ struct ChangeApplier: Sendable {
             }
         }
         let written = records
-        try await index.write { tx in
-            for record in written { try record.record(tx) }
+        if !written.isEmpty {
+            try await index.write { tx in
+                for record in written { try record.record(tx) }
+            }
         }
         summary.written += written.count
         return documents.indices.filter { !handled.contains($0) }.map { documents[$0] }
