@@ -4,8 +4,8 @@ import CSQLiteExtras
 public enum SQLiteSetup {
     /// Memory statistics off (see `docsync_sqlite_disable_memstatus`): profiled on a 100k-document
     /// import, the mutex they take on every SQLite allocation was 3-4% of the agent's CPU, half of
-    /// it waiting for the other connection. Whether it took effect is kept only for tests; a
-    /// process that used SQLite before (a test opening its own database first) keeps the default.
+    /// it waiting for the other connection. False where it could not take effect: in a process
+    /// that used SQLite before (a test opening its own database first), which keeps the default.
     public static let memoryStatisticsOff: Bool = docsync_sqlite_disable_memstatus() == SQLITE_OK
 
     /// Makes the settings; call before opening a connection. Cheap after the first call.
