@@ -41,13 +41,36 @@ struct ChangeApplier: Sendable {
         for remote in try await applyNew(documents, summary: &summary) {
             do {
                 try await apply(remote, summary: &summary)
-            } catch is ChangedOnDisk {
-                summary.deferred.append(remote)
             } catch {
-                logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
+                setAside(remote, after: error, summary: &summary)
             }
         }
         return summary
+    }
+
+    /// A change that could not be applied: again later if its file was changing under us,
+    /// otherwise logged.
+    private func setAside(_ remote: JSONObject, after error: any Error, summary: inout Summary) {
+        if error is ChangedOnDisk {
+            summary.deferred.append(remote)
+        } else {
+            logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
+        }
+    }
+
+    /// The revision the server gave `remote` (0 if none).
+    private static func revision(of remote: JSONObject) -> Int64 {
+        if case .number(let r)? = remote[DocumentRules.revKey] { Int64(r) ?? 0 } else { 0 }
+    }
+
+    /// When `remote` was changed, in calibrated milliseconds (0 if not stamped).
+    private static func changeStamp(of remote: JSONObject) -> Int64 {
+        remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
+    }
+
+    /// Whether `docType` can name a folder inside the synced one.
+    private static func isFolderName(_ docType: String) -> Bool {
+        DocumentRules.docTypeProblem(docType) == nil && !DocumentRules.isIgnoredName(docType)
     }
 
     /// Writes the documents new to this folder (no row in the index, not tombstones) as a group:
@@ -70,12 +93,11 @@ struct ChangeApplier: Sendable {
         for (position, remote) in documents.enumerated() {
             // A second version of the same document in one page goes the other way, after the first.
             guard let id = remote["id"]?.string, DocumentRules.isSafeIdentifier(id), ids.insert(id).inserted,
-                  let docType = remote["docType"]?.string, DocumentRules.docTypeProblem(docType) == nil, !DocumentRules.isIgnoredName(docType),
-                  remote[DocumentRules.deletedAtKey]?.isNull ?? true
+                  let docType = remote["docType"]?.string, Self.isFolderName(docType), remote[DocumentRules.deletedAtKey]?.isNull ?? true
             else { continue }
-            let rev: Int64 = if case .number(let r)? = remote[DocumentRules.revKey] { Int64(r) ?? 0 } else { 0 }
-            let stamp = remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
-            candidates.append(New(position: position, id: id, docType: docType, rev: rev, stamp: stamp, content: Scanner.wireBody(remote, docType: docType)))
+            candidates.append(New(
+                position: position, id: id, docType: docType, rev: Self.revision(of: remote), stamp: Self.changeStamp(of: remote),
+                content: Scanner.wireBody(remote, docType: docType)))
         }
         guard !candidates.isEmpty else { return documents }
         let candidateIDs = candidates.map(\.id)
@@ -90,26 +112,19 @@ struct ChangeApplier: Sendable {
         let paths = candidates.map(\.path)
         // A row at a free path: a file deleted on disk whose deletion the index has not seen yet.
         let recorded = try await index.read { try $0.files(at: paths) }
-        var handled = Set<Int>()
         var creating: [New] = []
         for new in candidates {
-            handled.insert(new.position)
             do {
                 guard recorded[new.path] == nil else { throw ChangedOnDisk() }
                 let abs = absolute(new.path)
                 try FileSystem.makeDirectories(String(abs[..<abs.lastIndex(of: "/")!]))
                 creating.append(new)
-            } catch is ChangedOnDisk {
-                summary.deferred.append(documents[new.position])
             } catch {
-                logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(new.id)", "error": "\(error)"])
+                setAside(documents[new.position], after: error, summary: &summary)
             }
         }
-        let files = creating.map { new in
-            var fileObject = new.content
-            for key in DocumentRules.reservedKeys { fileObject[key] = nil }
-            return (path: absolute(new.path), bytes: JSONWriter.fileBytes(.object(fileObject)))
-        }
+        // The content is the wire body: no reserved fields, its docType written out.
+        let files = creating.map { (path: absolute($0.path), bytes: JSONWriter.fileBytes(.object($0.content))) }
         var records: [Written] = []
         for (new, created) in zip(creating, FileSystem.createAll(files)) {
             do {
@@ -120,10 +135,8 @@ struct ChangeApplier: Sendable {
                 records.append(Written(
                     path: new.path, id: new.id, docType: new.docType, file: file, readStart: readStart, content: new.content,
                     base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now()))
-            } catch is ChangedOnDisk {
-                summary.deferred.append(documents[new.position])
             } catch {
-                logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(new.id)", "error": "\(error)"])
+                setAside(documents[new.position], after: error, summary: &summary)
             }
         }
         let written = records
@@ -133,6 +146,7 @@ struct ChangeApplier: Sendable {
             }
         }
         summary.written += written.count
+        let handled = Set(candidates.map(\.position))
         return documents.indices.filter { !handled.contains($0) }.map { documents[$0] }
     }
 
@@ -141,11 +155,11 @@ struct ChangeApplier: Sendable {
             try await refuse(remote["id"]?.string ?? "(no id)", "its id is not a safe identifier", summary: &summary)
             return
         }
-        guard let docType = remote["docType"]?.string, DocumentRules.docTypeProblem(docType) == nil, !DocumentRules.isIgnoredName(docType) else {
+        guard let docType = remote["docType"]?.string, Self.isFolderName(docType) else {
             try await refuse(id, "its docType cannot be a folder name", summary: &summary)
             return
         }
-        let rev: Int64 = { if case .number(let r)? = remote[DocumentRules.revKey] { Int64(r) ?? 0 } else { 0 } }()
+        let rev = Self.revision(of: remote)
         var known = try await index.read { try $0.document(id: id) }
         if let known, let seen = known.serverRev, seen >= rev {
             summary.skipped += 1  // our own write coming back, or older than what we have
@@ -189,7 +203,7 @@ struct ChangeApplier: Sendable {
                 mapped = try await localForm(wireBody, known: known)
             }
         }
-        let remoteStamp = remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
+        let remoteStamp = Self.changeStamp(of: remote)
         let pending = try await index.read { try $0.outboxEntry(key: "doc:\(id)") }
         let remoteBody = mapped
 
