@@ -201,15 +201,15 @@ actor Pusher {
         results.allSatisfy { if case .success = $0.1 { true } else { false } }
     }
 
-    /// Batches a window sends before the outbox is read again from its start (where entries that
-    /// were re-queued or came out of backoff meanwhile wait).
+    /// Batches a window sends before it reads the outbox again from its start (where entries that
+    /// were re-queued or came out of backoff meanwhile wait). The calls in flight go on meanwhile.
     static let windowBatches = 64
 
     /// Pushes through the batch call with a sliding window: `batchesInFlight` calls are kept in
     /// flight, and as soon as one is answered (or new work is queued) the next due entries are read
     /// and sent, so the endpoint is not left idle while a round waits for its slowest call. The
     /// outbox is read on from the last entry taken, and from its start again once nothing is due
-    /// after it. Clean replies are recorded in the background, in order; the first failure stops
+    /// after it or every `windowBatches` calls. Clean replies are recorded in the background, in order; the first failure stops
     /// the window, and it and the calls still in flight are recorded before anything else is sent.
     private func pushWindow() async -> Outcome {
         enum Event: Sendable {
@@ -219,6 +219,7 @@ actor Pusher {
         var inFlight = Set<String>()
         var cursor: Int64 = 0
         var sent = 0
+        var sentSinceStart = 0
         var filling = true
         var waitingForUploads = false
         var outcome = Outcome.progressed
@@ -228,7 +229,8 @@ actor Pusher {
             while true {
                 var rewound = false
                 var caughtUp = false
-                while filling && running < Self.batchesInFlight && sent < Self.windowBatches && !stopping {
+                while filling && running < Self.batchesInFlight && !stopping {
+                    if sentSinceStart == Self.windowBatches { (cursor, sentSinceStart) = (0, 0) }
                     let now = clock.now()
                     let excluding = [inFlight, recordingKeys]
                     let after = cursor
@@ -258,6 +260,7 @@ actor Pusher {
                     if due.isEmpty { continue }
                     inFlight.formUnion(due.map(\.key))
                     sent += 1
+                    sentSinceStart += 1
                     running += 1
                     let (revisions, mappings) = await sendingContext(due)
                     group.addTask { .replied(due, await self.sendBatch(due, revisions: revisions, mappings: mappings)) }

@@ -1,4 +1,4 @@
-import DocsyncAgent
+@testable import DocsyncAgent
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
@@ -139,7 +139,9 @@ import Synchronization
     }
 
     /// Batch calls go out as a sliding window: while one call is stuck, the calls after it are
-    /// sent and stored (a round of calls waiting for its slowest would hold back all but three).
+    /// sent and stored (a round of calls waiting for its slowest would hold back all but three),
+    /// however many calls that takes: saves made one at a time afterwards each go out in a call of
+    /// their own, more calls than the window sends before it reads the outbox from its start again.
     @Test func aSlowBatchCallDoesNotHoldBackTheOnesAfterIt() async throws {
         let rig = try await Rig.start(requestTimeout: .seconds(60), batch: true)
         let stalled = Mutex<Int?>(nil)
@@ -158,6 +160,17 @@ import Synchronization
         #expect(await eventually(timeout: .seconds(15), every: .milliseconds(200)) {
             (try? await rig.server.api.documents(type: "note").count) == total - heldBack
         }, "everything but the stalled call's documents is stored while it is stuck")
+        let callsBefore = rig.proxy.requests.filter { $0.path == "/api/sync" }.count
+        var savedOneByOne = 0
+        for i in 0..<(Pusher.windowBatches + 6) {
+            try rig.folder.write("notes/later\(i).json", #"{"id":"later\#(i)","docType":"note"}"#)
+            guard await eventually(timeout: .seconds(5), every: .milliseconds(5), {
+                (try? await rig.server.api.request("GET", "/api/document/later\(i)"))?.status == 200
+            }) else { break }
+            savedOneByOne += 1
+        }
+        #expect(savedOneByOne == Pusher.windowBatches + 6, "saves after the stuck call are stored one by one")
+        #expect(rig.proxy.requests.filter { $0.path == "/api/sync" }.count - callsBefore > Pusher.windowBatches)
         #expect(ContinuousClock.now - stalledAt < .seconds(20))
         #expect(await rig.matches())
         await rig.finish()
