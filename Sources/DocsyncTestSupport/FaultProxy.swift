@@ -36,6 +36,12 @@ public final class FaultProxy: Sendable {
     /// Counts `stop` calls: a stall ends when the proxy stops, so stopping does not wait it out.
     private let stops = Mutex(0)
     var stopCount: Int { stops.withLock { $0 } }
+    /// Counts `endStalls` calls: a stall under way then ends and its request goes through.
+    private let stallEnds = Mutex(0)
+    var stallEndCount: Int { stallEnds.withLock { $0 } }
+
+    /// Lets every request stalled now go through at once, as if its stall were over.
+    public func endStalls() { stallEnds.withLock { $0 += 1 } }
 
     /// What every upload (`/api/app/upload`) meets, ahead of the queue and the rule; `nil`: those.
     public func setUploadFault(_ fault: Fault?) { uploadFault.withLock { $0 = fault } }
@@ -142,8 +148,8 @@ struct ProxyMiddleware: RouterMiddleware {
             return Response(status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\"\(message)\"}")))
         case .stall(let duration):
             let end = ContinuousClock.now + duration
-            let stops = proxy.stopCount
-            while ContinuousClock.now < end {
+            let (stops, ends) = (proxy.stopCount, proxy.stallEndCount)
+            while ContinuousClock.now < end && proxy.stallEndCount == ends {
                 if proxy.stopCount != stops { throw CancellationError() }
                 try await Task.sleep(for: .milliseconds(min(20, max(1, (end - ContinuousClock.now) / .milliseconds(1)))))
             }

@@ -171,7 +171,7 @@ extension HeavySuites {
         // The change for the ignored file does not wait for that file either, holding back the
         // ones after it (it would for 7.5 s).
         try rig.a.write("notes/marker2.json", #"{"id":"marker2","docType":"note"}"#)
-        #expect(await eventually(timeout: .seconds(3)) { rig.object(of: "marker2", in: rig.b) != nil })
+        #expect(await eventually(timeout: .seconds(5)) { rig.object(of: "marker2", in: rig.b) != nil })
         #expect(try rig.b.read(path) == before, "the ignored file is not written")
         #expect(rig.conflictCopies(rig.b).isEmpty)
     }
