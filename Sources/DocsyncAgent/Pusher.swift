@@ -98,30 +98,33 @@ actor Pusher {
     /// The acknowledgements of a round that went through cleanly are recorded while the next
     /// round is read and sent (the endpoint and the index's writer both stay busy); rounds are
     /// still recorded in order, and a round with any failure is recorded before anything else.
-    private var recording: Task<Void, Never>?
-    /// Entries of the round being recorded: not due again meanwhile.
+    /// The rounds waiting to be recorded, oldest first: each is recorded after the one before it,
+    /// and leaves this list when it has been.
+    private var recordings: [Task<Void, Never>] = []
+    /// Entries of the rounds being recorded: not due again meanwhile.
     private var recordingKeys = Set<String>()
+    /// Clean rounds that may wait for the index's writer before the next reply waits for them.
+    /// The writer is shared with the scan: on an import, replies came faster than it recorded
+    /// them, and 25-30 rounds (with every entry's payload) were held in memory at once.
+    static let recordingBacklog = 4
 
     private func finishRecording() async {
-        guard let recording else { return }
-        await recording.value
-        if self.recording == recording {
-            self.recording = nil
-            recordingKeys = []
-        }
+        await recordings.last?.value
     }
 
     /// Records a clean round after the ones already being recorded (in order), its entries not
-    /// due meanwhile.
-    private func recordInBackground(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)]) {
+    /// due meanwhile; returns once at most `recordingBacklog` rounds wait to be recorded.
+    private func recordInBackground(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)]) async {
         let keys = results.map(\.0.key)
         recordingKeys.formUnion(keys)
-        let previous = recording
-        recording = Task {
+        let previous = recordings.last
+        recordings.append(Task {
             await previous?.value
             _ = await self.record(results, oneShot: false)
             self.recordingKeys.subtract(keys)
-        }
+            self.recordings.removeFirst()  // this task: the ones before it are done and gone
+        })
+        while recordings.count > Self.recordingBacklog, let oldest = recordings.first { await oldest.value }
     }
 
     /// Pushes until the outbox is empty or an attempt fails; for one-shot `sync`.
@@ -178,7 +181,7 @@ actor Pusher {
             await finishRecording()
             return await record(results, oneShot: oneShot)
         }
-        recordInBackground(results)
+        await recordInBackground(results)
         return .progressed
     }
 
@@ -187,7 +190,7 @@ actor Pusher {
     /// when only documents being uploaded are due (it wakes us when it is done), or until the
     /// next entry's retry time.
     private func nothingSent(waitingForUploads: Bool, oneShot: Bool) async -> Outcome {
-        if recording != nil {
+        if !recordings.isEmpty {
             await finishRecording()
             return .progressed
         }
@@ -286,7 +289,7 @@ actor Pusher {
                     continue
                 }
                 if Self.isClean(results) {
-                    recordInBackground(results)
+                    await recordInBackground(results)
                 } else {
                     filling = false
                     await finishRecording()
