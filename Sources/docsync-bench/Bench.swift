@@ -35,6 +35,9 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .customLong("attachment-mib"), help: "MiB of the attachment moved in the upload run (default 1024; 32 with --quick).")
     var attachmentMiB: Int?
 
+    @Option(help: "Rounds of the initial import and the raw batched ingest, alternating, each on a server of its own (the table shows the median; each round is listed).")
+    var rounds = 1
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -49,6 +52,7 @@ struct Bench: AsyncParsableCommand {
             baselineDocs = 200
             attachmentMiB = attachmentMiB ?? 32
         }
+        guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
         guard docs > saves else { throw ValidationError("--docs must exceed --saves (saves edit imported documents)") }
         guard FileManager.default.isExecutableFile(atPath: DocsyncProcess.binary) else {
             throw ValidationError("no docsync binary next to the benchmark (\(DocsyncProcess.binary)); build with `swift build -c release`")
@@ -63,12 +67,9 @@ struct Bench: AsyncParsableCommand {
         let token = UUID().uuidString
         try work.write("token", token + "\n")
         try work.write("curl-headers", "Authorization: Token token=\(token)\n")
-        let server = try DocsyncProcess(
-            ["serve", "--data", work.file("server"), "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
-            logDirectory: work.path, name: "serve")
-        let url = try await server.firstLine()
-        let api = APIClient(baseURL: url, token: token)
+        let (server, api) = try await freshServer(work: work, name: "server")
         defer { server.signal(SIGKILL) }
+        let url = api.baseURL
 
         // 1. Initial import.
         log("generating \(docs) documents")
@@ -77,17 +78,12 @@ struct Bench: AsyncParsableCommand {
         // A user's folder is on disk before the agent starts: the kernel writing back the files
         // just generated would otherwise compete with the import it is measured by.
         sync()
-        let serverBefore = ProcessStats.read(pid: server.pid)!
-        let start = now()
-        var agent = try DocsyncProcess(["watch", docsDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch")
-        try await waitForDocuments(api, atLeast: docs, process: agent)
-        results.importSeconds = seconds(since: start)
-        let agentStats = ProcessStats.read(pid: agent.pid)!
-        let serverStats = ProcessStats.read(pid: server.pid)!
-        results.agentCPU = agentStats.cpuSeconds
-        results.serverCPU = serverStats.cpuSeconds - serverBefore.cpuSeconds
-        results.agentRSS = agentStats.peakRSSBytes
-        log("import: \(docs) in \(fmt(results.importSeconds)) s")
+        // Round 1's agent and server go on to the steps after it; the raw ingest it is compared
+        // with runs next, on a server of its own (as empty as the import's was).
+        var (round, agent) = try await measureImport(docsDir: docsDir, server: server, api: api, work: work, name: "watch")
+        round.rawBatchDocsPerSecond = try await measureRawBatch(work: work, name: "serve-raw1")
+        results.rounds.append(round)
+        log("import: \(docs) in \(fmt(round.importSeconds)) s; raw batched ingest \(fmt(round.rawBatchDocsPerSecond, 0))/s")
 
         // 2. Steady-state latency.
         results.latency = try await measureLatency(prefix: "d", dir: "\(docsDir)/import", api: api, server: work.file("server"))
@@ -137,13 +133,14 @@ struct Bench: AsyncParsableCommand {
 
         // 5a. Baseline: the server's raw ingest limit, from an in-process client: the same
         // documents in the batch call docsync uses, then as single PUTs.
-        log("raw ingest")
-        let rawBatchStart = now()
-        try await syncAll(api: api, count: docs, batch: 500, inFlight: 4)
-        results.rawBatchDocsPerSecond = Double(docs) / seconds(since: rawBatchStart)
-        let rawStart = now()
-        try await putAll(api: api, count: docs, concurrency: 16)
-        results.rawDocsPerSecond = Double(docs) / seconds(since: rawStart)
+        log("raw ingest, single PUTs")
+        do {
+            let (rawServer, rawAPI) = try await freshServer(work: work, name: "serve-raw-put")
+            defer { stop(rawServer, data: work.file("serve-raw-put")) }
+            let rawStart = now()
+            try await putAll(api: rawAPI, count: docs, concurrency: 16)
+            results.rawDocsPerSecond = Double(docs) / seconds(since: rawStart)
+        }
 
         // 5b. Baseline: the inotifywait + curl loop.
         log("inotifywait + curl baseline")
@@ -174,7 +171,23 @@ struct Bench: AsyncParsableCommand {
         kill(-watchLoop.pid, SIGTERM)
 
         // 6. One large attachment: the agent's FileUpload against `curl -F` posting the same file.
-        try await measureAttachment(work: work, token: token, results: &results)
+        try await measureAttachment(work: work, results: &results)
+
+        // 7. The import and the raw batched ingest again, each round on servers of their own
+        // (and the agent's index removed): one run's figures move with the host.
+        if rounds > 1 {
+            for n in 2...rounds {
+                try FileManager.default.removeItem(atPath: docsDir + "/.docsync")
+                let (importServer, importAPI) = try await freshServer(work: work, name: "serve-import\(n)")
+                let (measured, roundAgent) = try await measureImport(docsDir: docsDir, server: importServer, api: importAPI, work: work, name: "watch-import\(n)")
+                await roundAgent.stop()
+                stop(importServer, data: work.file("serve-import\(n)"))
+                var round = measured
+                round.rawBatchDocsPerSecond = try await measureRawBatch(work: work, name: "serve-raw\(n)")
+                results.rounds.append(round)
+                log("round \(n): import \(fmt(round.importSeconds)) s; raw batched ingest \(fmt(round.rawBatchDocsPerSecond, 0))/s")
+            }
+        }
 
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)
@@ -186,17 +199,59 @@ struct Bench: AsyncParsableCommand {
 
     // MARK: - Pieces
 
+    /// An agent started on `docsDir` (already on disk) until `server` holds every document: the
+    /// round's figures, and the agent, still running.
+    func measureImport(docsDir: String, server: DocsyncProcess, api: APIClient, work: TempFolder, name: String) async throws -> (ImportRound, DocsyncProcess) {
+        let serverBefore = ProcessStats.read(pid: server.pid)!
+        let start = now()
+        let agent = try DocsyncProcess(["watch", docsDir, "--endpoint", api.baseURL, "--token-file", work.file("token")], logDirectory: work.path, name: name)
+        try await waitForDocuments(api, atLeast: docs, process: agent)
+        var round = ImportRound()
+        round.importSeconds = seconds(since: start)
+        let agentStats = ProcessStats.read(pid: agent.pid)!
+        round.agentCPU = agentStats.cpuSeconds
+        round.serverCPU = ProcessStats.read(pid: server.pid)!.cpuSeconds - serverBefore.cpuSeconds
+        round.agentRSS = agentStats.peakRSSBytes
+        round.importDocsPerSecond = Double(docs) / round.importSeconds
+        return (round, agent)
+    }
+
+    /// The server's raw ingest limit: the same documents in the batch call docsync uses, from an
+    /// in-process client, on an empty server of its own.
+    func measureRawBatch(work: TempFolder, name: String) async throws -> Double {
+        let (server, api) = try await freshServer(work: work, name: name)
+        defer { stop(server, data: work.file(name)) }
+        let start = now()
+        try await syncAll(api: api, count: docs, batch: 500, inFlight: 4)
+        return Double(docs) / seconds(since: start)
+    }
+
+    /// Ends a server started by `freshServer` and removes its data.
+    func stop(_ server: DocsyncProcess, data: String) {
+        server.signal(SIGKILL)
+        try? FileManager.default.removeItem(atPath: data)
+    }
+
+    /// A `docsync serve` on an empty data folder of its own, `work/<name>`.
+    func freshServer(work: TempFolder, name: String) async throws -> (DocsyncProcess, APIClient) {
+        let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let data = work.file(name)
+        try? FileManager.default.removeItem(atPath: data)
+        let server = try DocsyncProcess(
+            ["serve", "--data", data, "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
+            logDirectory: work.path, name: name)
+        let url = try await server.firstLine()
+        return (server, APIClient(baseURL: url, token: token))
+    }
+
     /// On a server of its own: a fresh agent on the server used so far would first pull every
     /// document of the runs before, and the figure would measure that too.
-    func measureAttachment(work: TempFolder, token: String, results: inout Results) async throws {
+    func measureAttachment(work: TempFolder, results: inout Results) async throws {
         let mib = attachmentMiB ?? 1024
         log("attachment of \(mib) MiB")
-        let server = try DocsyncProcess(
-            ["serve", "--data", work.file("server-att"), "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
-            logDirectory: work.path, name: "serve-att")
-        defer { server.signal(SIGKILL) }
-        let url = try await server.firstLine()
-        let api = APIClient(baseURL: url, token: token)
+        let (server, api) = try await freshServer(work: work, name: "serve-att")
+        defer { stop(server, data: work.file("serve-att")) }
+        let url = api.baseURL
         let size = mib << 20
         let folder = try TempFolder("bench-att")
         defer { folder.remove() }

@@ -1,13 +1,31 @@
 import DocsyncClock
 import Foundation
 
-/// One run's figures, printed as Markdown and optionally written as JSON.
-struct Results {
-    var machine = ""
+/// One round of the initial import, and the raw batched ingest measured next to it.
+struct ImportRound {
     var importSeconds = 0.0
+    var importDocsPerSecond = 0.0
     var agentCPU = 0.0
     var serverCPU = 0.0
     var agentRSS = 0
+    var rawBatchDocsPerSecond = 0.0
+    /// docsync's import rate over the raw ingest's in the same round.
+    var ratio: Double { importDocsPerSecond / rawBatchDocsPerSecond }
+}
+
+/// One run's figures, printed as Markdown and optionally written as JSON.
+struct Results {
+    var machine = ""
+    /// The import rounds, in order; the table shows their medians (and the highest peak RSS).
+    var rounds: [ImportRound] = []
+    var importSeconds: Double { median(\.importSeconds) }
+    var importRate: Double { median(\.importDocsPerSecond) }
+    var agentCPU: Double { median(\.agentCPU) }
+    var serverCPU: Double { median(\.serverCPU) }
+    var agentRSS: Int { rounds.map(\.agentRSS).max() ?? 0 }
+    var rawBatchDocsPerSecond: Double { median(\.rawBatchDocsPerSecond) }
+    /// The median of each round's ratio: a round's import and raw ingest ran minutes apart at most.
+    var rawBatchRatio: Double { median(\.ratio) }
     var latency: [Double] = []
     var pullSeconds = 0.0
     var pullAgentCPU = 0.0
@@ -19,7 +37,6 @@ struct Results {
     var idleCPUmsPerMinute = 0.0
     var idleWakeupsPerMinute = 0.0
     var rawDocsPerSecond = 0.0
-    var rawBatchDocsPerSecond = 0.0
     var baselineImportDocsPerSecond = 0.0
     var baselineLatency: [Double] = []
     var clock = ClockComparison()
@@ -30,6 +47,8 @@ struct Results {
     /// The peak of the attachment run's own server.
     var serverRSS = 0
 
+    func median(_ value: (ImportRound) -> Double) -> Double { percentile(rounds.map(value), 50) }
+
     static func describeMachine() -> String {
         let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?
@@ -39,23 +58,23 @@ struct Results {
     }
 
     func markdown(docs: Int, saves: Int, rate: Int, idleSeconds: Int, baselineDocs: Int) -> String {
-        let importRate = Double(docs) / importSeconds
+        let of = rounds.count > 1 ? "median of \(rounds.count) rounds" : "one round"
         func ms(_ v: [Double], _ p: Double) -> String { fmt(percentile(v, p)) }
         let maxLatency = latency.max() ?? .nan
         let baseMax = baselineLatency.max() ?? .nan
         return """
             ## docsync benchmark
 
-            Machine: \(machine). Loopback, release build, one run.
+            Machine: \(machine). Loopback, release build, one run; the import and the raw batched ingest: \(of).
 
             | measure | docsync | inotifywait + curl | docsync / curl loop |
             |---|---:|---:|---:|
             | initial import, docs/s (\(docs) docs of ~1 KiB; curl loop on \(baselineDocs)) | \(fmt(importRate, 0)) | \(fmt(baselineImportDocsPerSecond, 0)) | \(fmt(importRate / baselineImportDocsPerSecond))× |
-            | server raw ingest, docs/s: batches of 500 through `/api/sync`, 4 in flight (docsync / raw) | \(fmt(rawBatchDocsPerSecond, 0)) | | \(fmt(importRate / rawBatchDocsPerSecond, 2))× |
+            | server raw ingest, docs/s: batches of 500 through `/api/sync`, 4 in flight (docsync / raw) | \(fmt(rawBatchDocsPerSecond, 0)) | | \(fmt(rawBatchRatio, 2))× |
             | server raw ingest, docs/s: single `PUT /api/document`, 16 in flight (docsync / raw) | \(fmt(rawDocsPerSecond, 0)) | | \(fmt(importRate / rawDocsPerSecond, 2))× |
             | initial import, seconds | \(fmt(importSeconds, 2)) | | |
             | import CPU seconds, agent / server | \(fmt(agentCPU, 2)) / \(fmt(serverCPU, 2)) | | |
-            | agent peak RSS | \(agentRSS >> 20) MiB | | |
+            | agent peak RSS (the highest of the rounds) | \(agentRSS >> 20) MiB | | |
             | save → stored latency p50, ms (\(saves) saves at \(rate)/s) | \(ms(latency, 50)) | \(ms(baselineLatency, 50)) | \(fmt(percentile(latency, 50) / percentile(baselineLatency, 50), 2))× |
             | latency p90, ms | \(ms(latency, 90)) | \(ms(baselineLatency, 90)) | |
             | latency p99, ms | \(ms(latency, 99)) | \(ms(baselineLatency, 99)) | |
@@ -69,7 +88,7 @@ struct Results {
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
-            | peak RSS while moving the attachment: agent / server (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |
+            | peak RSS while moving the attachment: agent / server (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |\(roundsTable(docs: docs))
 
             ### Clock estimators on the same jittered samples
 
@@ -85,9 +104,26 @@ struct Results {
             """
     }
 
+    /// Each round, when there was more than one.
+    func roundsTable(docs: Int) -> String {
+        guard rounds.count > 1 else { return "" }
+        let rows = rounds.enumerated().map { n, r in
+            "| \(n + 1) | \(fmt(r.importDocsPerSecond, 0)) | \(fmt(r.rawBatchDocsPerSecond, 0)) | \(fmt(r.ratio, 2))× | \(fmt(r.agentCPU, 2)) / \(fmt(r.serverCPU, 2)) | \(r.agentRSS >> 20) MiB |"
+        }
+        return """
+
+
+            ### Import rounds (\(docs) documents; each round on servers of its own)
+
+            | round | import, docs/s | raw batched ingest, docs/s | docsync / raw | CPU s, agent / server | agent peak RSS |
+            |---:|---:|---:|---:|---:|---:|
+            \(rows.joined(separator: "\n"))
+            """
+    }
+
     func json(docs: Int) -> String {
         let values: [(String, Double)] = [
-            ("docs", Double(docs)), ("import_seconds", importSeconds), ("import_docs_per_s", Double(docs) / importSeconds),
+            ("docs", Double(docs)), ("import_seconds", importSeconds), ("import_docs_per_s", importRate), ("import_rounds", Double(rounds.count)), ("raw_batch_ratio", rawBatchRatio),
             ("agent_cpu_s", agentCPU), ("server_cpu_s", serverCPU), ("agent_peak_rss_bytes", Double(agentRSS)),
             ("latency_p50_ms", percentile(latency, 50)), ("latency_p90_ms", percentile(latency, 90)),
             ("latency_p99_ms", percentile(latency, 99)), ("latency_max_ms", latency.max() ?? .nan),
@@ -102,8 +138,13 @@ struct Results {
             ("attachment_agent_peak_rss_bytes", Double(attachmentAgentRSS)), ("server_peak_rss_bytes", Double(serverRSS)),
             ("clock_ema_median_ms", clock.emaMedian), ("clock_ema_p95_ms", clock.emaP95), ("clock_limit_median_ms", clock.limitMedian),
         ]
-        let body = values.map { "  \"\($0.0)\": \($0.1.isFinite ? String($0.1) : "null")" }.joined(separator: ",\n")
-        return "{\n  \"machine\": \"\(machine)\",\n\(body)\n}\n"
+        func number(_ v: Double) -> String { v.isFinite ? String(v) : "null" }
+        let body = values.map { "  \"\($0.0)\": \(number($0.1))" }.joined(separator: ",\n")
+        let perRound = rounds.map { r in
+            "{\"import_docs_per_s\": \(number(r.importDocsPerSecond)), \"raw_batch_ingest_docs_per_s\": \(number(r.rawBatchDocsPerSecond)), "
+                + "\"agent_cpu_s\": \(number(r.agentCPU)), \"server_cpu_s\": \(number(r.serverCPU)), \"agent_peak_rss_bytes\": \(r.agentRSS)}"
+        }
+        return "{\n  \"machine\": \"\(machine)\",\n\(body),\n  \"rounds\": [\(perRound.joined(separator: ", "))]\n}\n"
     }
 }
 
