@@ -105,7 +105,7 @@ actor Pusher {
     private var recordingKeys = Set<String>()
     /// Clean rounds that may wait for the index's writer before the next reply waits for them.
     /// The writer is shared with the scan: on an import, replies came faster than it recorded
-    /// them, and 25-30 rounds (with every entry's payload) were held in memory at once.
+    /// them, and 23-29 rounds (with every entry's payload) were held in memory at once.
     static let recordingBacklog = 4
 
     private func finishRecording() async {
@@ -212,8 +212,9 @@ actor Pusher {
     /// flight, and as soon as one is answered (or new work is queued) the next due entries are read
     /// and sent, so the endpoint is not left idle while a round waits for its slowest call. The
     /// outbox is read on from the last entry taken, and from its start again once nothing is due
-    /// after it or every `windowBatches` calls. Clean replies are recorded in the background, in order; the first failure stops
-    /// the window, and it and the calls still in flight are recorded before anything else is sent.
+    /// after it or every `windowBatches` calls. Clean replies are recorded in the background, in
+    /// order (at most `recordingBacklog` waiting); the first failure stops the window, and it and
+    /// the calls still in flight are recorded before anything else is sent.
     private func pushWindow() async -> Outcome {
         enum Event: Sendable {
             case replied([OutboxEntry], [(OutboxEntry, Result<JSONValue, EndpointError>)]?)
