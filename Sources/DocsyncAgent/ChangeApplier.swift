@@ -113,11 +113,16 @@ struct ChangeApplier: Sendable {
         // A row at a free path: a file deleted on disk whose deletion the index has not seen yet.
         let recorded = try await index.read { try $0.files(at: paths) }
         var creating: [New] = []
+        var folders = Set<String>()  // made already: a page's documents share a few folders
         for new in candidates {
             do {
                 guard recorded[new.path] == nil else { throw ChangedOnDisk() }
                 let abs = absolute(new.path)
-                try FileSystem.makeDirectories(String(abs[..<abs.lastIndex(of: "/")!]))
+                let folder = String(abs[..<abs.lastIndex(of: "/")!])
+                if !folders.contains(folder) {
+                    try FileSystem.makeDirectories(folder)
+                    folders.insert(folder)
+                }
                 creating.append(new)
             } catch {
                 setAside(documents[new.position], after: error, summary: &summary)
@@ -415,9 +420,11 @@ struct ChangeApplier: Sendable {
             self.file = file
             self.readStart = readStart
             fileHash = file.map { ContentHash.sha256Hex($0.bytes) }
-            bodyText = JSONWriter.string(.object(Scanner.wireBody(content, docType: docType)))
+            let body = Scanner.wireBody(content, docType: docType)
+            bodyText = JSONWriter.string(.object(body))
             bodyHash = ContentHash.sha256Hex(bodyText.utf8)
-            baseText = JSONWriter.string(.object(base))
+            // A base equal to the body (every document a pull writes new) is not written out twice.
+            baseText = base == body ? bodyText : JSONWriter.string(.object(base))
             self.rev = rev
             self.stamp = stamp
             self.pending = pending

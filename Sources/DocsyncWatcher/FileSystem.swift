@@ -136,10 +136,13 @@ public enum FileSystem {
         let temps = files.map { file in
             Result { () throws(FileSystemError) in try writeTemporary(file.bytes, beside: file.path, mode: mode, sync: false) }
         }
-        // One flush per file system the temporaries are on; where that fails, each file on its own.
+        // One flush per file system the temporaries are on (looked up once per folder); where that
+        // fails, each file on its own.
         var flushed = Set<UInt64>()
         var unflushed = false
+        var folders = Set<Substring>()
         for case .success(let temp) in temps {
+            guard folders.insert(temp[..<(temp.lastIndex(of: "/") ?? temp.startIndex)]).inserted else { continue }
             var st = stat()
             guard lstat(temp, &st) == 0 else { unflushed = true; continue }
             let device = UInt64(st.st_dev)
