@@ -94,13 +94,14 @@ public actor Agent {
             index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             concurrency: options.concurrency, reloadToken: reloadToken)
         self.pusher = pusher
+        let gate = try PathGate(root: root)
         self.scanner = Scanner(
-            root: root, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
+            root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
             queued: { pusher.wake() })
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             uploading: uploading, reloadToken: reloadToken, uploadEnded: { pusher.wake() })
-        self.applier = ChangeApplier(root: root, index: index, clock: clock, scanner: scanner, logger: logger)
+        self.applier = ChangeApplier(root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger)
         self.puller = Puller(
             endpoint: endpoint, index: index, applier: applier, lock: lock, capabilities: capabilities,
             policy: options.retryPolicy, logger: logger)

@@ -21,6 +21,8 @@ struct ChangeApplier: Sendable {
     struct ChangedOnDisk: Error {}
 
     let root: String
+    /// Every file this applier creates, replaces, trashes or copies is reached through it.
+    let gate: PathGate
     let index: Index
     let clock: ServerClock
     let scanner: Scanner
@@ -68,6 +70,14 @@ struct ChangeApplier: Sendable {
         remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
     }
 
+    /// What the folder may take of a document from the server: its wire body, with any
+    /// `{"$file": …}` it holds defused (see ``FileReference/fromServerKey``): every path by which
+    /// server content reaches a file (a new file, an update, a merge, a conflict copy, and so
+    /// `resolve --keep theirs`) starts here.
+    private static func content(of remote: JSONObject, docType: String) -> JSONObject {
+        FileReference.defused(Scanner.wireBody(remote, docType: docType))
+    }
+
     /// Whether `docType` can name a folder inside the synced one.
     private static func isFolderName(_ docType: String) -> Bool {
         DocumentRules.docTypeProblem(docType) == nil && !DocumentRules.isIgnoredName(docType)
@@ -97,7 +107,7 @@ struct ChangeApplier: Sendable {
             else { continue }
             candidates.append(New(
                 position: position, id: id, docType: docType, rev: Self.revision(of: remote), stamp: Self.changeStamp(of: remote),
-                content: Scanner.wireBody(remote, docType: docType)))
+                content: Self.content(of: remote, docType: docType)))
         }
         guard !candidates.isEmpty else { return documents }
         let candidateIDs = candidates.map(\.id)
@@ -112,31 +122,29 @@ struct ChangeApplier: Sendable {
         let paths = candidates.map(\.path)
         // A row at a free path: a file deleted on disk whose deletion the index has not seen yet.
         let recorded = try await index.read { try $0.files(at: paths) }
-        var creating: [New] = []
-        var folders = Set<String>()  // made already: a page's documents share a few folders
+        var creating: [(new: New, file: GatedFile)] = []
+        var folders: [Substring: GatedFolder] = [:]  // opened once: a page's documents share a few folders
         for new in candidates {
             do {
                 guard recorded[new.path] == nil else { throw ChangedOnDisk() }
-                let abs = absolute(new.path)
-                let folder = String(abs[..<abs.lastIndex(of: "/")!])
-                if !folders.contains(folder) {
-                    try FileSystem.makeDirectories(folder)
-                    folders.insert(folder)
-                }
-                creating.append(new)
+                let slash = new.path.lastIndex(of: "/")!
+                let folderPath = new.path[..<slash]
+                let folder = try folders[folderPath] ?? gate.folder(folderPath, create: true)
+                folders[folderPath] = folder
+                creating.append((new, try GatedFile(folder, String(new.path[new.path.index(after: slash)...]))))
             } catch {
                 setAside(documents[new.position], after: error, summary: &summary)
             }
         }
         // The content is the wire body: no reserved fields, its docType written out.
-        let files = creating.map { (path: absolute($0.path), bytes: JSONWriter.fileBytes(.object($0.content))) }
+        let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content))) }
         var records: [Written] = []
-        for (new, created) in zip(creating, FileSystem.createAll(files)) {
+        for ((new, target), created) in zip(creating, FileSystem.createAll(files)) {
             do {
                 // Not created: a file appeared at that name meanwhile.
                 guard try created.get() else { throw ChangedOnDisk() }
                 let readStart = FileSystem.realtimeNanoseconds()
-                guard let file = try? FileSystem.read(absolute(new.path), maxSize: Int.max) else { throw ChangedOnDisk() }
+                guard let file = try? FileSystem.read(target, maxSize: Int.max) else { throw ChangedOnDisk() }
                 records.append(Written(
                     path: new.path, id: new.id, docType: new.docType, file: file, readStart: readStart, content: new.content,
                     base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now()))
@@ -171,7 +179,7 @@ struct ChangeApplier: Sendable {
             return
         }
         let remoteDeleted = remote[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false
-        let wireBody = Scanner.wireBody(remote, docType: docType)
+        let wireBody = Self.content(of: remote, docType: docType)
         var mapped = try await localForm(wireBody, known: known)
         // Our own write coming back before its acknowledgement was recorded: nothing to write.
         if var doc = known, doc.deletedAt == nil, !remoteDeleted, (try? JSONParser.parse(doc.body)) == .object(mapped) {
@@ -331,7 +339,8 @@ struct ChangeApplier: Sendable {
     func freePath(for id: String, docType: String, avoiding taken: Set<String> = []) -> String {
         var candidate = "\(docType)/\(id).json"
         var n = 2
-        while taken.contains(candidate) || FileSystem.info(absolute(candidate)) != nil {
+        // Through the gate: a name under a symlinked folder counts as free, and its write is refused.
+        while taken.contains(candidate) || (try? gate.file(candidate)).flatMap(FileSystem.info) != nil {
             candidate = "\(docType)/\(id)-\(n).json"
             n += 1
         }
@@ -345,20 +354,19 @@ struct ChangeApplier: Sendable {
     private func writeFile(
         path: String, id: String, docType: String, content: JSONObject, base: JSONObject, rev: Int64, pending: OutboxEntry?, stamp: Int64
     ) async throws {
-        let abs = absolute(path)
+        let target = try gate.file(path, createFolders: true)
         var fileObject = content
         for key in DocumentRules.reservedKeys { fileObject[key] = nil }
         // What the file holds must be what the index last read there: a save not scanned yet is
         // merged first, never written over.
         let recorded = try await index.read { try $0.file(at: path) }
         var keptBeside = false
-        if FileSystem.info(abs) == nil {
+        if FileSystem.info(target) == nil {
             // Deleted (or moved away) since the index saw it: the watcher reports that first.
             guard recorded == nil else { throw ChangedOnDisk() }
-            try FileSystem.makeDirectories(String(abs[..<abs.lastIndex(of: "/")!]))
-            guard try FileSystem.replace(abs, with: JSONWriter.fileBytes(.object(fileObject)), ifItHolds: nil) else { throw ChangedOnDisk() }
+            guard try FileSystem.replace(target, with: JSONWriter.fileBytes(.object(fileObject)), ifItHolds: nil) else { throw ChangedOnDisk() }
         } else {
-            let current = try? FileSystem.read(abs, maxSize: Int.max)
+            let current = try? FileSystem.read(target, maxSize: Int.max)
             guard let recorded, recorded.hash == current.map({ ContentHash.sha256Hex($0.bytes) }) else { throw ChangedOnDisk() }
             if let current, let existing = try? DocumentRules.parseObject(current.bytes, maxSize: Int.max) {
                 // A docType the file leaves to its folder stays implicit.
@@ -367,7 +375,7 @@ struct ChangeApplier: Sendable {
                 }
                 let laidOut = Merge.keepingOrder(of: .object(existing), .object(fileObject))
                 if laidOut != .object(existing) {
-                    guard try FileSystem.replace(abs, with: JSONWriter.fileBytes(laidOut), ifItHolds: current.bytes, mode: current.info.mode) else {
+                    guard try FileSystem.replace(target, with: JSONWriter.fileBytes(laidOut), ifItHolds: current.bytes, mode: current.info.mode) else {
                         throw ChangedOnDisk()
                     }
                 }
@@ -381,7 +389,7 @@ struct ChangeApplier: Sendable {
             }
         }
         let readStart = FileSystem.realtimeNanoseconds()
-        let written = keptBeside ? nil : try? FileSystem.read(abs, maxSize: Int.max)
+        let written = keptBeside ? nil : try? FileSystem.read(target, maxSize: Int.max)
         if !keptBeside && written == nil { throw ChangedOnDisk() }
         let record = Written(
             path: path, id: id, docType: docType, file: written, readStart: readStart, content: content, base: base, rev: rev,
@@ -463,15 +471,14 @@ struct ChangeApplier: Sendable {
 
     /// Moves the file of a document deleted on the server into `.docsync/trash/` (recoverable).
     private func trash(_ doc: inout DocumentRow, rev: Int64, body: JSONObject) async throws {
-        if let path = doc.path, FileSystem.info(absolute(path)) != nil {
+        if let path = doc.path, let source = try? gate.file(path), FileSystem.info(source) != nil {
             let recorded = try await index.read { try $0.file(at: path) }
-            let trashDir = Index.stateDirectory(root: root) + "/trash"
-            try FileSystem.makeDirectories(trashDir)
-            let target = try moveToTrash(path, name: "\(trashDir)/\(doc.id)-\(Timestamp(unixMilliseconds: clock.now()).compactUTC)")
+            let trashDir = try gate.folder(Index.stateFolderName + "/trash", create: true)
+            let target = try moveToTrash(source, into: trashDir, stem: "\(doc.id)-\(Timestamp(unixMilliseconds: clock.now()).compactUTC)")
             // Saved just before it moved: it comes back, and is merged once scanned.
             if (try? FileSystem.read(target, maxSize: Int.max)).map({ ContentHash.sha256Hex($0.bytes) }) != recorded?.hash {
-                if try FileSystem.move(target, to: absolute(path)) { throw ChangedOnDisk() }
-                logger.warning("a file deleted on the server was saved meanwhile; that version is in .docsync/trash", metadata: ["file.path": "\(path)", "trash.path": "\(target)"])
+                if try FileSystem.move(target, to: source) { throw ChangedOnDisk() }
+                logger.warning("a file deleted on the server was saved meanwhile; that version is in .docsync/trash", metadata: ["file.path": "\(path)", "trash.path": "\(target.path)"])
             }
             logger.info("deleted on the server; moved to .docsync/trash", metadata: ["file.path": "\(path)", "doc.id": "\(doc.id)"])
         }
@@ -490,13 +497,13 @@ struct ChangeApplier: Sendable {
         doc = final
     }
 
-    /// Moves the file at `path` to `<stem>.json` (`<stem>-2.json` and on, for another file
+    /// Moves `source` to `<stem>.json` in the trash (`<stem>-2.json` and on, for another file
     /// trashed in the same second) and returns where it went.
-    private func moveToTrash(_ path: String, name stem: String) throws -> String {
+    private func moveToTrash(_ source: GatedFile, into trash: GatedFolder, stem: String) throws -> GatedFile {
         var n = 1
         while true {
-            let target = n == 1 ? stem + ".json" : "\(stem)-\(n).json"
-            switch Result(catching: { () throws(FileSystemError) in try FileSystem.move(absolute(path), to: target) }) {
+            let target = try GatedFile(trash, n == 1 ? stem + ".json" : "\(stem)-\(n).json")
+            switch Result(catching: { () throws(FileSystemError) in try FileSystem.move(source, to: target) }) {
             case .success(true): return target
             case .success(false): n += 1
             case .failure(let error) where error.code == ENOENT: throw ChangedOnDisk()  // moved or deleted meanwhile
@@ -508,16 +515,15 @@ struct ChangeApplier: Sendable {
     /// `<name>.sync-conflict-<UTC yyyyMMdd-HHmmss>.json` beside the document (`…-2.json` and on
     /// for more in the same second); never synced. The newest few are kept.
     private func writeConflictCopy(of path: String, _ version: JSONObject) throws {
-        let abs = absolute(path)
-        let base = abs.hasSuffix(".json") ? String(abs.dropLast(5)) : abs
-        let folder = String(abs[..<abs.lastIndex(of: "/")!])
-        let stem = String(base[base.index(after: base.lastIndex(of: "/")!)...]) + ".sync-conflict-"
+        let document = try gate.file(path)
+        let folder = document.folder
+        let stem = (document.name.hasSuffix(".json") ? String(document.name.dropLast(5)) : document.name) + ".sync-conflict-"
         // Oldest first: by time, then by the number a copy made in the same second carries.
         func age(_ name: String) -> (String, Int) {
             let rest = name.dropFirst(stem.count).dropLast(".json".count)  // yyyyMMdd-HHmmss[-n]
             return (String(rest.prefix(15)), Int(rest.dropFirst(16)) ?? 1)
         }
-        var copies = (FileSystem.list(folder) ?? []).map(\.name).filter { $0.hasPrefix(stem) && $0.hasSuffix(".json") }
+        var copies = folder.entries().map(\.name).filter { $0.hasPrefix(stem) && $0.hasSuffix(".json") }
         var fileObject = version
         for key in DocumentRules.reservedKeys { fileObject[key] = nil }
         let bytes = JSONWriter.fileBytes(.object(fileObject))
@@ -526,9 +532,11 @@ struct ChangeApplier: Sendable {
         // this copy among the oldest.
         var n = (copies.map(age).filter { $0.0 == stamp }.map(\.1).max() ?? 0) + 1
         func name(_ n: Int) -> String { stem + stamp + (n == 1 ? "" : "-\(n)") + ".json" }
-        while try !FileSystem.replace(folder + "/" + name(n), with: bytes, ifItHolds: nil) { n += 1 }
+        while try !FileSystem.replace(GatedFile(folder, name(n)), with: bytes, ifItHolds: nil) { n += 1 }
         copies.append(name(n))
-        for old in copies.sorted(by: { age($0) < age($1) }).dropLast(Self.conflictCopiesKept) { unlink(folder + "/" + old) }
+        for old in copies.sorted(by: { age($0) < age($1) }).dropLast(Self.conflictCopiesKept) {
+            if let copy = try? GatedFile(folder, old) { FileSystem.remove(copy) }
+        }
     }
 
     private func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {

@@ -31,6 +31,8 @@ struct Scanner: Sendable {
     let maxFileSize: Int
     let logger: Logger
     let walker: TreeWalker
+    /// Writes into the tree (an id written into a file) go through it.
+    let gate: PathGate
     let attachments: Attachments
     /// Told after each committed chunk that queued work, so pushing starts while a long scan
     /// (an initial import) is still reading.
@@ -41,11 +43,12 @@ struct Scanner: Sendable {
     static let chunkSize = 512
 
     init(
-        root: String, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
+        root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
         queued: @escaping @Sendable () -> Void = {}
     ) {
         self.queued = queued
         self.root = root
+        self.gate = gate
         self.index = index
         self.clock = clock
         self.maxFileSize = maxFileSize
@@ -431,13 +434,14 @@ struct Scanner: Sendable {
     /// Inserts a fresh UUID into the file, atomically, unless the file changed since it was read.
     private func writeID(into o: Observed) -> Observed {
         let id = UUID().uuidString.lowercased()
-        let abs = walker.absolute(o.path)
         let text = DocumentRules.settingID(id, in: o.bytes)
         // Only over the content that was read: if the user saved again meanwhile, their version
         // wins and the next event brings it back here.
         let written: Bool
+        let target: GatedFile
         do {
-            written = try FileSystem.replace(abs, with: text, ifItHolds: o.bytes, mode: o.info.mode)
+            target = try gate.file(o.path)
+            written = try FileSystem.replace(target, with: text, ifItHolds: o.bytes, mode: o.info.mode)
         } catch {
             return Observed(
                 path: o.path, info: o.info, stat: o.stat, bytes: o.bytes, hash: o.hash,
@@ -448,7 +452,7 @@ struct Scanner: Sendable {
                 path: o.path, info: o.info, stat: o.stat, bytes: o.bytes, hash: o.hash, result: .failure(.unreadable("changed while being read; will retry")))
         }
         let readStart = FileSystem.realtimeNanoseconds()
-        let info = FileSystem.info(abs) ?? o.info
+        let info = FileSystem.info(target) ?? o.info
         let parsed = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(text, maxSize: Int.max) }
         logger.info("assigned id", metadata: ["file.path": "\(o.path)", "doc.id": "\(id)"])
         let hash = ContentHash.sha256Hex(text)

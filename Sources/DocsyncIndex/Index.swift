@@ -53,7 +53,10 @@ public struct Index: Sendable {
         FileManager.default.fileExists(atPath: stateDirectory(root: root) + "/index.sqlite")
     }
 
-    public static func stateDirectory(root: String) -> String { root + "/.docsync" }
+    public static func stateDirectory(root: String) -> String { root + "/" + stateFolderName }
+
+    /// The agent's own folder under the synced root.
+    public static let stateFolderName = ".docsync"
 
     /// Runs `body` in one write transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {

@@ -48,6 +48,35 @@ public struct FileReference: Sendable, Hashable {
         return false
     }
 
+    /// The key a `{"$file": …}` value that came from the server is kept under in the local file.
+    ///
+    /// A file leaves the machine only if the user wrote its reference. The agent never sends a
+    /// reference on the wire (the server holds the uploaded file's URL), so one arriving from the
+    /// server was put there by someone else: taken as it is, the next save of the document would
+    /// upload whatever it names (`../.git/config`). It is shown in the file under this key instead,
+    /// which is not a reference; a user who wants that file attached renames the key to `$file`.
+    public static let fromServerKey = "$file-from-server"
+
+    /// `body` (a document from the server) with each top-level reference object defused: its
+    /// `$file` member renamed to ``fromServerKey`` (dropped if that key is there already).
+    public static func defused(_ body: JSONObject) -> JSONObject {
+        guard body.members.contains(where: { isReference($0.value) }) else { return body }
+        var out = body
+        for (property, value) in body.members {
+            guard case .object(let inner) = value, inner[key] != nil else { continue }
+            var safe = JSONObject()
+            for (k, v) in inner.members {
+                if k == key {
+                    if inner[fromServerKey] == nil { safe[fromServerKey] = v }
+                } else {
+                    safe[k] = v
+                }
+            }
+            out[property] = .object(safe)
+        }
+        return out
+    }
+
     /// Whether `value` is a reference object (a wire value never is one).
     public static func isReference(_ value: JSONValue?) -> Bool {
         guard case .object(let inner)? = value else { return false }

@@ -50,7 +50,15 @@ public enum FileSystem {
 
     /// Reads a whole regular file, refusing (without reading) one larger than `maxSize`.
     public static func read(_ path: String, maxSize: Int) throws(DocumentProblem) -> (bytes: [UInt8], info: EntryInfo) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        try read(opened: open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), maxSize: maxSize)
+    }
+
+    /// Reads a file in a gated folder (never through a symlink).
+    public static func read(_ file: GatedFile, maxSize: Int) throws(DocumentProblem) -> (bytes: [UInt8], info: EntryInfo) {
+        try read(opened: openat(file.folder.fd, file.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), maxSize: maxSize)
+    }
+
+    private static func read(opened fd: Int32, maxSize: Int) throws(DocumentProblem) -> (bytes: [UInt8], info: EntryInfo) {
         guard fd >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
         defer { close(fd) }
         var st = stat()
@@ -79,20 +87,14 @@ public enum FileSystem {
         return (bytes, info)
     }
 
-    /// Replaces `path` atomically with `bytes`: a hidden temp file in the same folder, fsync, rename.
-    /// A reader (or a crash) sees the old file or the new one, never a mix. The mode is kept.
-    /// Whatever is at `path` is replaced: for a file someone else may be writing, use
-    /// ``replace(_:with:ifItHolds:mode:)``.
-    public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o644) throws(FileSystemError) {
-        let temp = try writeTemporary(bytes, beside: path, mode: mode)
-        guard rename(temp, path) == 0 else {
-            let e = FileSystemError("rename", path: path)
-            unlink(temp)
-            throw e
-        }
+    /// `lstat` of a name in a gated folder; `nil` if it does not exist.
+    public static func info(_ file: GatedFile) -> EntryInfo? {
+        var st = stat()
+        guard fstatat(file.folder.fd, file.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return EntryInfo(st)
     }
 
-    /// Replaces `path` with `bytes` only if it still holds exactly `expected` (or, with `expected`
+    /// Replaces `file` with `bytes` only if it still holds exactly `expected` (or, with `expected`
     /// nil, only if nothing is there), atomically; returns false, leaving the file as it is, if
     /// someone changed, created, moved or deleted it meanwhile.
     ///
@@ -100,31 +102,37 @@ public enum FileSystem {
     /// window milliseconds long). So the new file is swapped in (`renameat2` with
     /// `RENAME_EXCHANGE`) and what it displaced is checked afterwards: if that is not `expected`,
     /// the two are swapped back. Creating uses `RENAME_NOREPLACE`. Where the file system has
-    /// neither, the check is made just before a plain rename.
-    public static func replace(_ path: String, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644) throws(FileSystemError) -> Bool {
-        let temp = try writeTemporary(bytes, beside: path, mode: mode)
+    /// neither, the check is made just before a plain rename. The mode is kept.
+    public static func replace(_ file: GatedFile, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644) throws(FileSystemError) -> Bool {
+        let temp = try writeTemporary(bytes, beside: file, mode: mode)
         var consumed = false
-        defer { if !consumed { unlink(temp) } }
+        defer { if !consumed { remove(temp) } }
         guard let expected else {
-            consumed = try move(temp, to: path)
+            consumed = try move(temp, to: file)
             return consumed
         }
-        guard docsync_renameat2(AT_FDCWD, temp, AT_FDCWD, path, docsync_rename_exchange) == 0 else {
+        let dir = file.folder.fd
+        guard docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange) == 0 else {
             if errno == ENOENT { return false }  // moved or deleted meanwhile
-            guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: path) }
-            guard (try? read(path, maxSize: expected.count).bytes) == expected else { return false }
-            guard rename(temp, path) == 0 else { throw FileSystemError("rename", path: path) }
+            guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: file.path) }
+            guard (try? read(file, maxSize: expected.count).bytes) == expected else { return false }
+            guard renameat(dir, temp.name, dir, file.name) == 0 else { throw FileSystemError("rename", path: file.path) }
             consumed = true
             return true
         }
-        // `temp` now names what was at `path` an instant ago.
+        // `temp` now names what was at `file` an instant ago.
         if (try? read(temp, maxSize: expected.count).bytes) == expected { return true }
-        // Saved by someone just before the swap: their version goes back, unless `path` was
+        // Saved by someone just before the swap: their version goes back, unless `file` was
         // written again since (then that newer version stays, as it would have without us).
-        if (try? read(path, maxSize: bytes.count).bytes) == bytes {
-            _ = docsync_renameat2(AT_FDCWD, temp, AT_FDCWD, path, docsync_rename_exchange)
+        if (try? read(file, maxSize: bytes.count).bytes) == bytes {
+            _ = docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange)
         }
         return false
+    }
+
+    /// ``replace(_:with:ifItHolds:mode:)`` for a path the user named (its folder opened as given).
+    public static func replace(_ path: String, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644) throws(FileSystemError) -> Bool {
+        try replace(GatedFile.trusted(path), with: bytes, ifItHolds: expected, mode: mode)
     }
 
     /// Creates each of `files` where nothing is yet, as ``replace(_:with:ifItHolds:mode:)`` does
@@ -132,86 +140,88 @@ public enum FileSystem {
     /// one `syncfs` per file system flushes them all (one flush of the disk instead of one per
     /// file, which held a first pull to the disk's flush rate), then each is renamed into place
     /// unless something is there by then. Per file: whether it was created, or why it could not be.
-    public static func createAll(_ files: [(path: String, bytes: [UInt8])], mode: UInt32 = 0o644) -> [Result<Bool, FileSystemError>] {
+    public static func createAll(_ files: [(file: GatedFile, bytes: [UInt8])], mode: UInt32 = 0o644) -> [Result<Bool, FileSystemError>] {
         let temps = files.map { file in
-            Result { () throws(FileSystemError) in try writeTemporary(file.bytes, beside: file.path, mode: mode, sync: false) }
+            Result { () throws(FileSystemError) in try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: false) }
         }
         // One flush per file system the temporaries are on (looked up once per folder); where that
         // fails, each file on its own.
         var flushed = Set<UInt64>()
         var unflushed = false
-        var folders = Set<Substring>()
+        var folders = Set<Int32>()
         for case .success(let temp) in temps {
-            guard folders.insert(temp[..<(temp.lastIndex(of: "/") ?? temp.startIndex)]).inserted else { continue }
+            guard folders.insert(temp.folder.fd).inserted else { continue }
             var st = stat()
-            guard lstat(temp, &st) == 0 else { unflushed = true; continue }
+            guard fstat(temp.folder.fd, &st) == 0 else { unflushed = true; continue }
             let device = UInt64(st.st_dev)
             if flushed.contains(device) { continue }
-            let fd = open(temp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            if fd >= 0, docsync_syncfs(fd) == 0 { flushed.insert(device) } else { unflushed = true }
-            if fd >= 0 { close(fd) }
+            if docsync_syncfs(temp.folder.fd) == 0 { flushed.insert(device) } else { unflushed = true }
         }
         return zip(files, temps).map { file, temp in
             Result { () throws(FileSystemError) -> Bool in
                 let temp = try temp.get()
                 var consumed = false
-                defer { if !consumed { unlink(temp) } }
+                defer { if !consumed { remove(temp) } }
                 if unflushed {
-                    let fd = open(temp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                    let fd = openat(temp.folder.fd, temp.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
                     guard fd >= 0, fsync(fd) == 0 else {
-                        let e = FileSystemError("fsync", path: temp)
+                        let e = FileSystemError("fsync", path: temp.path)
                         if fd >= 0 { close(fd) }
                         throw e
                     }
                     close(fd)
                 }
-                consumed = try move(temp, to: file.path)
+                consumed = try move(temp, to: file.file)
                 return consumed
             }
         }
     }
 
     /// Renames `from` to `to` unless something is at `to`; returns whether it moved.
-    public static func move(_ from: String, to: String) throws(FileSystemError) -> Bool {
-        if docsync_renameat2(AT_FDCWD, from, AT_FDCWD, to, docsync_rename_noreplace) == 0 { return true }
+    public static func move(_ from: GatedFile, to: GatedFile) throws(FileSystemError) -> Bool {
+        let (a, b) = (from.folder.fd, to.folder.fd)
+        if docsync_renameat2(a, from.name, b, to.name, docsync_rename_noreplace) == 0 { return true }
         if errno == EEXIST { return false }
-        guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: "\(from) → \(to)") }
+        guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: "\(from.path) → \(to.path)") }
         if info(to) != nil { return false }
-        guard rename(from, to) == 0 else { throw FileSystemError("rename", path: "\(from) → \(to)") }
+        guard renameat(a, from.name, b, to.name) == 0 else { throw FileSystemError("rename", path: "\(from.path) → \(to.path)") }
         return true
     }
 
-    /// Writes `bytes` to a new hidden file beside `path` (synced to disk, unless the caller
-    /// flushes it with others) and returns its path.
-    private static func writeTemporary(_ bytes: [UInt8], beside path: String, mode: UInt32, sync: Bool = true) throws(FileSystemError) -> String {
-        let slash = path.lastIndex(of: "/")
-        let dir = slash.map { String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let temp = "\(dir)/.\(name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(mode & 0o7777))
-        guard fd >= 0 else { throw FileSystemError("create", path: temp) }
+    /// Removes `file` (a file, never a folder); false if it was not there.
+    @discardableResult
+    public static func remove(_ file: GatedFile) -> Bool {
+        unlinkat(file.folder.fd, file.name, 0) == 0
+    }
+
+    /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
+    /// flushes it with others) and returns it.
+    private static func writeTemporary(_ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true) throws(FileSystemError) -> GatedFile {
+        let temp = try file.sibling(".\(file.name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let fd = openat(temp.folder.fd, temp.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode & 0o7777))
+        guard fd >= 0 else { throw FileSystemError("create", path: temp.path) }
         defer { close(fd) }
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { buf in write(fd, buf.baseAddress! + written, buf.count - written) }
             if n < 0 {
                 if errno == EINTR { continue }
-                let e = FileSystemError("write", path: temp)
-                unlink(temp)
+                let e = FileSystemError("write", path: temp.path)
+                remove(temp)
                 throw e
             }
             written += n
         }
         _ = fchmod(fd, mode_t(mode & 0o7777))
         guard !sync || fsync(fd) == 0 else {
-            let e = FileSystemError("fsync", path: temp)
-            unlink(temp)
+            let e = FileSystemError("fsync", path: temp.path)
+            remove(temp)
             throw e
         }
         return temp
     }
 
-    /// Whether `name` is a temp file of ``atomicWrite(_:to:mode:)`` whose writer is gone (killed
+    /// Whether `name` is a temporary of ``replace(_:with:ifItHolds:mode:)`` whose writer is gone (killed
     /// between writing and renaming): `.<name>.docsync-<pid>-<random>.tmp` with no such process.
     public static func isStaleTemporary(_ name: String) -> Bool {
         guard name.hasPrefix("."), name.hasSuffix(".tmp"), let marker = name.range(of: ".docsync-", options: .backwards) else { return false }
@@ -266,6 +276,10 @@ public final class Directory {
 
     public func entries() -> [DirectoryEntry] {
         rewinddir(handle)
+        return Self.entries(of: handle)
+    }
+
+    static func entries(of handle: OpaquePointer) -> [DirectoryEntry] {
         var out: [DirectoryEntry] = []
         while let entry = readdir(handle) {
             let (name, valid) = withUnsafeBytes(of: entry.pointee.d_name) { raw -> (String, Bool) in

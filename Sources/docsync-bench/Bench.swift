@@ -316,19 +316,20 @@ struct Bench: AsyncParsableCommand {
     func pullAll(api: APIClient, into folder: String) async throws -> Int {
         var cursor: Int64 = 0
         var written = 0
-        var folders = Set<String>()
+        var folders: [String: GatedFolder] = [:]
+        let gate = try PathGate(root: folder)
         while true {
             let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
             guard reply.status == 200, let object = reply.json?.object, case .number(let c)? = object["cursor"], let next = Int64(c),
                   case .array(let documents)? = object["documents"]?.object?["success"]
             else { throw ProcessFailure("sync refused: \(reply.status) \(reply.text)") }
-            var files: [(path: String, bytes: [UInt8])] = []
+            var files: [(file: GatedFile, bytes: [UInt8])] = []
             for case .object(var doc) in documents {
                 guard let id = doc["id"]?.string, let docType = doc["docType"]?.string else { continue }
                 for key in DocumentRules.reservedKeys { doc[key] = nil }
-                let dir = folder + "/" + docType
-                if folders.insert(dir).inserted { try FileSystem.makeDirectories(dir) }
-                files.append(("\(dir)/\(id).json", JSONWriter.fileBytes(.object(doc))))
+                let dir = try folders[docType] ?? gate.folder(docType, create: true)
+                folders[docType] = dir
+                files.append((try GatedFile(dir, "\(id).json"), JSONWriter.fileBytes(.object(doc))))
             }
             for result in FileSystem.createAll(files) where try result.get() { written += 1 }
             cursor = next

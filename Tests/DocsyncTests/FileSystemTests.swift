@@ -1,4 +1,5 @@
 import DocsyncIndex
+import DocsyncModel
 import DocsyncTestSupport
 import DocsyncWatcher
 import Foundation
@@ -71,9 +72,10 @@ import Testing
         #expect(try !FileSystem.replace(folder.file("new.json"), with: bytes("again"), ifItHolds: nil))
         #expect(try folder.read("new.json") == "ours")
         try folder.write("from.json", "moved")
-        #expect(try !FileSystem.move(folder.file("from.json"), to: folder.file("new.json")))
+        let gate = try PathGate(root: folder.path)
+        #expect(try !FileSystem.move(gate.file("from.json"), to: gate.file("new.json")))
         #expect(try folder.read("new.json") == "ours" && folder.exists("from.json"))
-        #expect(try FileSystem.move(folder.file("from.json"), to: folder.file("free.json")))
+        #expect(try FileSystem.move(gate.file("from.json"), to: gate.file("free.json")))
         #expect(try folder.read("free.json") == "moved" && !folder.exists("from.json"))
         #expect(try leftovers(folder).isEmpty)
     }
@@ -83,9 +85,12 @@ import Testing
         let folder = try TempFolder("create-all")
         defer { folder.remove() }
         try folder.write("taken.json", "theirs")
+        let gate = try PathGate(root: folder.path)
+        let gone = try gate.file("no-such-folder/two.json", createFolders: true)
+        rmdir(folder.file("no-such-folder"))  // removed after it was opened: writing there fails
         let results = FileSystem.createAll([
-            (folder.file("one.json"), bytes("1")), (folder.file("taken.json"), bytes("ours")),
-            (folder.file("no-such-folder/two.json"), bytes("2")), (folder.file("three.json"), bytes("3")),
+            (try gate.file("one.json"), bytes("1")), (try gate.file("taken.json"), bytes("ours")),
+            (gone, bytes("2")), (try gate.file("three.json"), bytes("3")),
         ])
         #expect(results.map { try? $0.get() } == [true, false, nil, true])
         #expect(try folder.read("one.json") == "1" && folder.read("three.json") == "3")
@@ -106,5 +111,44 @@ import Testing
         #expect(!recorded(mtime: wholeSecond).isSettled, "a file system with whole-second mtimes ticks slower")
         #expect(recorded(mtime: wholeSecond - 5_000_000_000).isSettled)
         #expect(recorded(mtime: now - 5_000_000) != FileStat(size: 10, mtimeNs: now - 5_000_000, inode: 7), "never equal to a stat on disk")
+    }
+
+    // MARK: - The path gate (issue 21, finding 2)
+
+    /// A symlink named like a docType (`ln -s ../elsewhere evil`) used to take a pulled document
+    /// outside the folder: `makeDirectories` treated it as "not a folder" and ignored EEXIST.
+    @Test func theGateRefusesASymlinkedFolderPlantedBefore() throws {
+        let folder = try TempFolder("gate")
+        let outside = try TempFolder("gate-outside")
+        defer { folder.remove(); outside.remove() }
+        #expect(symlink(outside.path, folder.file("evil")) == 0)
+        let gate = try PathGate(root: folder.path)
+        #expect(throws: FileSystemError.self) { try gate.file("evil/planted.json", createFolders: true) }
+        #expect(throws: FileSystemError.self) { try gate.file("evil/deeper/planted.json", createFolders: true) }
+        #expect(throws: FileSystemError.self) { try gate.file("notes/../../escaped.json", createFolders: true) }
+        try folder.write("plain.json", "{}")
+        #expect(throws: FileSystemError.self) { try gate.file("plain.json/inside.json", createFolders: true) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty, "nothing written outside")
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/../escaped.json"))
+    }
+
+    /// A symlink swapped in after the folder was opened changes nothing: the write lands in the
+    /// folder that was checked.
+    @Test func aSymlinkPlantedDuringTheOperationIsNotFollowed() throws {
+        let folder = try TempFolder("gate-race")
+        let outside = try TempFolder("gate-race-outside")
+        defer { folder.remove(); outside.remove() }
+        let gate = try PathGate(root: folder.path)
+        let target = try gate.file("notes/doc.json", createFolders: true)
+        #expect(rename(folder.file("notes"), folder.file("notes-moved")) == 0)
+        #expect(symlink(outside.path, folder.file("notes")) == 0)
+        #expect(try FileSystem.replace(target, with: bytes("{}"), ifItHolds: nil))
+        #expect(folder.exists("notes-moved/doc.json"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty, "nothing written outside")
+        // A symlink at the file's own name is replaced, not written through.
+        #expect(symlink(outside.path + "/victim.json", folder.file("notes-moved/link.json")) == 0)
+        let link = try target.sibling("link.json")
+        #expect(throws: DocumentProblem.self) { try FileSystem.read(link, maxSize: 100) }
+        #expect(!FileManager.default.fileExists(atPath: outside.path + "/victim.json"))
     }
 }
