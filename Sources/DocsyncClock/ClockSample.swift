@@ -40,10 +40,22 @@ public struct ClockSample: Sendable, Hashable {
     }
 
     /// Samples no estimator should believe: a reply before the request, a server that claims to
-    /// have worked longer than the whole round trip, or a round trip over a minute.
+    /// have worked longer than the whole round trip, or a round trip over a minute. Checked in an
+    /// order whose arithmetic cannot overflow, whatever the fields hold.
     public var isPlausible: Bool {
-        receivedAt >= sentAt && serverDuration >= 0 && delay >= 0 && delay < 60_000_000_000
+        guard sentAt >= 0, receivedAt >= sentAt, serverDuration >= 0 else { return false }
+        let roundTrip = receivedAt - sentAt  // both non-negative: cannot overflow
+        guard serverDuration <= roundTrip, roundTrip < 60_000_000_000 else { return false }
+        // ``offset``'s arithmetic, which must not overflow either.
+        let (pair, o1) = sentAt.addingReportingOverflow(receivedAt)
+        let (sum, o2) = pair.addingReportingOverflow(serverDuration)
+        return !o1 && !o2 && !serverUTC.subtractingReportingOverflow(sum / 2).overflow
     }
+
+    /// Server times a reply may claim: 2000-01-01 to 2200-01-01 (Unix nanoseconds). A header
+    /// outside them is a lying or broken server; believed, it would stamp changes in 2255 or
+    /// overflow the arithmetic that turns boot time into server time.
+    public static let saneServerTimes: Range<Int64> = 946_684_800_000_000_000..<7_258_118_400_000_000_000
 }
 
 /// The current belief about the server's clock.

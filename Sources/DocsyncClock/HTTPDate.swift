@@ -29,9 +29,10 @@ public enum HTTPDate {
     }
 
     private static func make(year: Int64, month: String, day: String, time: String) -> Int64? {
-        guard let m = months.firstIndex(of: month.lowercased()), let d = Int64(day), (1...31).contains(d) else { return nil }
+        // Four-digit years only: what a date header can hold, and the civil arithmetic cannot overflow.
+        guard (0...9999).contains(year), let m = months.firstIndex(of: month.lowercased()), let d = Int64(day), (1...31).contains(d) else { return nil }
         let hms = time.split(separator: ":").compactMap { Int64($0) }
-        guard hms.count == 3, hms[0] < 24, hms[1] < 60, hms[2] < 61 else { return nil }
+        guard hms.count == 3, hms.allSatisfy({ $0 >= 0 }), hms[0] < 24, hms[1] < 60, hms[2] < 61 else { return nil }
         let days = Timestamp.days(fromCivil: year, Int64(m + 1), d)
         return days * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]
     }

@@ -38,6 +38,8 @@ public final class ServerClock: Sendable {
         var prior: Calibration?
         /// Wall minus boot when last looked at: a jump means the wall clock was stepped.
         var wallMinusBoot: Int64?
+        /// Replies whose time was out of range (see ``observe(headers:sentAt:receivedAt:)``).
+        var droppedSamples = 0
     }
 
     /// - Parameter window: how many recent samples the min-delay filter chooses from.
@@ -58,17 +60,42 @@ public final class ServerClock: Sendable {
     }
 
     /// Turns a reply's headers into a sample: `X-Sync-UTC` (+ `X-Sync-Duration`) when present,
-    /// else the `Date` header. Replies with neither are ignored.
+    /// else the `Date` header. Replies with neither are ignored; so are values outside
+    /// ``ClockSample/saneServerTimes``, a negative duration or one longer than the round trip
+    /// (logged once: every reply of a lying server carries them).
     public func observe(headers: ReplyHeaders, sentAt: Int64, receivedAt: Int64) {
-        if let utc = headers.syncUTC.flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }) {
-            let duration = headers.syncDuration.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0
-            add(sample: ClockSample(sentAt: sentAt, receivedAt: receivedAt, serverUTC: utc, serverDuration: duration))
+        let sample: ClockSample
+        if let text = headers.syncUTC {
+            let utc = Int64(text.trimmingCharacters(in: .whitespaces))
+            let duration = headers.syncDuration.map { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+            guard let utc, let duration else { return dropped("X-Sync-UTC \(text.prefix(40)) / X-Sync-Duration \(headers.syncDuration?.prefix(40) ?? "-") is not a number") }
+            sample = ClockSample(sentAt: sentAt, receivedAt: receivedAt, serverUTC: utc, serverDuration: duration)
         } else if let date = headers.date, let seconds = HTTPDate.parse(date) {
-            add(sample: ClockSample(
+            guard ClockSample.saneServerTimes.contains(seconds &* 1_000_000_000), seconds < Int64.max / 1_000_000_000 else {
+                return dropped("Date \(date.prefix(40)) is outside 2000-2200")
+            }
+            sample = ClockSample(
                 sentAt: sentAt, receivedAt: receivedAt, serverUTC: seconds * 1_000_000_000 + 500_000_000,
-                serverDuration: 0, source: .dateHeader))
+                serverDuration: 0, source: .dateHeader)
+        } else {
+            return
         }
+        guard ClockSample.saneServerTimes.contains(sample.serverUTC) else { return dropped("the server's time \(sample.serverUTC) ns is outside 2000-2200") }
+        guard sample.isPlausible else { return dropped("the server claims \(sample.serverDuration) ns of work in a round trip of \(receivedAt &- sentAt) ns") }
+        add(sample: sample)
     }
+
+    /// Logs, once per clock, that a reply's time was not believed.
+    private func dropped(_ why: String) {
+        let first = state.withLock { s in
+            defer { s.droppedSamples += 1 }
+            return s.droppedSamples == 0
+        }
+        if first { logger?.warning("ignoring the server's clock headers: \(why); changes keep the last good calibration") }
+    }
+
+    /// Replies whose clock headers were not believed.
+    public var droppedSamples: Int { state.withLock { $0.droppedSamples } }
 
     public func reset() {
         state.withLock {

@@ -181,3 +181,57 @@ func sample(at sentAt: Int64, truth: Int64, request: Int64, reply: Int64, work: 
         #expect(decoded == stored)
     }
 }
+
+/// Clock headers from a lying or broken server (issue 21, finding 6): `X-Sync-UTC:
+/// 9223372036854775807` used to kill the agent with an overflow trap, `-1000000000000000000`
+/// stalled pushing and `9000000000000000000` stamped changes in 2255.
+@Suite struct HostileClockHeaderTests {
+    @Test(arguments: [
+        ("9223372036854775807", "0"), ("-9223372036854775808", "0"), ("-1000000000000000000", "0"), ("9000000000000000000", "0"),
+        ("1795000000000000000", "9223372036854775807"), ("1795000000000000000", "-9223372036854775808"),
+        ("1795000000000000000", "-5"), ("1795000000000000000", "999999999999"), ("nonsense", "0"), ("1795000000000000000", "x"),
+        ("0", "0"), ("946684799999999999", "0"), ("7258118400000000000", "0"),
+    ])
+    func outOfRangeSyncHeadersAreDroppedWithoutATrap(utc: String, duration: String) {
+        let seam = ManualClockSeam()
+        let clock = ServerClock(seam: seam)
+        let before = clock.nowNanoseconds()
+        for _ in 0..<3 {
+            clock.observe(headers: ReplyHeaders(syncUTC: utc, syncDuration: duration, date: nil), sentAt: seam.bootNanoseconds(), receivedAt: seam.bootNanoseconds() + 10 * ms)
+        }
+        #expect(clock.estimate == nil, "not believed")
+        #expect(clock.droppedSamples == 3)
+        #expect(clock.nowNanoseconds() == before, "stamps keep the device's time")
+    }
+
+    @Test func aGoodSampleAfterLiesIsTaken() throws {
+        let seam = ManualClockSeam()
+        let clock = ServerClock(seam: seam)
+        let t = seam.bootNanoseconds()
+        clock.observe(headers: ReplyHeaders(syncUTC: "9223372036854775807", syncDuration: "0", date: nil), sentAt: t, receivedAt: t + 10 * ms)
+        clock.observe(headers: ReplyHeaders(syncUTC: "1800000000000000000", syncDuration: "1000000", date: nil), sentAt: t, receivedAt: t + 10 * ms)
+        let e = try #require(clock.estimate)
+        #expect(e.offset == 1_800_000_000_000_000_000 - (2 * t + 10 * ms + 1 * ms) / 2)
+    }
+
+    @Test(arguments: ["Sun, 06 Nov 99999999999999 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT", "Fri, 01 Jan 2300 00:00:00 GMT",
+                      "Sun, 06 Nov 2026 -8:49:37 GMT", "Sun Nov  6 08:49:37 -9223372036854775808"])
+    func outOfRangeDateHeadersAreDropped(date: String) {
+        let seam = ManualClockSeam()
+        let clock = ServerClock(seam: seam)
+        clock.observe(headers: ReplyHeaders(syncUTC: nil, syncDuration: nil, date: date), sentAt: seam.bootNanoseconds(), receivedAt: seam.bootNanoseconds() + 10 * ms)
+        #expect(clock.estimate == nil)
+    }
+
+    @Test func samplesWithExtremeFieldsAreImplausibleNotATrap() {
+        let extremes: [Int64] = [.min, -1, 0, 1, .max]
+        for a in extremes { for b in extremes { for c in extremes { for d in extremes {
+            let s = ClockSample(sentAt: a, receivedAt: b, serverUTC: c, serverDuration: d)
+            if s.isPlausible { _ = s.offset; _ = s.delay; _ = s.bound }
+            var filter = MinDelayFilter()
+            filter.add(s)
+            var ema = EMAEstimator()
+            ema.add(s)
+        } } } }
+    }
+}
