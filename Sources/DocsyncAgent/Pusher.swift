@@ -241,7 +241,8 @@ actor Pusher {
                     let read: [OutboxEntry]
                     do {
                         read = try await index.read { tx in
-                            try tx.dueEntries(now: now, limit: Self.batchChunk, excludingAny: excluding, after: after)
+                            try tx.dueEntries(
+                                now: now, limit: Self.batchChunk, excludingAny: excluding, after: after, maxBytes: ProtocolLimits.agentBatchBytes)
                         }
                     } catch {
                         logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
@@ -302,6 +303,25 @@ actor Pusher {
         return outcome
     }
 
+    /// `entries` in batch calls of at most `batchChunk` documents and ``ProtocolLimits/agentBatchBytes``
+    /// (a larger document goes alone).
+    static func chunks(of entries: [OutboxEntry]) -> [[OutboxEntry]] {
+        var chunks: [[OutboxEntry]] = []
+        var current: [OutboxEntry] = []
+        var bytes = 0
+        for entry in entries {
+            let size = entry.payload.utf8.count
+            if !current.isEmpty && (current.count == batchChunk || bytes + size > ProtocolLimits.agentBatchBytes) {
+                chunks.append(current)
+                (current, bytes) = ([], 0)
+            }
+            current.append(entry)
+            bytes += size
+        }
+        if !current.isEmpty { chunks.append(current) }
+        return chunks
+    }
+
     /// What sending `entries` needs from the index: the revision each document was last known at,
     /// and its files' uploads.
     private func sendingContext(_ entries: [OutboxEntry]) async -> ([String: Int64], [String: AttachmentMapping]) {
@@ -324,7 +344,7 @@ actor Pusher {
         let (revisions, mappings) = await sendingContext(entries)
         if capabilities.batch != false {
             // Several batches in flight keep both the agent and the server busy.
-            let chunks = stride(from: 0, to: entries.count, by: Self.batchChunk).map { Array(entries[$0..<min($0 + Self.batchChunk, entries.count)]) }
+            let chunks = Self.chunks(of: entries)
             let outcomes = await withTaskGroup(of: [(OutboxEntry, Result<JSONValue, EndpointError>)]?.self) { group in
                 for chunk in chunks { group.addTask { await self.sendBatch(chunk, revisions: revisions, mappings: mappings) } }
                 var all: [[(OutboxEntry, Result<JSONValue, EndpointError>)]?] = []
@@ -370,6 +390,15 @@ actor Pusher {
         } catch .rejected(let status, _) where status == 404 || status == 405 {
             capabilities.setBatch(false)
             return nil
+        } catch .rejected(let status, _) where entries.count > 1 && (status == 400 || status == 413) {
+            // The call as a whole was refused (too large, or one document the server cannot read):
+            // each half is sent on its own, down to single documents, so only the one at fault is
+            // rejected.
+            let half = entries.count / 2
+            guard let first = await sendBatch(Array(entries[..<half]), revisions: revisions, mappings: mappings),
+                  let second = await sendBatch(Array(entries[half...]), revisions: revisions, mappings: mappings)
+            else { return nil }
+            return first + second
         } catch {
             return entries.map { ($0, .failure(error)) }
         }

@@ -25,7 +25,7 @@ public struct PingPongEndpoint: Sendable {
     public var clientID: String?
 
     /// Replies larger than this are refused rather than buffered.
-    static let maxReplyBytes = 64 << 20
+    static let maxReplyBytes = ProtocolLimits.maxReplyBytes
 
     public init(baseURL: String, token: String, client: HTTPClient, clock: ServerClock? = nil) {
         var url = baseURL

@@ -304,16 +304,28 @@ public struct IndexTransaction {
     }
 
     /// As above, leaving out the keys in any of `sets` (the pusher's in-flight and still-recording
-    /// keys, thousands each: looked up where they are, not copied into one set per call).
-    public func dueEntries(now: Int64, limit: Int, kind: String = "put", excludingAny sets: [Set<String>], after: Int64 = 0) throws -> [OutboxEntry] {
+    /// keys, thousands each: looked up where they are, not copied into one set per call), and
+    /// stopping before the payloads pass `maxBytes` (the first entry is always taken).
+    public func dueEntries(
+        now: Int64, limit: Int, kind: String = "put", excludingAny sets: [Set<String>], after: Int64 = 0, maxBytes: Int = .max
+    ) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
+        var bytes = 0
+        /// Whether `entry` still fits; counts it if so.
+        func fits(_ entry: OutboxEntry) -> Bool {
+            let size = entry.payload.utf8.count
+            if !out.isEmpty && bytes + size > maxBytes { return false }
+            bytes += size
+            return true
+        }
         let sets = sets.filter { !$0.isEmpty }
         if sets.isEmpty || after > 0 {
             // The range read in order, joined and decoded as it goes. A reader going on `after`
             // the entries it took has those in flight behind it: the few left out here are
             // dropped once read, and the range read on until `limit` entries are kept.
             var from = after
-            while out.count < limit {
+            var full = false
+            while out.count < limit && !full {
                 let wanted = limit - out.count
                 var rows = 0
                 // Keyed by its text, not its line: the text depends on `kind`.
@@ -328,7 +340,12 @@ public struct IndexTransaction {
                     let entry = OutboxEntry(s)
                     rows += 1
                     from = entry.seq
-                    if !sets.contains(where: { $0.contains(entry.key) }) { out.append(entry) }
+                    if sets.contains(where: { $0.contains(entry.key) }) { continue }
+                    guard fits(entry) else {
+                        full = true
+                        break
+                    }
+                    out.append(entry)
                 }
                 if rows < wanted { break }  // the end of the range
             }
@@ -348,10 +365,15 @@ public struct IndexTransaction {
             }
         }
         out.reserveCapacity(seqs.count)
+        var full = false
         try fetchIn(
             sql: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.seq IN", seqs,
             suffix: " ORDER BY o.seq"
-        ) { out.append(OutboxEntry($0)) }
+        ) {
+            guard !full else { return }
+            let entry = OutboxEntry($0)
+            if fits(entry) { out.append(entry) } else { full = true }
+        }
         return out
     }
 

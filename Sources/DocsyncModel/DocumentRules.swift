@@ -69,7 +69,7 @@ public enum DocumentRules {
     }
 
     /// Default per-file size limit: 16 MiB.
-    public static let defaultMaxFileSize = 16 << 20
+    public static let defaultMaxFileSize = ProtocolLimits.maxDocumentBytes
 
     /// `^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`: safe as a file name, a URL path segment and an SQL value.
     public static func isSafeIdentifier(_ s: String) -> Bool {
@@ -126,7 +126,7 @@ public enum DocumentRules {
         do {
             // A text that parses holds no NUL and is valid UTF-8 (the parser validates every
             // string, and everything outside strings is ASCII): only a failure needs telling apart.
-            value = try JSONParser.parse(bytes)
+            value = try JSONParser.parse(bytes, maxDepth: ProtocolLimits.maxDocumentDepth)
         } catch {
             if bytes.contains(0) || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
             throw .syntax(error)

@@ -18,6 +18,9 @@ public struct JSONParser: ~Copyable {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
+    private var depthLimit = JSONParser.maxDepth
+    /// The deepest nesting met, in containers.
+    private var deepest = 0
     /// Byte ranges of the top-level object's member values, when asked for.
     private var recordSpans = false
     private var spans: [(key: String, value: Range<Int>)] = []
@@ -27,8 +30,15 @@ public struct JSONParser: ~Copyable {
     }
 
     /// Parses one JSON text. A leading UTF-8 byte-order mark is tolerated.
-    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = maxDepth) throws(JSONSyntaxError) -> JSONValue {
+        try parseMeasuringDepth(bytes, maxDepth: maxDepth).value
+    }
+
+    /// Parses one JSON text, refusing nesting deeper than `maxDepth` containers (at most
+    /// ``maxDepth``), and says how deep the deepest container was.
+    public static func parseMeasuringDepth(_ bytes: [UInt8], maxDepth: Int) throws(JSONSyntaxError) -> (value: JSONValue, depth: Int) {
         var parser = JSONParser(bytes: bytes)
+        parser.depthLimit = min(maxDepth, Self.maxDepth)
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
         parser.skipWhitespace()
         let value = try parser.parseValue()
@@ -36,7 +46,7 @@ public struct JSONParser: ~Copyable {
         if parser.index < bytes.count {
             throw parser.error("unexpected text after the end of the JSON value")
         }
-        return value
+        return (value, parser.deepest)
     }
 
     public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
@@ -153,7 +163,8 @@ public struct JSONParser: ~Copyable {
 
     private mutating func enterContainer() throws(JSONSyntaxError) {
         depth += 1
-        if depth > Self.maxDepth { throw error("nesting deeper than \(Self.maxDepth) levels") }
+        if depth > deepest { deepest = depth }
+        if depth > depthLimit { throw error("nesting deeper than \(depthLimit) levels") }
     }
 
     private mutating func parseNumber() throws(JSONSyntaxError) -> String {

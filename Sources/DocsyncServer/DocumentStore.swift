@@ -26,8 +26,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 /// `seq` orders all writes; documents are never hard-deleted (sync-ios's tombstones).
 public struct DocumentStore: Sendable {
     let writer: DatabasePool
+    /// Largest stored body, bytes (the server's own fields aside): checked on every route.
+    let maxDocumentBytes: Int
 
-    public init(path: String) throws {
+    public init(path: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes) throws {
+        self.maxDocumentBytes = maxDocumentBytes
         SQLiteSetup.prepare()
         var config = Configuration()
         config.busyMode = .timeout(10)
@@ -71,8 +74,14 @@ public struct DocumentStore: Sendable {
 
     /// Validates a document the client sent: an object with a string `docType` and, when
     /// `requireID`, a safe string `id`.
-    static func validate(_ value: JSONValue, requireID: Bool) throws(StoreError) -> JSONObject {
+    /// `measureDepth`: the caller's parse could not rule out nesting deeper than
+    /// ``ProtocolLimits/maxDocumentDepth`` (it is checked here, per document, so one deep document
+    /// in a batch is refused alone).
+    static func validate(_ value: JSONValue, requireID: Bool, measureDepth: Bool = false) throws(StoreError) -> JSONObject {
         guard case .object(let object) = value else { throw StoreError(400, "the document must be a JSON object, not \(value.kindName)") }
+        if measureDepth, value.containerDepth > ProtocolLimits.maxDocumentDepth {
+            throw StoreError(400, "the document is nested deeper than \(ProtocolLimits.maxDocumentDepth) levels")
+        }
         guard let docType = object["docType"] else { throw StoreError(400, "the document has no \"docType\"") }
         guard case .string(let type) = docType else { throw StoreError(400, "\"docType\" must be a string") }
         if let why = DocumentRules.docTypeProblem(type) { throw StoreError(400, "invalid \"docType\": \(why)") }
@@ -89,7 +98,8 @@ public struct DocumentStore: Sendable {
     /// Upserts `object` by id. `ifMatch` (the revision the write was based on) makes it conditional.
     public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false, client: String? = nil) async throws -> JSONObject {
         try await writer.write { db in
-            try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, seq: Self.latestSeq(db) + 1, db: db)
+            try Self.put(
+                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes, db: db)
         }
     }
 
@@ -100,7 +110,8 @@ public struct DocumentStore: Sendable {
 
     /// Stores `input` as change `seq` (one past the latest: a batch reads the latest once and counts on).
     static func put(
-        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String? = nil, seq: Int64, db: Database
+        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String? = nil, seq: Int64,
+        maxBytes: Int = ProtocolLimits.maxDocumentBytes, db: Database
     ) throws -> JSONObject {
         var object = input
         let id = object["id"]!.string!
@@ -138,6 +149,10 @@ public struct DocumentStore: Sendable {
         }
         object[DocumentRules.revKey] = .number(String(rev))
         let body = JSONWriter.string(.object(object))
+        // Every route, the batch call included: what is stored is what any agent can take back.
+        if body.utf8.count > maxBytes + ProtocolLimits.envelopeSlack {
+            throw StoreError(413, "the document is \(body.utf8.count) bytes, over the limit of \(maxBytes)")
+        }
         // `created_at` is written by the insert only: an update keeps the first one.
         let s = try RawStatement(db, cached: """
             INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
@@ -176,7 +191,10 @@ public struct DocumentStore: Sendable {
     /// based on), then lists what changed since `since`, all in one transaction so the cursor
     /// never skips a concurrent write.
     /// `client` (the `X-Docsync-Client` header) leaves out changes whose latest write was its own.
-    public func sync(since: Int64, documents: [JSONValue], now: Int64, limit: Int, client: String? = nil) async throws -> SyncOutcome {
+    public func sync(
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int = ProtocolLimits.maxPageBytes, client: String? = nil,
+        measureDepth: Bool = false
+    ) async throws -> SyncOutcome {
         try await writer.write { db in
             var outcome = SyncOutcome()
             var sent = Set<String>()
@@ -184,11 +202,12 @@ public struct DocumentStore: Sendable {
             for value in documents {
                 let id = value.object?["id"]?.string
                 do {
-                    let object = try Self.validate(value, requireID: true)
+                    let object = try Self.validate(value, requireID: true, measureDepth: measureDepth)
                     var base: Int64?
                     if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
                     sent.insert(id!)
-                    outcome.stored.append(try Self.put(object, now: now, ifMatch: base, mustCreate: false, client: client, seq: seq + 1, db: db))
+                    outcome.stored.append(try Self.put(
+                        object, now: now, ifMatch: base, mustCreate: false, client: client, seq: seq + 1, maxBytes: maxDocumentBytes, db: db))
                     seq += 1
                 } catch let error as StoreError {
                     var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
@@ -198,21 +217,31 @@ public struct DocumentStore: Sendable {
             }
             // A client's own writes (this call's among them) are skipped in the query, not read
             // and dropped: a batch would otherwise read back every document it just stored.
-            let rows = try Row.fetchAll(
+            // Rows are read one at a time, and the page ends at `limit` documents or once its
+            // bodies pass `maxBytes` (at least one document a page, so a large one still moves the
+            // cursor): a reply is at most `maxBytes` plus one document.
+            let rows = try Row.fetchCursor(
                 db,
                 sql: client == nil
                     ? "SELECT id, body, seq FROM document WHERE seq > ? ORDER BY seq LIMIT ?"
                     : "SELECT id, body, seq FROM document WHERE seq > ? AND writer IS NOT ? ORDER BY seq LIMIT ?",
                 arguments: client.map { [since, $0, limit + 1] } ?? [since, limit + 1])
-            outcome.more = rows.count > limit
-            for row in rows.prefix(limit) where !sent.contains(row[0] as String) {
-                outcome.changes.append(row[1])
+            var (taken, bytes, last) = (0, 0, since)
+            while let row = try rows.next() {
+                if taken == limit || (taken > 0 && bytes >= maxBytes) {
+                    outcome.more = true
+                    break
+                }
+                taken += 1
+                last = row[2]
+                let id: String = row[0]
+                if !sent.contains(id) {
+                    let body: String = row[1]
+                    bytes += body.utf8.count
+                    outcome.changes.append(body)
+                }
             }
-            if outcome.more {
-                outcome.cursor = rows[limit - 1][2]
-            } else {
-                outcome.cursor = max(since, seq)
-            }
+            outcome.cursor = outcome.more ? last : max(since, seq)
             return outcome
         }
     }
@@ -238,7 +267,7 @@ public struct DocumentStore: Sendable {
                 arguments: [blob.sha256, blob.size, blob.contentType, now])
             object[property] = .string(url)
             // The document's own change time stays; the revision and sequence move on.
-            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, client: client, seq: Self.latestSeq(db) + 1, db: db)
+            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, client: client, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes, db: db)
         }
     }
 
@@ -271,7 +300,7 @@ public struct DocumentStore: Sendable {
             if let d = object[DocumentRules.deletedAtKey], !d.isNull { return object }  // already a tombstone
             object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
             object[DocumentRules.updatedAtKey] = nil
-            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, seq: Self.latestSeq(db) + 1, db: db)
+            return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes, db: db)
         }
     }
 

@@ -34,12 +34,14 @@ public struct ReferenceServer: Sendable {
         public var maxDocumentBytes: Int
         /// Largest uploaded file accepted, bytes (413 beyond it).
         public var maxUploadBytes: Int64
+        /// Largest `/api/sync` request body, bytes (never below one document and its envelope).
+        public var maxBatchRequestBytes = ProtocolLimits.maxBatchRequestBytes
         /// The scheme://host[:port] written into documents as the base of file URLs; `nil` = the
         /// address the uploading client used.
         public var publicURL: String?
 
         public init(
-            host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = 16 << 20,
+            host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes,
             maxUploadBytes: Int64 = 4 << 30, publicURL: String? = nil
         ) {
             self.host = host
@@ -62,7 +64,7 @@ public struct ReferenceServer: Sendable {
     public init(configuration: Configuration, wallClock: @escaping @Sendable () -> Int64 = { SystemClockSeam().wallNanoseconds() }) throws {
         self.configuration = configuration
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        self.store = try DocumentStore(path: configuration.dataDirectory + "/documents.sqlite")
+        self.store = try DocumentStore(path: configuration.dataDirectory + "/documents.sqlite", maxDocumentBytes: configuration.maxDocumentBytes)
         self.blobs = try BlobDirectory(root: configuration.dataDirectory + "/uploads")
         self.wallClock = wallClock
     }
@@ -88,7 +90,8 @@ public struct ReferenceServer: Sendable {
     func addRoutes(to router: Router<BasicRequestContext>) {
         let store = self.store
         let feed = self.feed
-        let limit = configuration.maxDocumentBytes + 4096
+        let limit = configuration.maxDocumentBytes + ProtocolLimits.envelopeSlack
+        let batchLimit = max(configuration.maxBatchRequestBytes, limit)
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
 
         router.put("/api/document") { request, context in
@@ -153,7 +156,12 @@ public struct ReferenceServer: Sendable {
         }
         router.post("/api/sync") { request, context in
             do {
-                guard case .object(let body) = try await Self.json(request, context, limit: 256 << 20) else {
+                // Documents sit three containers deep ({"documents": [doc]}): one level more than a
+                // document may have is parsed, so a document one level too deep is refused alone.
+                let envelope = 2
+                let (parsed, deepest) = try await Self.json(
+                    request, context, limit: batchLimit, maxDepth: ProtocolLimits.maxDocumentDepth + envelope + 1)
+                guard case .object(let body) = parsed else {
                     throw StoreError(400, "the body must be {\"since\": <cursor>, \"documents\": [...]}")
                 }
                 var since: Int64 = 0
@@ -173,7 +181,9 @@ public struct ReferenceServer: Sendable {
                 if case .number(let w)? = body["wait"], let seconds = Double(w) { wait = .milliseconds(Int64(min(max(seconds, 0), 60) * 1000)) }
                 let pageSize = 1000
                 let client = Self.client(request)
-                var outcome = try await store.sync(since: since, documents: documents, now: now(), limit: pageSize, client: client)
+                var outcome = try await store.sync(
+                    since: since, documents: documents, now: now(), limit: pageSize, client: client,
+                    measureDepth: deepest > ProtocolLimits.maxDocumentDepth + envelope)
                 if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
                 if documents.isEmpty && outcome.changes.isEmpty && !outcome.more && wait > .zero {
                     // Long poll: hold the request until something changes (or the wait ends).
@@ -241,16 +251,28 @@ public struct ReferenceServer: Sendable {
         return value
     }
 
+    /// A JSON document route's body: at most one document (``ProtocolLimits``), no deeper than a
+    /// document may be.
     static func json(_ request: Request, _ context: BasicRequestContext, limit: Int) async throws -> JSONValue {
+        try await json(request, context, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth).value
+    }
+
+    /// Reads a JSON body of at most `limit` bytes: a `Content-Length` over it is refused before a
+    /// byte of the body is read (a client cannot make the server buffer what it will refuse), and
+    /// a body without one is cut off at the limit while it streams.
+    static func json(_ request: Request, _ context: BasicRequestContext, limit: Int, maxDepth: Int) async throws -> (value: JSONValue, depth: Int) {
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw StoreError(413, "the request body is \(length) bytes, over the limit of \(limit) bytes")
+        }
         var request = request
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: limit)
         } catch {
-            throw StoreError(413, "the document is larger than \(limit - 4096) bytes")
+            throw StoreError(413, "the request body is over the limit of \(limit) bytes")
         }
         do {
-            return try JSONParser.parse(Array(buffer: buffer))
+            return try JSONParser.parseMeasuringDepth(Array(buffer: buffer), maxDepth: maxDepth)
         } catch {
             throw StoreError(400, "the body is not valid JSON: \(error)")
         }

@@ -47,6 +47,7 @@ struct CapturingHandler: LogHandler {
 /// The reference endpoint running in this process on 127.0.0.1, port 0.
 final class TestServer: Sendable {
     let url: String
+    var port: Int { Int(url.split(separator: ":").last!)! }
     let token: String
     let data: TempFolder
     let group: ServiceGroup
@@ -54,10 +55,12 @@ final class TestServer: Sendable {
     let api: APIClient
 
     static func start(
-        token: String = "test-token-123", maxUploadBytes: Int64 = 4 << 30, wallClock: (@Sendable () -> Int64)? = nil
+        token: String = "test-token-123", maxUploadBytes: Int64 = 4 << 30, wallClock: (@Sendable () -> Int64)? = nil,
+        configure: (inout ReferenceServer.Configuration) -> Void = { _ in }
     ) async throws -> TestServer {
         let data = try TempFolder("server")
-        let configuration = ReferenceServer.Configuration(port: 0, dataDirectory: data.path, token: token, maxUploadBytes: maxUploadBytes)
+        var configuration = ReferenceServer.Configuration(port: 0, dataDirectory: data.path, token: token, maxUploadBytes: maxUploadBytes)
+        configure(&configuration)
         let server = try wallClock.map { try ReferenceServer(configuration: configuration, wallClock: $0) }
             ?? ReferenceServer(configuration: configuration)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
