@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
     ],
     targets: [
         // The document model: an order- and literal-preserving JSON value, identity and docType rules.
@@ -71,6 +72,8 @@ let package = Package(
         .target(name: "DocsyncServer", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncSQL",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "GRDB", package: "GRDB.swift"),

@@ -3,6 +3,7 @@ import DocsyncModel
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -36,6 +37,8 @@ public struct ReferenceServer: Sendable {
         public var maxUploadBytes: Int64
         /// Largest `/api/sync` request body, bytes (never below one document and its envelope).
         public var maxBatchRequestBytes = ProtocolLimits.maxBatchRequestBytes
+        /// Timeouts, body pace and the connection cap that keep the server answering.
+        public var connections = ConnectionLimits()
         /// The scheme://host[:port] written into documents as the base of file URLs; `nil` = the
         /// address the uploading client used.
         public var publicURL: String?
@@ -59,6 +62,8 @@ public struct ReferenceServer: Sendable {
     let blobs: BlobDirectory
     let feed = ChangeFeed()
     let wallClock: @Sendable () -> Int64
+    /// Where the server listens, once it does: the base of upload URLs without `--public-url`.
+    let listening = ListeningAddress()
 
     /// - Parameter wallClock: the server's UTC in Unix nanoseconds (tests skew it).
     public init(configuration: Configuration, wallClock: @escaping @Sendable () -> Int64 = { SystemClockSeam().wallNanoseconds() }) throws {
@@ -78,11 +83,17 @@ public struct ReferenceServer: Sendable {
         router.middlewares.add(TokenMiddleware(token: configuration.token))
         addRoutes(to: router)
         let host = configuration.host
+        let listening = self.listening
         return Application(
             router: router,
-            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "docsync"),
+            server: configuration.connections.server,
+            configuration: .init(
+                address: .hostname(host, port: configuration.port), serverName: "docsync",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.connections.connectionCap)),
             onServerRunning: { channel in
-                await onRunning(host, channel.localAddress?.port ?? 0)
+                let port = channel.localAddress?.port ?? 0
+                listening.set(host: host, port: port)
+                await onRunning(host, port)
             },
             logger: logger)
     }
@@ -91,12 +102,13 @@ public struct ReferenceServer: Sendable {
         let store = self.store
         let feed = self.feed
         let limit = configuration.maxDocumentBytes + ProtocolLimits.envelopeSlack
+        let pace = configuration.connections
         let batchLimit = max(configuration.maxBatchRequestBytes, limit)
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
 
         router.put("/api/document") { request, context in
             try await Self.respond {
-                let object = try DocumentStore.validate(try await Self.json(request, context, limit: limit), requireID: true)
+                let object = try DocumentStore.validate(try await Self.json(request, limit: limit, pace: pace), requireID: true)
                 var ifMatch: Int64?
                 if let header = request.headers[.ifMatch] {
                     guard let rev = Int64(header.trimmingCharacters(in: CharacterSet(charactersIn: "\" W/"))) else {
@@ -111,7 +123,7 @@ public struct ReferenceServer: Sendable {
         }
         router.post("/api/document") { request, context in
             try await Self.respond(status: .created) {
-                var object = try DocumentStore.validate(try await Self.json(request, context, limit: limit), requireID: false)
+                var object = try DocumentStore.validate(try await Self.json(request, limit: limit, pace: pace), requireID: false)
                 if object["id"] == nil {
                     object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
                 }
@@ -122,7 +134,7 @@ public struct ReferenceServer: Sendable {
         }
         router.delete("/api/document") { request, context in
             try await Self.respond {
-                guard case .object(let o) = try await Self.json(request, context, limit: limit),
+                guard case .object(let o) = try await Self.json(request, limit: limit, pace: pace),
                       let id = o["id"]?.string, let docType = o["docType"]?.string
                 else { throw StoreError(400, "DELETE needs a body {\"id\": …, \"docType\": …}") }
                 let stored = try await store.delete(id: id, docType: docType, now: now())
@@ -131,7 +143,7 @@ public struct ReferenceServer: Sendable {
             }
         }
         router.get("/api/document/type/{docType}") { request, context in
-            let docType = context.parameters.get("docType") ?? ""
+            let docType = Self.parameter("docType", context)
             let includeDeleted = request.uri.queryParameters.get("deleted") != "false"
             do {
                 let bodies = try await store.list(docType: docType, includeDeleted: includeDeleted)
@@ -149,7 +161,7 @@ public struct ReferenceServer: Sendable {
         }
         router.get("/api/document/{id}") { _, context in
             try await Self.respond {
-                let id = context.parameters.get("id") ?? ""
+                let id = Self.parameter("id", context)
                 guard let doc = try await store.get(id: id) else { throw StoreError(404, "no document with id \(id)") }
                 return doc
             }
@@ -160,7 +172,7 @@ public struct ReferenceServer: Sendable {
                 // document may have is parsed, so a document one level too deep is refused alone.
                 let envelope = 2
                 let (parsed, deepest) = try await Self.json(
-                    request, context, limit: batchLimit, maxDepth: ProtocolLimits.maxDocumentDepth + envelope + 1)
+                    request, limit: batchLimit, maxDepth: ProtocolLimits.maxDocumentDepth + envelope + 1, pace: pace)
                 guard case .object(let body) = parsed else {
                     throw StoreError(400, "the body must be {\"since\": <cursor>, \"documents\": [...]}")
                 }
@@ -213,7 +225,8 @@ public struct ReferenceServer: Sendable {
             }
         }
         UploadRoutes(
-            store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes, publicURL: configuration.publicURL, now: now
+            store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes,
+            publicURL: configuration.publicURL, listening: listening, pace: pace, now: now
         ).add(to: router)
         router.get("/api/stats") { _, _ in
             try await Self.respond {
@@ -245,6 +258,13 @@ public struct ReferenceServer: Sendable {
         return ack
     }
 
+    /// A path parameter, percent-decoded (`my%20notes` is the docType "my notes"); a malformed
+    /// escape is kept as it came, and matches nothing.
+    static func parameter(_ name: String, _ context: BasicRequestContext) -> String {
+        let raw = context.parameters.get(name) ?? ""
+        return raw.removingPercentEncoding ?? raw
+    }
+
     /// The `X-Docsync-Client` id a request names (an agent's own, so its writes are not echoed).
     static func client(_ request: Request) -> String? {
         guard let name = HTTPField.Name("X-Docsync-Client"), let value = request.headers[name], DocumentRules.isSafeIdentifier(value) else { return nil }
@@ -253,23 +273,28 @@ public struct ReferenceServer: Sendable {
 
     /// A JSON document route's body: at most one document (``ProtocolLimits``), no deeper than a
     /// document may be.
-    static func json(_ request: Request, _ context: BasicRequestContext, limit: Int) async throws -> JSONValue {
-        try await json(request, context, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth).value
+    static func json(_ request: Request, limit: Int, pace: ConnectionLimits) async throws -> JSONValue {
+        try await json(request, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth, pace: pace).value
     }
 
     /// Reads a JSON body of at most `limit` bytes: a `Content-Length` over it is refused before a
     /// byte of the body is read (a client cannot make the server buffer what it will refuse), and
-    /// a body without one is cut off at the limit while it streams.
-    static func json(_ request: Request, _ context: BasicRequestContext, limit: Int, maxDepth: Int) async throws -> (value: JSONValue, depth: Int) {
+    /// a body without one is cut off at the limit while it streams; one that trickles in slower
+    /// than the connection limits' pace is refused (408).
+    static func json(_ request: Request, limit: Int, maxDepth: Int, pace: ConnectionLimits) async throws -> (value: JSONValue, depth: Int) {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
             throw StoreError(413, "the request body is \(length) bytes, over the limit of \(limit) bytes")
         }
-        var request = request
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: limit)
-        } catch {
-            throw StoreError(413, "the request body is over the limit of \(limit) bytes")
+        var buffer = ByteBuffer()
+        var paced = ConnectionLimits.BodyPace(limits: pace)
+        for try await piece in request.body {
+            guard buffer.readableBytes + piece.readableBytes <= limit else {
+                throw StoreError(413, "the request body is over the limit of \(limit) bytes")
+            }
+            var piece = piece
+            let size = piece.readableBytes
+            buffer.writeBuffer(&piece)
+            try paced.add(size)
         }
         do {
             return try JSONParser.parseMeasuringDepth(Array(buffer: buffer), maxDepth: maxDepth)

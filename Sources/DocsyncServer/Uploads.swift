@@ -57,6 +57,8 @@ struct UploadRoutes: Sendable {
     let feed: ChangeFeed
     let maxUploadBytes: Int64
     let publicURL: String?
+    let listening: ListeningAddress
+    let pace: ConnectionLimits
     let now: @Sendable () -> Int64
 
     func add(to router: Router<BasicRequestContext>) {
@@ -83,7 +85,9 @@ struct UploadRoutes: Sendable {
         let parts = try UploadParts(temporaryDirectory: blobs.temporaryDirectory, maxFileBytes: maxUploadBytes)
         defer { parts.discard() }
         var stream = MultipartStream(boundary: boundary)
+        var paced = ConnectionLimits.BodyPace(limits: pace)
         for try await chunk in request.body {
+            try paced.add(chunk.readableBytes)
             do {
                 try chunk.withUnsafeReadableBytes { raw in
                     try stream.feed(raw) { event in
@@ -106,7 +110,7 @@ struct UploadRoutes: Sendable {
         try blobs.adopt(temporary: file.temporaryPath, sha256: file.sha256)
         parts.adopted()
         let name = Self.sanitisedFileName(file.fileName)
-        let url = "\(baseURL(request))/api/app/upload/\(file.sha256)/\(name)"
+        let url = "\(baseURL)/api/app/upload/\(file.sha256)/\(name)"
         let blob = StoredBlob(sha256: file.sha256, size: file.size, contentType: Self.mediaType(declared: file.contentType, fileName: name))
         let stored = try await store.attach(
             blob: blob, to: target.id, docType: target.docType, property: target.property, url: url, now: now(),
@@ -119,16 +123,10 @@ struct UploadRoutes: Sendable {
         return ReferenceServer.response(.ok, buffer)
     }
 
-    /// The URL the documents will hold: the configured public URL, else the address the client
-    /// reached us at (a `Host` header that is a plain host[:port]).
-    func baseURL(_ request: Request) -> String {
-        if let publicURL { return publicURL }
-        let host = request.head.authority ?? "localhost"
-        let allowed = host.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x2D || c == 0x3A || c == 0x5B || c == 0x5D
-        }
-        return "http://" + (allowed && !host.isEmpty ? host : "localhost")
-    }
+    /// The base of the URLs documents will hold: `--public-url`, else the address the server
+    /// listens on. Never the request's `Host` header: a client could make every other client's
+    /// copy of the document point at a server of its choosing (`Host: attacker.example`).
+    var baseURL: String { publicURL ?? listening.url }
 
     struct Target {
         var id: String

@@ -40,6 +40,7 @@ struct Serve: AsyncParsableCommand {
             token = generated
             logger.notice("no token given; clients must send the one stored in \(file)")
         }
+        ConnectionLimits.raiseFileLimit()  // a few hundred idle clients must not lock everyone out
         let server = try ReferenceServer(configuration: .init(
             host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize,
             maxUploadBytes: maxUploadSize, publicURL: publicURL))

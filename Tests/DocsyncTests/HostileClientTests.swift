@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DocsyncModel
+import DocsyncServer
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// The reference endpoint under clients that misbehave on purpose (issue 21, findings 13-16).
+extension HeavySuites {
+@Suite(.serialized) struct HostileClientTests {
+    /// With the process at 1,024 open files, 1,100 connections that never finished their headers
+    /// locked every user out.
+    @Test func halfOpenConnectionsDoNotLockOutAUser() async throws {
+        ConnectionLimits.raiseFileLimit()
+        let work = try TempFolder("half-open")
+        defer { work.remove() }
+        try work.write("token", "half-open-token\n")
+        let server = try DocsyncProcess(
+            ["serve", "--data", work.file("data"), "--port", "0", "--token-file", work.file("token")],
+            logDirectory: work.path, name: "serve", prefix: ["/usr/bin/prlimit", "--nofile=1024:", "--"])
+        defer { Task { await server.stop() } }
+        let url = try await server.firstLine()
+        let port = Int(url.split(separator: ":").last!)!
+        let api = APIClient(baseURL: url, token: "half-open-token")
+        var sockets: [Int32] = []
+        defer { sockets.forEach { close($0) } }
+        for _ in 0..<1_100 {
+            guard let fd = RawHTTP.connect(port: port) else { break }
+            RawHTTP.send(fd, "GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Tok")
+            sockets.append(fd)
+        }
+        #expect(sockets.count == 1_100)
+        _ = try await api.request("GET", "/api/time")  // a warm connection, as a client has
+        var fastest = Duration.seconds(60)
+        for _ in 0..<5 {
+            let start = ContinuousClock.now
+            let reply = try await api.request("GET", "/api/stats")
+            #expect(reply.status == 200)
+            fastest = min(fastest, ContinuousClock.now - start)
+        }
+        #expect(fastest < .milliseconds(100), "a normal request answered in \(fastest)")
+        // A new connection, too.
+        let fresh = try await RawHTTP.exchange(port: port, head: "GET /api/time HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=half-open-token\r\n\r\n")
+        #expect(fresh.hasPrefix("HTTP/1.1 200"))
+    }
+
+    @Test func aHeadThatNeverEndsAndAnIdleConnectionAreClosed() async throws {
+        let server = try await TestServer.start(configure: {
+            $0.connections.headerTimeout = .milliseconds(500)
+            $0.connections.idleTimeout = .seconds(1)
+        })
+        let start = ContinuousClock.now
+        let partial = try #require(RawHTTP.connect(port: server.port))
+        defer { close(partial) }
+        RawHTTP.send(partial, "GET /api/stats HTTP/1.1\r\nHost: x\r\n")
+        #expect(RawHTTP.receive(partial).isEmpty, "closed without a reply")
+        #expect(ContinuousClock.now - start < .seconds(5))
+        // An idle keep-alive connection after a request.
+        let idle = try #require(RawHTTP.connect(port: server.port))
+        defer { close(idle) }
+        RawHTTP.send(idle, "GET /api/time HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\(server.token)\r\n\r\n")
+        let reply = RawHTTP.receive(idle) { $0.contains("SyncDuration") }
+        #expect(reply.hasPrefix("HTTP/1.1 200"))
+        let idleStart = ContinuousClock.now
+        #expect(RawHTTP.receive(idle).isEmpty, "closed once idle")
+        #expect(ContinuousClock.now - idleStart < .seconds(5))
+        await server.stop()
+    }
+
+    /// A body trickled at a byte every two seconds was accepted after 80 s.
+    @Test func aTrickledBodyIsRefused() async throws {
+        let server = try await TestServer.start(configure: {
+            $0.connections.bodyGrace = .seconds(1)
+            $0.connections.minimumBodyRate = 1_000
+        })
+        let body = #"{"id":"slow","docType":"t","pad":"\#(String(repeating: "p", count: 60))"}"#
+        let answer = await Task.detached { () -> String in
+            guard let fd = RawHTTP.connect(port: server.port) else { return "" }
+            defer { close(fd) }
+            RawHTTP.send(fd, "PUT /api/document HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\(server.token)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+            for byte in body {
+                guard RawHTTP.send(fd, String(byte)) else { break }
+                usleep(200_000)
+                var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if Glibc.poll(&poll, 1, 0) > 0 { break }  // answered early
+            }
+            return RawHTTP.receive(fd)
+        }.value
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(100))")
+        #expect(try await server.api.documents(type: "t").isEmpty)
+        await server.stop()
+    }
+
+    /// An upload with `Host: attacker.example` made the stored URL point there.
+    @Test func uploadURLsNeverComeFromTheHostHeader() async throws {
+        let server = try await TestServer.start()
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"d","docType":"t"}"#).status == 200)
+        let boundary = "b0undary"
+        let body = "--\(boundary)\r\nContent-Disposition: form-data; name=\"targetDocument\"\r\n\r\n{\"targetId\":\"d\",\"targetDocType\":\"t\",\"targetProperty\":\"f\"}\r\n"
+            + "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--\(boundary)--\r\n"
+        let reply = try await RawHTTP.exchange(
+            port: server.port,
+            head: "POST /api/app/upload HTTP/1.1\r\nHost: attacker.example\r\nAuthorization: Token token=\(server.token)\r\n"
+                + "Content-Type: multipart/form-data; boundary=\(boundary)\r\nContent-Length: \(body.utf8.count)\r\n\r\n",
+            body: body)
+        #expect(reply.hasPrefix("HTTP/1.1 200"), "\(reply.prefix(200))")
+        let stored = try #require(try await server.api.documents(type: "t")["d"]?["f"]?.string)
+        #expect(stored.hasPrefix(server.url + "/api/app/upload/"), "\(stored)")
+        #expect(!stored.contains("attacker"))
+        await server.stop()
+    }
+
+    /// `GET /api/document/type/my%20notes` returned `[]` for an existing "my notes" document.
+    @Test func pathParametersArePercentDecoded() async throws {
+        let server = try await TestServer.start()
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"n1","docType":"my notes"}"#).status == 200)
+        let list = try await server.api.request("GET", "/api/document/type/my%20notes")
+        guard case .array(let docs)? = list.json?.object?["data"] else { Issue.record("no list: \(list.text)"); return }
+        #expect(docs.compactMap { $0.object?["id"]?.string } == ["n1"])
+        #expect(try await server.api.request("GET", "/api/document/n%31").status == 200, "an id escaped is the id")
+        #expect(try await server.api.request("GET", "/api/document/type/%ZZ").status == 200, "a malformed escape matches nothing")
+        await server.stop()
+    }
+}
+}
