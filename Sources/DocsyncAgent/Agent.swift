@@ -62,9 +62,14 @@ public actor Agent {
     let capabilities = Capabilities()
     let endpoint: PingPongEndpoint
     private var watcher: DirectoryWatcher?
-    private var stopRequested = false
+    private(set) var stopRequested = false
     private let calibratorWake = WakeSignal()
     private let settlerWake = WakeSignal()
+    /// Ends retry waits when the agent stops.
+    let stopSignal = WakeSignal()
+    /// Full rescans after a failed scan (see ``scanFailed(_:)``), while one is due.
+    var scanRetry: Task<Void, Never>?
+    var lastScanError: String?
 
     public init(options: AgentOptions, client: HTTPClient, clock: ServerClock = ServerClock(), logger: Logger) throws {
         var root = options.root
@@ -110,6 +115,8 @@ public actor Agent {
     /// Watches and pushes until ``stop()``: reconciles the tree with the index first (what changed
     /// while the agent was not running), then follows the watcher's batches.
     public func run() async throws {
+        let held = try FolderLock(root: options.root)
+        defer { withExtendedLifetime(held) {} }
         let watcher = DirectoryWatcher(root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore, logger: logger)
         self.watcher = watcher
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
@@ -141,7 +148,13 @@ public actor Agent {
         pusher.wake()
         uploader.wake()
         settlerWake.signal()
+        var gone = false
         for await batch in batches {
+            if batch.rootGone {
+                gone = true
+                stop()  // everything winds down as for a stop asked for
+                break
+            }
             do {
                 let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
                 if s.queued + s.deleted > 0 { pusher.wake() }
@@ -149,13 +162,15 @@ public actor Agent {
                 settlerWake.signal()
                 logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
             } catch {
-                logger.error("scan failed; will retry with the next change", metadata: ["error": "\(error)"])
+                scanFailed(error)
             }
         }
         await pusher.stop()
         await uploader.stop()
         await puller.stop()
         settling.cancel()
+        stopSignal.signal()
+        await scanRetry?.value
         await pushing.value
         await uploading.value
         await pulling.value
@@ -163,6 +178,7 @@ public actor Agent {
         calibratorWake.signal()
         await calibrating.value
         await saveCalibration()
+        if gone { throw RootGone(root: options.root) }
     }
 
     /// Files read within moments of a change were recorded with a stat that cannot be trusted
@@ -209,6 +225,7 @@ public actor Agent {
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.
     public func stop() {
         stopRequested = true
+        stopSignal.signal()
         watcher?.stop()
         calibratorWake.signal()
     }
@@ -282,6 +299,8 @@ public actor Agent {
 
     /// One full reconcile and push; `complete` only when every valid document is on the server.
     public func syncOnce() async throws -> SyncReport {
+        let held = try FolderLock(root: options.root)
+        defer { withExtendedLifetime(held) {} }
         await attachPusher()
         await calibrateClock()
         let scanner = self.scanner

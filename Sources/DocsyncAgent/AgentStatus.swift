@@ -9,6 +9,8 @@ public struct AgentStatus: Sendable {
     public var nextRetryAt: Int64?
     public var lastError: String?
     public var paused: String?
+    /// Why the last scan of the folder failed, while rescans are retried.
+    public var scanError: String?
     public var invalidFiles: [(path: String, reason: String)]
     public var rejected: [(id: String, path: String?, reason: String)]
     /// FileUpload jobs that are not done: pending, in flight, failed or with a bad reference.
@@ -25,6 +27,7 @@ public struct AgentStatus: Sendable {
                 nextRetryAt: try tx.meta("next_retry_at").flatMap { Int64($0) },
                 lastError: try tx.meta("last_error") ?? tx.lastOutboxError(),
                 paused: try tx.meta("paused"),
+                scanError: try tx.meta("scan_error"),
                 invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
                 rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) },
                 uploads: try tx.uploadsNeedingAttention().map {
@@ -53,6 +56,7 @@ public struct AgentStatus: Sendable {
             ("next_retry_in_s", offlineSince == nil ? .null : nextIn),
             ("last_error", str(lastError)),
             ("paused", str(paused)),
+            ("scan_error", str(scanError)),
             ("invalid_files", .array(invalidFiles.map { .object(JSONObject([("path", .string($0.path)), ("reason", .string($0.reason))])) })),
             ("clock", clockJSON),
             ("rejected_documents", .array(rejected.map {
@@ -87,6 +91,7 @@ public struct AgentStatus: Sendable {
     public func text(now: Int64) -> String {
         var lines = ["synced: \(counts.synced), pending: \(counts.pending), invalid: \(counts.invalid), rejected: \(counts.rejected), tombstones: \(counts.tombstones)"]
         if let paused { lines.append("paused: \(paused)") }
+        if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let offlineSince {
             var line = "offline since \(Timestamp(unixMilliseconds: offlineSince).rfc3339), \(counts.pending) pending"
             if let nextRetryAt { line += ", next try in \(format3(Double(max(0, nextRetryAt - now)) / 1000)) s" }

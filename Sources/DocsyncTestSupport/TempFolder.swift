@@ -13,6 +13,11 @@ public struct TempFolder: Sendable {
         Leftovers.remember(folder: path)
     }
 
+    /// A folder made by other means (a mount point's subfolder); `remove()` removes it too.
+    public init(existing path: String) {
+        self.path = path
+    }
+
     public func url(_ relative: String) -> URL { URL(fileURLWithPath: path + "/" + relative) }
 
     public func file(_ relative: String) -> String { path + "/" + relative }

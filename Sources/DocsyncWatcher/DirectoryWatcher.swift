@@ -107,9 +107,11 @@ final class WatchLoop: @unchecked Sendable {
     private var pathOf: [Int32: String] = [:]
     private var wdOf: [String: Int32] = [:]
     private var warnedLimit = false
+    /// Set when the root's own watch reports it moved or deleted.
+    private var rootGone = false
 
     static let mask = UInt32(
-        IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_DELETE_SELF
+        IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF
             | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
     init(root: String, fd: Int32, wake: Int32, logger: Logger, suspended: SharedFlag, ignore: IgnoreRules, aggregator: EventAggregator) {
@@ -194,6 +196,13 @@ final class WatchLoop: @unchecked Sendable {
                 if n <= 0 || byte == UInt8(ascii: "S") { stopping = true }
             }
             if fds[0].revents != 0 { drain(buffer, bufferSize) }
+            if rootGone {
+                logger.critical("the synced folder was moved away or deleted; nothing at \(root) is watched any more", metadata: ["file.path": "\(root)"])
+                var last = ChangeBatch()
+                last.rootGone = true
+                output.yield(last)
+                break
+            }
             let now = monotonicNow()
             if let batch = aggregator.due(now: stopping ? Int64.max : now), !batch.isEmpty {
                 output.yield(batch)
@@ -221,6 +230,10 @@ final class WatchLoop: @unchecked Sendable {
                 offset += 16 + length
                 if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                     overflowed = true
+                    continue
+                }
+                if mask & UInt32(IN_MOVE_SELF | IN_DELETE_SELF) != 0, pathOf[wd] == "" {
+                    rootGone = true
                     continue
                 }
                 if let name = String(validating: nameBytes, as: UTF8.self) {

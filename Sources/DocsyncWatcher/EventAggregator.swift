@@ -7,6 +7,9 @@ public struct ChangeBatch: Sendable, Hashable {
     public var attributeOnly: Set<String> = []
     /// The kernel dropped events: only a full rescan can tell what happened.
     public var overflow = false
+    /// The root folder itself was moved away or deleted (`rm -rf docs && git clone … docs`): the
+    /// watches follow the old folder, so nothing at the path is watched any more. The last batch.
+    public var rootGone = false
 
     public init(paths: Set<String> = [], attributeOnly: Set<String> = [], overflow: Bool = false) {
         self.paths = paths
@@ -14,7 +17,7 @@ public struct ChangeBatch: Sendable, Hashable {
         self.overflow = overflow
     }
 
-    public var isEmpty: Bool { paths.isEmpty && attributeOnly.isEmpty && !overflow }
+    public var isEmpty: Bool { paths.isEmpty && attributeOnly.isEmpty && !overflow && !rootGone }
 }
 
 /// Coalesces bursts of filesystem events into batches. A pure state machine over a caller-given

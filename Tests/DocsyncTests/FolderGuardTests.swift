@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import DocsyncAgent
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// The folder as the agent's to guard: one agent per folder, a folder replaced under it, a disk
+/// that fills (issue 21, findings 8, 11 and 12).
+extension HeavySuites {
+@Suite(.serialized) struct FolderGuardTests {
+    /// A second `docsync watch` on a watched folder used to run beside the first, both racing on
+    /// every file and both pushing and pulling.
+    @Test func aSecondAgentOnTheSameFolderRefusesNamingTheFirst() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("one-agent")
+        defer { folder.remove() }
+        let first = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        try folder.write("notes/a.json", #"{"id":"a","docType":"note"}"#)
+        #expect(await eventually { (try? await server.api.documents(type: "note"))?["a"] != nil })
+        let second = try Agent(options: AgentOptions(root: folder.path, endpointURL: server.url, token: server.token), client: agentClient, logger: CapturedLogs().logger())
+        await #expect { try await second.run() } throws: { error in
+            "\(error)".contains("another docsync (pid \(getpid())) is already syncing \(folder.path)")
+        }
+        await #expect(throws: (any Error).self) { try await second.syncOnce() }
+        try await first.stop()
+        // Once the first has stopped, the folder is free again.
+        let report = try await second.syncOnce()
+        #expect(report.complete)
+        await server.stop()
+    }
+
+    /// `rm -rf docs && git clone … docs` (or a move) under a running agent: it went on, logged
+    /// nothing, and synced neither folder.
+    @Test func aFolderMovedAwayStopsTheAgentLoudly() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("replaced")
+        defer { folder.remove(); try? FileManager.default.removeItem(atPath: folder.path + "-moved") }
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        try folder.write("notes/a.json", #"{"id":"a","docType":"note"}"#)
+        #expect(await eventually { (try? await server.api.documents(type: "note"))?["a"] != nil })
+        #expect(rename(folder.path, folder.path + "-moved") == 0)
+        #expect(mkdir(folder.path, 0o755) == 0)
+        let outcome = await Self.outcome(of: agent.task, within: .seconds(10))
+        #expect(outcome.map { "\($0)" }?.contains("was moved away or deleted") == true, "\(String(describing: outcome))")
+        #expect(agent.logs.count(containing: "moved away or deleted") >= 1)
+        await server.stop()
+    }
+
+    /// How `task` ended, if it ends within `limit`: its error, or "finished".
+    static func outcome(of task: Task<Void, any Error>, within limit: Duration) async -> String? {
+        let result = Mutex<String?>(nil)
+        let watcher = Task.detached {
+            do {
+                try await task.value
+                result.withLock { $0 = "finished" }
+            } catch {
+                result.withLock { $0 = "\(error)" }
+            }
+        }
+        _ = await eventually(timeout: limit) { result.withLock { $0 } != nil }
+        _ = watcher
+        return result.withLock { $0 }
+    }
+
+    /// The folder's disk filled during a scan: files written meanwhile were never pushed, not
+    /// after space was freed nor after a later change, and `status` showed 0 pending.
+    @Test func filesWrittenWhileTheDiskWasFullArePushedOnceSpaceIsFreed() async throws {
+        let mount = try TempFolder("tmpfs")
+        defer { mount.remove() }
+        guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mount.path]) == 0 else {
+            Issue.record("cannot mount a tmpfs here (needs root); the disk-full test did not run")
+            return
+        }
+        defer { _ = run("/bin/umount", ["-l", mount.path]) }
+        let server = try await TestServer.start()
+        let root = mount.path + "/docs"
+        #expect(mkdir(root, 0o755) == 0)
+        let folder = TempFolder(existing: root)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        try folder.write("notes/first.json", #"{"id":"first","docType":"note"}"#)
+        #expect(await eventually { (try? await server.api.documents(type: "note"))?["first"] != nil })
+        // Fill the disk, then free a little: room for the user's files, not for the index's log.
+        let filler = mount.path + "/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT, 0o644)
+        let block = [UInt8](repeating: 7, count: 64 << 10)
+        while write(fd, block, block.count) > 0 {}
+        let size = lseek(fd, 0, SEEK_END)
+        #expect(ftruncate(fd, size - (200 << 10)) == 0)
+        close(fd)
+        let pad = String(repeating: "x", count: 7_000)
+        for i in 0..<20 { try folder.write("notes/full-\(i).json", #"{"id":"full\#(i)","docType":"note","pad":"\#(pad)"}"#) }
+        #expect(await eventually { agent.logs.count(containing: "scan failed") > 0 }, "the disk-full failure was met")
+        unlink(filler)
+        // No further change: the agent finds the files by itself.
+        #expect(await eventually(timeout: .seconds(30)) { (try? await server.api.documents(type: "note"))?.count == 21 })
+        #expect(await eventually { (try? await AgentStatus.read(root: root))?.scanError == nil })
+        try await agent.stop()
+        await server.stop()
+    }
+
+    func run(_ tool: String, _ arguments: [String]) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return -1 }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+}
