@@ -134,11 +134,45 @@ actor Puller {
         let reply = try await endpoint.sync(since: cursor, documents: [], wait: wait)
         capabilities.setBatch(true)
         do {
+            if try await Self.serverWasReplaced(reply, since: cursor, index: index, logger: logger) {
+                applier.scanner.queued()  // the pusher has everything to send again
+                return true
+            }
             try await Self.apply(reply.success, cursor: reply.cursor, applier: applier, index: index, lock: lock, logger: logger)
         } catch {
             logger.error("cannot apply pulled changes", metadata: ["error": "\(error)"])
         }
         return reply.more
+    }
+
+    /// Whether the server that answered is not the one the index was synced with: another store
+    /// (its `X-Docsync-Store` changed: reset, or a new server at the same address) or the same one
+    /// restored from an older copy (the cursor it returns is behind the one we sent). Then the
+    /// index forgets what it knew of the server (``IndexTransaction/forgetServer(queuedAt:)``): the
+    /// next pull starts from the beginning and every document goes out again, so the two sides meet
+    /// again instead of the agent trusting a cursor that skips everything (`status` said "synced").
+    static func serverWasReplaced(_ reply: PingPongEndpoint.SyncReply, since: Int64, index: Index, logger: Logger) async throws -> Bool {
+        let known = try await index.read { try $0.meta("store_id") }
+        let otherStore = known != nil && reply.store != nil && known != reply.store
+        let behind = reply.cursor < since
+        guard otherStore || behind else {
+            if known == nil, let store = reply.store { try await index.write { try $0.setMeta("store_id", store) } }
+            return false
+        }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let queued = try await index.write { tx in
+            let queued = try tx.forgetServer(queuedAt: now)
+            try tx.setMeta("store_id", reply.store)
+            try tx.setMeta("server_replaced_at", String(now))
+            return queued
+        }
+        logger.warning(
+            otherStore
+                ? "the endpoint is another store than the one this folder synced with; reconciling everything"
+                : "the endpoint's change sequence is behind this folder's cursor (restored from an older copy?); reconciling everything",
+            metadata: ["store.known": "\(known ?? "-")", "store.now": "\(reply.store ?? "-")", "sync.cursor": "\(since)", "server.cursor": "\(reply.cursor)",
+                       "reconcile.queued": "\(queued)"])
+        return true
     }
 
     /// Applies changes under the tree lock, then advances the stored cursor (never backwards).

@@ -403,6 +403,10 @@ actor Pusher {
             return entries.map { ($0, .failure(error)) }
         }
         capabilities.setBatch(true)
+        // Another server, or this one restored: its changes since our cursor are not all it has;
+        // the pull starts over instead (the acknowledgements below still hold).
+        let replaced = (try? await Puller.serverWasReplaced(reply, since: cursor, index: index, logger: logger)) ?? false
+        if replaced { wake() }
         let sent = Set(entries.map(\.docID))
         var stored: [String: JSONObject] = [:]
         var others: [JSONObject] = []
@@ -414,7 +418,7 @@ actor Pusher {
             guard let id = e.id else { continue }
             failed[id] = e.message.hasPrefix("revision") ? .conflict(current: e.current.map { .object($0) }) : .rejected(status: 400, message: e.message)
         }
-        if let applier {
+        if let applier, !replaced {
             try? await Puller.apply(others, cursor: reply.more ? cursor : reply.cursor, applier: applier, index: index, lock: lock, logger: logger)
         }
         return entries.map { e in

@@ -56,6 +56,8 @@ public struct PingPongEndpoint: Sendable {
         public var errors: [(id: String?, message: String, current: JSONObject?)]
         public var cursor: Int64
         public var more: Bool
+        /// The identity of the store that answered (`X-Docsync-Store`), when the server names one.
+        public var store: String?
     }
 
     /// sync-rails' batch call: sends `documents` (each may carry `rev`, its base revision) and
@@ -87,7 +89,7 @@ public struct PingPongEndpoint: Sendable {
         if case .array(let list)? = documents["error"] {
             for case .object(let e) in list { errors.append((e["id"]?.string, e["message"]?.string ?? "error", e["current"]?.object)) }
         }
-        return SyncReply(success: success, errors: errors, cursor: cursor, more: object["more"] == true)
+        return SyncReply(success: success, errors: errors, cursor: cursor, more: object["more"] == true, store: reply.store)
     }
 
     /// The document with `id`, or `nil` if the endpoint has none.
@@ -117,6 +119,7 @@ public struct PingPongEndpoint: Sendable {
     struct Reply {
         var status: Int
         var json: JSONValue
+        var store: String?
     }
 
     private func dataReply(_ reply: Reply) throws(EndpointError) -> JSONValue {
@@ -162,7 +165,7 @@ public struct PingPongEndpoint: Sendable {
         let json = (try? JSONParser.parse(Array(buffer: bytes))) ?? .null
         if (200..<300).contains(status) {
             guard !json.isNull || bytes.readableBytes == 0 else { throw .badReply("the body is not JSON") }
-            return Reply(status: status, json: json)
+            return Reply(status: status, json: json, store: response.headers.first(name: "X-Docsync-Store"))
         }
         let message = Self.errorMessage(json, bytes: bytes, status: response.status)
         switch status {

@@ -296,6 +296,27 @@ public struct IndexTransaction {
         try s.run()
     }
 
+    /// The endpoint is not the server the index was synced with (another store, or the same one
+    /// restored from an older copy): nothing it was told can be assumed. The cursor starts over,
+    /// and every document the old server held is queued again, based on revision 0 (stored only
+    /// where the server has no such document; where it has one, the 409 that comes back is merged
+    /// like any conflict). Returns how many documents were queued.
+    @discardableResult
+    public func forgetServer(queuedAt now: Int64) throws -> Int {
+        try setMeta("cursor", nil)
+        try db.execute(sql: """
+            UPDATE document SET server_rev = 0, pushed_hash = NULL, state = CASE WHEN state = 'synced' THEN 'pending' ELSE state END
+            WHERE server_rev IS NOT NULL AND state != 'invalid'
+            """)
+        try db.execute(sql: """
+            INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
+                SELECT 'doc:' || id, id, 'put', 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE 'deleted:' || body_hash END, ?
+                FROM document WHERE server_rev = 0
+            ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
+            """, arguments: [now])
+        return db.changesCount
+    }
+
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight) and,
     /// with `after`, every entry queued before that `seq` (a reader going through the outbox in
     /// order does not walk again what it has passed).

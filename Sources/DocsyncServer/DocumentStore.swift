@@ -29,6 +29,11 @@ public struct DocumentStore: Sendable {
     /// Largest stored body, bytes (the server's own fields aside): checked on every route.
     let maxDocumentBytes: Int
 
+    /// This store's identity, made with it: sent with every reply (`X-Docsync-Store`), so an
+    /// agent can tell a new or replaced server from the one it synced with.
+    public let storeID: String
+    private let storage: StorageGuard
+
     public init(path: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes) throws {
         self.maxDocumentBytes = maxDocumentBytes
         SQLiteSetup.prepare()
@@ -69,7 +74,24 @@ public struct DocumentStore: Sendable {
             // `/api/stats` counts tombstones from this small index instead of reading every row.
             try db.execute(sql: "CREATE INDEX document_tombstone ON document(seq) WHERE deleted_at IS NOT NULL")
         }
+        migrator.registerMigration("v4-store-id") { db in
+            try db.execute(sql: "CREATE TABLE store_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
+            try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES ('store_id', ?)", arguments: [UUID().uuidString.lowercased()])
+        }
         try migrator.migrate(writer)
+        storeID = try writer.read { db in try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'store_id'") } ?? ""
+        storage = try StorageGuard(path: path)
+    }
+
+    /// A transaction, once the database file is known to be still where it was opened.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try storage.check()
+        return try await writer.write(body)
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try storage.check()
+        return try await writer.read(body)
     }
 
     /// Validates a document the client sent: an object with a string `docType` and, when
@@ -97,7 +119,7 @@ public struct DocumentStore: Sendable {
 
     /// Upserts `object` by id. `ifMatch` (the revision the write was based on) makes it conditional.
     public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false, client: String? = nil) async throws -> JSONObject {
-        try await writer.write { db in
+        try await write { db in
             try Self.put(
                 object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes, db: db)
         }
@@ -195,7 +217,7 @@ public struct DocumentStore: Sendable {
         since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int = ProtocolLimits.maxPageBytes, client: String? = nil,
         measureDepth: Bool = false
     ) async throws -> SyncOutcome {
-        try await writer.write { db in
+        try await write { db in
             var outcome = SyncOutcome()
             var sent = Set<String>()
             var seq = try Self.latestSeq(db)
@@ -241,7 +263,10 @@ public struct DocumentStore: Sendable {
                     outcome.changes.append(body)
                 }
             }
-            outcome.cursor = outcome.more ? last : max(since, seq)
+            // A `since` past the latest change comes from a client that synced with another store,
+            // or with this one before it was restored from an older copy: the cursor it gets back
+            // is lower than the one it sent, which tells it to reconcile in full.
+            outcome.cursor = outcome.more ? last : seq
             return outcome
         }
     }
@@ -253,7 +278,7 @@ public struct DocumentStore: Sendable {
     public func attach(
         blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?
     ) async throws -> JSONObject {
-        try await writer.write { db in
+        try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type, deleted_at FROM document WHERE id = ?", arguments: [id]) else {
                 throw StoreError(404, "no document with id \(id) to attach the file to")
             }
@@ -273,7 +298,7 @@ public struct DocumentStore: Sendable {
 
     /// What the store knows of the blob with this address.
     public func blob(sha256: String) async throws -> StoredBlob? {
-        try await writer.read { db in
+        try await read { db in
             try Row.fetchOne(db, sql: "SELECT sha256, size, content_type FROM blob WHERE sha256 = ?", arguments: [sha256])
                 .map { StoredBlob(sha256: $0["sha256"], size: $0["size"], contentType: $0["content_type"]) }
         }
@@ -281,17 +306,17 @@ public struct DocumentStore: Sendable {
 
     /// How many distinct blobs are stored (for `/api/stats`).
     public func blobCount() async throws -> Int {
-        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM blob") ?? 0 }
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM blob") ?? 0 }
     }
 
     /// The latest change sequence.
     public func latestSeq() async throws -> Int64 {
-        try await writer.read { db in try Self.latestSeq(db) }
+        try await read { db in try Self.latestSeq(db) }
     }
 
     /// Marks a document deleted (a tombstone: the document is kept with `deleted_at`).
     public func delete(id: String, docType: String, now: Int64) async throws -> JSONObject {
-        try await writer.write { db in
+        try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type FROM document WHERE id = ?", arguments: [id]) else {
                 throw StoreError(404, "no document with id \(id)")
             }
@@ -305,14 +330,14 @@ public struct DocumentStore: Sendable {
     }
 
     public func get(id: String) async throws -> JSONValue? {
-        try await writer.read { db in
+        try await read { db in
             try String.fetchOne(db, sql: "SELECT body FROM document WHERE id = ?", arguments: [id]).map { try JSONParser.parse($0) }
         }
     }
 
     /// The stored bodies of one docType, ordered by id, as raw JSON texts (no re-serialisation).
     public func list(docType: String, includeDeleted: Bool) async throws -> [String] {
-        try await writer.read { db in
+        try await read { db in
             try String.fetchAll(
                 db,
                 sql: "SELECT body FROM document WHERE doc_type = ? \(includeDeleted ? "" : "AND deleted_at IS NULL") ORDER BY id",
@@ -322,7 +347,7 @@ public struct DocumentStore: Sendable {
 
     /// Counts for `/api/stats`: all documents, tombstones, and the latest change sequence.
     public func stats() async throws -> (documents: Int, tombstones: Int, seq: Int64) {
-        try await writer.read { db in
+        try await read { db in
             // Each count from an index: a full scan would read every document's body.
             let row = try Row.fetchOne(db, sql: """
                 SELECT (SELECT COUNT(*) FROM document) AS n,

@@ -33,8 +33,11 @@ struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
 /// complementary server side): `X-Sync-UTC` is the UTC in Unix nanoseconds taken as late as possible
 /// (after the handler, just before the head is written), `X-Sync-Duration` the nanoseconds spent.
 /// Outermost, so errors and 401s carry the stamps too.
+/// It also names the store (`X-Docsync-Store`), so an agent notices a replaced server.
 struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
     let wallClock: @Sendable () -> Int64
+    let storeID: String
+    static var storeName: HTTPField.Name { HTTPField.Name("X-Docsync-Store")! }
     static var utcName: HTTPField.Name { HTTPField.Name("X-Sync-UTC")! }
     static var durationName: HTTPField.Name { HTTPField.Name("X-Sync-Duration")! }
 
@@ -53,6 +56,7 @@ struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[Self.durationName] = String(nanos)
         response.headers[Self.utcName] = String(wallClock())
         response.headers[.cacheControl] = "no-store"
+        response.headers[Self.storeName] = storeID
         return response
     }
 }

@@ -79,7 +79,7 @@ public struct ReferenceServer: Sendable {
         -> some ApplicationProtocol
     {
         let router = Router(context: BasicRequestContext.self)
-        router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock))
+        router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: store.storeID))
         router.middlewares.add(TokenMiddleware(token: configuration.token))
         addRoutes(to: router)
         let host = configuration.host
