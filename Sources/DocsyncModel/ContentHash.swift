@@ -25,11 +25,6 @@ public enum ContentHash {
     }
 }
 
-/// The lowercase hex digit of `nibble` (0...15), for hashes and `\u00XX` escapes alike.
-func lowercaseHexDigit(_ nibble: UInt8) -> UInt8 {
-    nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-}
-
 /// SHA-256 fed piece by piece (files too large to hold, bytes as they are sent).
 public struct ContentHasher {
     private var inner = SHA256()

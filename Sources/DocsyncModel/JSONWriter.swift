@@ -142,3 +142,9 @@ public enum JSONWriter {
 extension JSONValue: CustomStringConvertible {
     public var description: String { JSONWriter.string(self) }
 }
+
+/// The lowercase hex digit of `nibble` (0...15), for hashes and `\u00XX` escapes alike. (Here, not
+/// beside the hashes: the writer is built into the fuzzers, which leave swift-crypto out.)
+func lowercaseHexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+}

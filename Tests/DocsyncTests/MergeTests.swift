@@ -1,4 +1,4 @@
-import DocsyncModel
+@testable import DocsyncModel
 import Testing
 
 @Suite struct MergeTests {
@@ -61,5 +61,29 @@ import Testing
         #expect(rules.isIgnored("reports/q1/deep/secret2.json", isDirectory: false))
         #expect(!rules.isIgnored("reports/q1/secret-ok.json", isDirectory: false))
         #expect(!rules.isIgnored("notes/a.json", isDirectory: false))
+    }
+
+    @Test func wildcardsMatchAsGitDoes() {
+        #expect(IgnoreRules.glob("a*b*c", "aXbYbZc"))
+        #expect(!IgnoreRules.glob("a*b*c", "aXbYbZ"))
+        #expect(IgnoreRules.glob("*", ""))
+        #expect(IgnoreRules.glob("?x", "ax") && !IgnoreRules.glob("?x", "x"))
+        #expect(IgnoreRules.glob("\\*", "*") && !IgnoreRules.glob("\\*", "a"))
+        #expect(IgnoreRules.glob("end\\", "end\\"))
+        #expect(IgnoreRules.match(["**", "b", "**", "d"], ["a", "b", "c", "b", "x", "d"]))
+        #expect(!IgnoreRules.match(["**", "b", "d"], ["a", "b", "c"]))
+        #expect(IgnoreRules.match(["**"], []))
+    }
+
+    /// A `.docsyncignore` of many `*` (found by fuzzing) took minutes per path: matching
+    /// backtracked exponentially. Now each match is linear in practice.
+    @Test func aHostilePatternMatchesInLinearTime() {
+        let rules = IgnoreRules(text: String(repeating: "*", count: 40) + "x\n" + Array(repeating: "**", count: 40).joined(separator: "/") + "/x")
+        let path = String(repeating: "a", count: 200) + "/" + Array(repeating: "b", count: 60).joined(separator: "/")
+        let start = ContinuousClock.now
+        for _ in 0..<10 { _ = rules.isIgnored(path, isDirectory: false) }
+        #expect(ContinuousClock.now - start < .seconds(2), "matched ten times in \(ContinuousClock.now - start)")
+        #expect(!rules.isIgnored(path, isDirectory: false))
+        #expect(rules.isIgnored(path + "x", isDirectory: false))
     }
 }
