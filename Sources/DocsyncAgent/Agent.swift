@@ -117,6 +117,7 @@ public actor Agent {
     public func run() async throws {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
+        try await index.write { try $0.rescheduleAll(at: 0) }  // deadlines of another run or boot: due now
         let watcher = DirectoryWatcher(root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore, logger: logger)
         self.watcher = watcher
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
@@ -301,6 +302,7 @@ public actor Agent {
     public func syncOnce() async throws -> SyncReport {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
+        try await index.write { try $0.rescheduleAll(at: 0) }
         await attachPusher()
         await calibrateClock()
         let scanner = self.scanner

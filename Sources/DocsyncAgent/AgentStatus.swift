@@ -6,6 +6,7 @@ import DocsyncModel
 public struct AgentStatus: Sendable {
     public var counts: StatusCounts
     public var offlineSince: Int64?
+    /// When pushing is tried again, on ``RetryPolicy/deadlineNow()``'s clock.
     public var nextRetryAt: Int64?
     public var lastError: String?
     public var paused: String?
@@ -44,7 +45,7 @@ public struct AgentStatus: Sendable {
     public func json(now: Int64) -> JSONValue {
         func ts(_ ms: Int64?) -> JSONValue { ms.map { .string(Timestamp(unixMilliseconds: $0).rfc3339) } ?? .null }
         func str(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
-        let nextIn: JSONValue = nextRetryAt.map { .number(String(format3(Double(max(0, $0 - now)) / 1000))) } ?? .null
+        let nextIn: JSONValue = nextRetryAt.map { .number(String(format3(Double(max(0, $0 - RetryPolicy.deadlineNow())) / 1000))) } ?? .null
         return .object(JSONObject([
             ("synced", .number(String(counts.synced))),
             ("pending", .number(String(counts.pending))),
@@ -94,7 +95,7 @@ public struct AgentStatus: Sendable {
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let offlineSince {
             var line = "offline since \(Timestamp(unixMilliseconds: offlineSince).rfc3339), \(counts.pending) pending"
-            if let nextRetryAt { line += ", next try in \(format3(Double(max(0, nextRetryAt - now)) / 1000)) s" }
+            if let nextRetryAt { line += ", next try in \(format3(Double(max(0, nextRetryAt - RetryPolicy.deadlineNow())) / 1000)) s" }
             lines.append(line)
         }
         if let lastError, counts.pending > 0 { lines.append("last error: \(lastError)") }

@@ -162,7 +162,7 @@ actor Pusher {
         }
         let offline = offlineSince != nil
         if capabilities.batch != false && !offline && !oneShot { return await pushWindow() }
-        let now = clock.now()
+        let now = RetryPolicy.deadlineNow()
         var due: [OutboxEntry]
         let busy = uploading.snapshot()
         do {
@@ -197,7 +197,7 @@ actor Pusher {
         if waitingForUploads { return .idle(.seconds(1)) }
         if oneShot { return .idle(nil) }
         let next = try? await index.read { try $0.nextAttemptAt() }
-        return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
+        return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
     }
 
     private static func isClean(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)]) -> Bool {
@@ -235,7 +235,7 @@ actor Pusher {
                 var caughtUp = false
                 while filling && running < Self.batchesInFlight && !stopping {
                     if sentSinceStart == Self.windowBatches { (cursor, sentSinceStart) = (0, 0) }
-                    let now = clock.now()
+                    let now = RetryPolicy.deadlineNow()
                     let excluding = [inFlight, recordingKeys]
                     let after = cursor
                     let read: [OutboxEntry]
@@ -430,6 +430,7 @@ actor Pusher {
     private func record(_ results: [(OutboxEntry, Result<JSONValue, EndpointError>)], oneShot: Bool) async -> Outcome {
         let successes = results.filter { if case .success = $0.1 { true } else { false } }.count
         let now = clock.now()
+        let deadlineNow = RetryPolicy.deadlineNow()
         var transient: [(OutboxEntry, EndpointError)] = []
         var unauthorized: EndpointError?
         var retryAfter: Duration?
@@ -477,13 +478,13 @@ actor Pusher {
                     case .failure(.unauthorized), .failure(.conflict):
                         break  // stays queued: paused, or merged below
                     case .failure(let error):
-                        let next = wentOffline ? 0 : now + backoffMs
+                        let next = wentOffline ? 0 : deadlineNow + backoffMs
                         try tx.recordFailure(key: entry.key, version: entry.version, error: error.description, nextAttemptAt: next)
                     }
                 }
                 if cameBack { try tx.rescheduleAll(at: 0) }
                 try tx.setMeta("offline_since", offlineSinceValue.map(String.init))
-                try tx.setMeta("next_retry_at", wentOffline ? String(now + backoffMs) : nil)
+                try tx.setMeta("next_retry_at", wentOffline ? String(deadlineNow + backoffMs) : nil)
                 if let unauthorized {
                     try tx.setMeta("paused", "token rejected by \(endpointURL): \(unauthorized)")
                 }

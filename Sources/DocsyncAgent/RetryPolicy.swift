@@ -1,3 +1,5 @@
+import DocsyncClock
+
 /// How long to wait after a transient failure: exponential backoff with jitter, honouring the
 /// server's `Retry-After`. Pure: the caller supplies the randomness, so tests can pin it.
 public struct RetryPolicy: Sendable, Hashable {
@@ -24,4 +26,12 @@ public struct RetryPolicy: Sendable, Hashable {
         if let retryAfter, retryAfter > delay { delay = retryAfter }
         return delay
     }
+}
+
+extension RetryPolicy {
+    /// The clock retry deadlines are kept on (the outbox's `next_attempt_at`): milliseconds of
+    /// `CLOCK_BOOTTIME`, monotonic and counting suspend. Never wall or server time: a wall clock
+    /// stepped back three hours would otherwise hold every retry for three hours. Deadlines do not
+    /// survive a reboot (the clock starts over), so the agent makes every entry due when it starts.
+    public static func deadlineNow() -> Int64 { SystemClockSeam().bootNanoseconds() / 1_000_000 }
 }

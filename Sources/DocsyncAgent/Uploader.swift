@@ -106,7 +106,7 @@ actor Uploader {
     }
 
     private func round(ignoringBackoff: Bool = false) async -> Outcome {
-        let now = ignoringBackoff ? Int64.max : clock.now()
+        let now = ignoringBackoff ? Int64.max : RetryPolicy.deadlineNow()
         let picked: (jobs: [Job], blocked: Bool)
         do {
             picked = try await index.write { tx -> ([Job], Bool) in
@@ -138,7 +138,7 @@ actor Uploader {
             if ignoringBackoff { return .idle(nil) }
             if picked.blocked { return .idle(.seconds(1)) }  // the pusher wakes us when the document is written
             let next = try? await index.read { try $0.nextAttemptAt(kind: "upload") }
-            return .idle(next.map { .milliseconds(max(1, $0 - clock.now())) })
+            return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
         }
         guard !stopping else { return .idle(nil) }
         let work = Task {
@@ -255,7 +255,6 @@ actor Uploader {
         if case .unauthorized = error, let token = reloadToken() {
             endpoint = endpoint.withToken(token)
         }
-        let now = clock.now()
         let permanent: Bool
         switch error {
         case .rejected(let status, _) where status != 404 && status != 409: permanent = true
@@ -269,7 +268,7 @@ actor Uploader {
             if permanent {
                 try tx.removeEntry(job.entry)
             } else {
-                try tx.recordFailure(key: job.entry.key, version: job.entry.version, error: message, nextAttemptAt: now + delayMs)
+                try tx.recordFailure(key: job.entry.key, version: job.entry.version, error: message, nextAttemptAt: RetryPolicy.deadlineNow() + delayMs)
             }
             guard var upload = try tx.upload(docID: job.upload.docID, property: job.upload.property), upload.state == .uploading || upload.state == .pending else { return }
             upload.state = permanent ? .failed : .pending

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Testing
 @testable import DocsyncAgent
+import DocsyncClock
 import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
@@ -99,13 +100,14 @@ final class TestAgent: Sendable {
     let logs: CapturedLogs
 
     static func start(
-        folder: TempFolder, endpoint: String, token: String, logLevel: Logger.Level = .info, configure: (inout AgentOptions) -> Void = { _ in }
+        folder: TempFolder, endpoint: String, token: String, logLevel: Logger.Level = .info, clock: ServerClock = ServerClock(),
+        configure: (inout AgentOptions) -> Void = { _ in }
     ) async throws -> TestAgent {
         let logs = CapturedLogs()
         var options = AgentOptions(root: folder.path, endpointURL: endpoint, token: token)
         options.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(500))
         configure(&options)
-        let agent = try Agent(options: options, client: agentClient, logger: logs.logger(level: logLevel))
+        let agent = try Agent(options: options, client: agentClient, clock: clock, logger: logs.logger(level: logLevel))
         let task = Task { try await agent.run() }
         return TestAgent(agent: agent, folder: folder, task: task, index: try Index.open(root: folder.path), logs: logs)
     }
