@@ -71,7 +71,10 @@ public actor Agent {
     var scanRetry: Task<Void, Never>?
     var lastScanError: String?
 
-    public init(options: AgentOptions, client: HTTPClient, clock: ServerClock = ServerClock(), logger: Logger) throws {
+    /// - Parameter clock: the server clock (tests give one with a seam); by default one that logs
+    ///   through `logger` (a wall-clock step, headers it does not believe).
+    public init(options: AgentOptions, client: HTTPClient, clock: ServerClock? = nil, logger: Logger) throws {
+        let clock = clock ?? ServerClock(logger: logger)
         var root = options.root
         while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
         guard let info = FileSystem.info(root), info.kind == .directory else {

@@ -12,6 +12,8 @@ public struct AgentStatus: Sendable {
     public var paused: String?
     /// Why the last scan of the folder failed, while rescans are retried.
     public var scanError: String?
+    /// Why pulling fails, while it does.
+    public var pullError: String?
     public var invalidFiles: [(path: String, reason: String)]
     public var rejected: [(id: String, path: String?, reason: String)]
     /// FileUpload jobs that are not done: pending, in flight, failed or with a bad reference.
@@ -29,6 +31,7 @@ public struct AgentStatus: Sendable {
                 lastError: try tx.meta("last_error") ?? tx.lastOutboxError(),
                 paused: try tx.meta("paused"),
                 scanError: try tx.meta("scan_error"),
+                pullError: try tx.meta("pull_error"),
                 invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
                 rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) },
                 uploads: try tx.uploadsNeedingAttention().map {
@@ -58,6 +61,7 @@ public struct AgentStatus: Sendable {
             ("last_error", str(lastError)),
             ("paused", str(paused)),
             ("scan_error", str(scanError)),
+            ("pull_error", str(pullError)),
             ("invalid_files", .array(invalidFiles.map { .object(JSONObject([("path", .string($0.path)), ("reason", .string($0.reason))])) })),
             ("clock", clockJSON),
             ("rejected_documents", .array(rejected.map {
@@ -93,6 +97,7 @@ public struct AgentStatus: Sendable {
         var lines = ["synced: \(counts.synced), pending: \(counts.pending), invalid: \(counts.invalid), rejected: \(counts.rejected), tombstones: \(counts.tombstones)"]
         if let paused { lines.append("paused: \(paused)") }
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
+        if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
         if let offlineSince {
             var line = "offline since \(Timestamp(unixMilliseconds: offlineSince).rfc3339), \(counts.pending) pending"
             if let nextRetryAt { line += ", next try in \(format3(Double(max(0, nextRetryAt - RetryPolicy.deadlineNow())) / 1000)) s" }

@@ -98,6 +98,10 @@ actor Puller {
             if stopping { return }
             switch outcome {
             case .success(let more):
+                if failures > 0 {
+                    logger.info("pulling works again")
+                    try? await index.write { try $0.setMeta("pull_error", nil) }
+                }
                 failures = 0
                 first = more
             case .failure(.rejected(let status, _)) where status == 404 || status == 405:
@@ -108,7 +112,12 @@ actor Puller {
                 failures += 1
                 first = true
                 let delay = policy.delay(afterFailures: failures, unit: Double.random(in: 0..<1))
-                logger.debug("pull failed; retrying", metadata: ["error": "\(error)"])
+                // Said once per outage, and kept for `status`: a pull that keeps failing (a reply
+                // the agent cannot take) used to be logged at debug only, and status said nothing.
+                if failures == 1 {
+                    logger.warning("pulling failed; retrying with backoff", metadata: ["error": "\(error)"])
+                    try? await index.write { try $0.setMeta("pull_error", error.description) }
+                }
                 await stopped.wait(timeout: delay)
             }
         }

@@ -100,7 +100,7 @@ final class TestAgent: Sendable {
     let logs: CapturedLogs
 
     static func start(
-        folder: TempFolder, endpoint: String, token: String, logLevel: Logger.Level = .info, clock: ServerClock = ServerClock(),
+        folder: TempFolder, endpoint: String, token: String, logLevel: Logger.Level = .info, clock: ServerClock? = nil,
         configure: (inout AgentOptions) -> Void = { _ in }
     ) async throws -> TestAgent {
         let logs = CapturedLogs()

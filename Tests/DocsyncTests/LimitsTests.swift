@@ -4,6 +4,7 @@ import DocsyncModel
 @testable import DocsyncServer
 import DocsyncTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// `depth` containers: `{"a":{"a":…{"a":1}…}}`.
@@ -127,6 +128,57 @@ extension HeavySuites {
         })
         try await agent.stop()
         await server.stop()
+    }
+}
+}
+
+/// Replies no document server of ours sends, from an endpoint that sends them on purpose.
+extension HeavySuites {
+@Suite(.serialized) struct HostileEndpointTests {
+    /// A reply the agent cannot take (nested past its parser's limit) used to stop pulling for good
+    /// with the error logged at debug only and nothing in `status`.
+    @Test func aPullReplyTheAgentCannotTakeIsShownNotHidden() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        endpoint.respond { _, path, _ in
+            path == "/api/sync" ? .init(body: #"{"documents":{"success":[{"id":"x","docType":"t","a":\#(deep)}],"error":[]},"cursor":1,"more":false}"#) : nil
+        }
+        let folder = try TempFolder("hostile-pull")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.pullError?.contains("not JSON") == true })
+        #expect(agent.logs.count(containing: "pulling failed") == 1, "said once, not at every retry")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
+    /// Every reply claiming the year 292277026596 (X-Sync-UTC: Int64.max) killed the agent with an
+    /// overflow trap, again after every restart.
+    @Test func anAgentOutlivesAServerLyingAboutItsClock() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let stored = Mutex<[String]>([])
+        endpoint.respond { _, path, body in
+            let lie = [("X-Sync-UTC", "9223372036854775807"), ("X-Sync-Duration", "-9223372036854775808")]
+            guard path == "/api/sync" else { return .init(headers: lie, body: "{}") }
+            let ids = (try? JSONParser.parse(body))?.object?["documents"].flatMap { value -> [String]? in
+                guard case .array(let docs) = value else { return nil }
+                return docs.compactMap { $0.object?["id"]?.string }
+            } ?? []
+            stored.withLock { $0 += ids }
+            let acks = ids.map { #"{"id":"\#($0)","rev":1}"# }.joined(separator: ",")
+            return .init(headers: lie, body: #"{"documents":{"success":[\#(acks)],"error":[]},"cursor":0,"more":false}"#)
+        }
+        let folder = try TempFolder("lying-clock")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        try folder.write("notes/a.json", #"{"id":"a","docType":"note"}"#)
+        #expect(await eventually { stored.withLock { $0 }.contains("a") })
+        #expect(await agent.agent.clock.estimate == nil, "the lie is not believed")
+        #expect(agent.logs.count(containing: "ignoring the server's clock headers") == 1)
+        try await agent.stop()
+        await endpoint.stop()
     }
 }
 }
