@@ -21,7 +21,8 @@ if [ ! -f "$out/libDocsyncModel.a" ] || [ -n "$(find Sources/DocsyncModel -newer
 fi
 build() {
   local name=$1; shift
-  swiftc "${flags[@]}" -module-name "Fuzz_$name" -I "$out" -L "$out" -lDocsyncModel "$@" -o "$out/fuzz-$name"
+  # The linker warns about every sanitizer symbol it cannot export: noise, kept in the log.
+  swiftc "${flags[@]}" -module-name "Fuzz_$name" -I "$out" -L "$out" -lDocsyncModel "$@" -o "$out/fuzz-$name" > "$out/build-$name.log" 2>&1 || { cat "$out/build-$name.log" >&2; return 1; }
 }
 status=0
 for name in "${targets[@]}"; do

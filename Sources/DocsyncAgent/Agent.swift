@@ -24,6 +24,10 @@ public struct AgentOptions: Sendable {
     /// When no traffic has refreshed the clock estimate for this long, ask `/api/time`.
     public var clockMaxAge: Duration = .seconds(600)
     public var retryPolicy = RetryPolicy()
+    /// How often folders left without an inotify watch are rescanned.
+    public var unwatchedRescan: Duration = .seconds(30)
+    /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
+    public var watchLimit: Int?
 
     public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
         self.root = root
@@ -121,7 +125,9 @@ public actor Agent {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
         try await index.write { try $0.rescheduleAll(at: 0) }  // deadlines of another run or boot: due now
-        let watcher = DirectoryWatcher(root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore, logger: logger)
+        let watcher = DirectoryWatcher(
+            root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore,
+            unwatchedRescan: options.unwatchedRescan, watchLimit: options.watchLimit, logger: logger)
         self.watcher = watcher
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
         if stopRequested { watcher.stop() }
@@ -154,6 +160,9 @@ public actor Agent {
         settlerWake.signal()
         var gone = false
         for await batch in batches {
+            if let unwatched = batch.unwatchedFolders {
+                try? await index.write { try $0.setMeta("unwatched_folders", unwatched == 0 ? nil : String(unwatched)) }
+            }
             if batch.rootGone {
                 gone = true
                 stop()  // everything winds down as for a stop asked for

@@ -14,6 +14,8 @@ public struct AgentStatus: Sendable {
     public var scanError: String?
     /// Why pulling fails, while it does.
     public var pullError: String?
+    /// Folders without an inotify watch (the limit reached), rescanned on a timer instead.
+    public var unwatchedFolders: Int
     public var invalidFiles: [(path: String, reason: String)]
     public var rejected: [(id: String, path: String?, reason: String)]
     /// FileUpload jobs that are not done: pending, in flight, failed or with a bad reference.
@@ -32,6 +34,7 @@ public struct AgentStatus: Sendable {
                 paused: try tx.meta("paused"),
                 scanError: try tx.meta("scan_error"),
                 pullError: try tx.meta("pull_error"),
+                unwatchedFolders: try tx.meta("unwatched_folders").flatMap { Int($0) } ?? 0,
                 invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
                 rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) },
                 uploads: try tx.uploadsNeedingAttention().map {
@@ -62,6 +65,7 @@ public struct AgentStatus: Sendable {
             ("paused", str(paused)),
             ("scan_error", str(scanError)),
             ("pull_error", str(pullError)),
+            ("unwatched_folders", .number(String(unwatchedFolders))),
             ("invalid_files", .array(invalidFiles.map { .object(JSONObject([("path", .string($0.path)), ("reason", .string($0.reason))])) })),
             ("clock", clockJSON),
             ("rejected_documents", .array(rejected.map {
@@ -98,6 +102,9 @@ public struct AgentStatus: Sendable {
         if let paused { lines.append("paused: \(paused)") }
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
+        if unwatchedFolders > 0 {
+            lines.append("\(unwatchedFolders) folders have no inotify watch (fs.inotify.max_user_watches reached): changes there are found by a rescan every 30 s")
+        }
         if let offlineSince {
             var line = "offline since \(Timestamp(unixMilliseconds: offlineSince).rfc3339), \(counts.pending) pending"
             if let nextRetryAt { line += ", next try in \(format3(Double(max(0, nextRetryAt - RetryPolicy.deadlineNow())) / 1000)) s" }

@@ -63,36 +63,16 @@ public struct IgnoreRules: Sendable, Hashable {
         return ignored
     }
 
-    /// Whether `path` matches `pattern`, `**` spanning any number of components. Greedy with one
-    /// backtracking point, as `glob` below: linear in practice and never exponential (the
-    /// recursive form took minutes on a pattern of twenty `*`, found by fuzzing).
+    /// Whether `path` matches `pattern`, `**` spanning any number of components.
     static func match(_ pattern: ArraySlice<String>, _ path: ArraySlice<String>) -> Bool {
-        let p = Array(pattern), s = Array(path)
-        var (pi, si) = (0, 0)
-        var star: (p: Int, s: Int)?
-        while si < s.count {
-            if pi < p.count && p[pi] == "**" {
-                star = (pi, si)
-                pi += 1
-            } else if pi < p.count && glob(p[pi], s[si]) {
-                pi += 1
-                si += 1
-            } else if let back = star {
-                star = (back.p, back.s + 1)
-                (pi, si) = (back.p + 1, back.s + 1)
-            } else {
-                return false
-            }
-        }
-        while pi < p.count && p[pi] == "**" { pi += 1 }
-        return pi == p.count
+        wildcardMatch(Array(pattern), Array(path), isStar: { $0 == "**" }, matches: glob)
     }
 
     private enum Token: Equatable {
         case literal(Unicode.Scalar), any, star
     }
 
-    /// `*` and `?` (`[...]`-free) globbing within one component, with `\` escapes.
+    /// `*` and `?` (`[...]`-free) globbing within one component, with `\\` escapes.
     static func glob(_ pattern: String, _ text: String) -> Bool {
         var p: [Token] = []
         var escaped = false
@@ -107,14 +87,22 @@ public struct IgnoreRules: Sendable, Hashable {
             }
         }
         if escaped { p.append(.literal("\\")) }
-        let s = Array(text.unicodeScalars)
+        return wildcardMatch(p, Array(text.unicodeScalars), isStar: { $0 == .star }) { token, c in token == .any || token == .literal(c) }
+    }
+
+    /// Whether `subject` matches `pattern`, where a star element matches any run of subject
+    /// elements and every other element matches exactly one (`matches`). Greedy with a single
+    /// backtracking point, the last star: linear in practice, never exponential (the recursive
+    /// form took minutes on a `.docsyncignore` line of twenty `*`, found by fuzzing). Used for
+    /// characters within a component (`*`) and for components within a path (`**`).
+    static func wildcardMatch<P, S>(_ pattern: [P], _ subject: [S], isStar: (P) -> Bool, matches: (P, S) -> Bool) -> Bool {
         var (pi, si) = (0, 0)
         var star: (p: Int, s: Int)?
-        while si < s.count {
-            if pi < p.count, p[pi] == .star {
+        while si < subject.count {
+            if pi < pattern.count && isStar(pattern[pi]) {
                 star = (pi, si)
                 pi += 1
-            } else if pi < p.count, p[pi] == .any || p[pi] == .literal(s[si]) {
+            } else if pi < pattern.count && matches(pattern[pi], subject[si]) {
                 pi += 1
                 si += 1
             } else if let back = star {
@@ -124,7 +112,7 @@ public struct IgnoreRules: Sendable, Hashable {
                 return false
             }
         }
-        while pi < p.count, p[pi] == .star { pi += 1 }
-        return pi == p.count
+        while pi < pattern.count && isStar(pattern[pi]) { pi += 1 }
+        return pi == pattern.count
     }
 }

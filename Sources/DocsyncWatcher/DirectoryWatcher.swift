@@ -27,7 +27,19 @@ public final class DirectoryWatcher: Sendable {
 
     private let ignore: IgnoreRules
 
-    public init(root: String, settle: Duration = .milliseconds(5), maxDelay: Duration = .milliseconds(100), ignore: IgnoreRules = IgnoreRules(), logger: Logger) {
+    /// How often folders left without a watch (the inotify limit reached) are rescanned, and
+    /// their watches tried again.
+    public let unwatchedRescan: Duration
+    /// Test seam: act as if the kernel refused watches beyond this many (ENOSPC), as a low
+    /// `fs.inotify.max_user_watches` does; tests cannot lower the system's limit for themselves.
+    public let watchLimit: Int?
+
+    public init(
+        root: String, settle: Duration = .milliseconds(5), maxDelay: Duration = .milliseconds(100), ignore: IgnoreRules = IgnoreRules(),
+        unwatchedRescan: Duration = .seconds(30), watchLimit: Int? = nil, logger: Logger
+    ) {
+        self.unwatchedRescan = unwatchedRescan
+        self.watchLimit = watchLimit
         self.root = root
         self.ignore = ignore
         self.settle = settle
@@ -55,6 +67,8 @@ public final class DirectoryWatcher: Sendable {
             root: root, fd: fd, wake: pipeFDs[0], logger: logger, suspended: suspended, ignore: ignore,
             aggregator: EventAggregator(
                 settleNanoseconds: Self.nanoseconds(settle), maxDelayNanoseconds: Self.nanoseconds(maxDelay)))
+        loop.watchLimit = watchLimit
+        loop.unwatchedRescan = Self.nanoseconds(unwatchedRescan)
         loop.addWatches(under: "")
         state.withLock { $0 = (fd, pipeFDs[1], true) }
         let (stream, continuation) = AsyncStream<ChangeBatch>.makeStream(bufferingPolicy: .unbounded)
@@ -107,6 +121,12 @@ final class WatchLoop: @unchecked Sendable {
     private var pathOf: [Int32: String] = [:]
     private var wdOf: [String: Int32] = [:]
     private var warnedLimit = false
+    /// Folders whose watch the kernel refused (ENOSPC); their subfolders were not walked either.
+    private var unwatched = Set<String>()
+    private var reportedUnwatched = 0
+    private var nextUnwatchedRescan: Int64?
+    var watchLimit: Int?
+    var unwatchedRescan: Int64 = 30_000_000_000
     /// Set when the root's own watch reports it moved or deleted.
     private var rootGone = false
 
@@ -129,17 +149,15 @@ final class WatchLoop: @unchecked Sendable {
         var stack = [relative]
         while let dir = stack.popLast() {
             let abs = dir.isEmpty ? root : root + "/" + dir
-            let wd = inotify_add_watch(fd, abs, Self.mask)
+            let refused = watchLimit.map { wdOf.count >= $0 && wdOf[dir] == nil } ?? false
+            let wd = refused ? -1 : inotify_add_watch(fd, abs, Self.mask)
             if wd < 0 {
-                let code = errno
+                let code = refused ? ENOSPC : errno
                 if code == ENOSPC {
+                    unwatched.insert(dir)
                     if !warnedLimit {
                         warnedLimit = true
-                        let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8))?
-                            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-                        logger.error(
-                            "inotify watch limit reached: fs.inotify.max_user_watches is \(limit). Raise it, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`; until then changes under unwatched folders are only found by a rescan (restart or `docsync sync`).",
-                            metadata: ["file.path": "\(abs)"])
+                        warnLimit(at: abs)
                     }
                 } else if code != ENOENT && code != ENOTDIR {
                     logger.warning("cannot watch folder", metadata: ["file.path": "\(abs)", "error": "\(String(cString: strerror(code)))"])
@@ -149,12 +167,35 @@ final class WatchLoop: @unchecked Sendable {
             if let old = pathOf[wd], old != dir { wdOf[old] = nil }
             pathOf[wd] = dir
             wdOf[dir] = wd
+            unwatched.remove(dir)
             guard let entries = FileSystem.list(abs) else { continue }
             for entry in entries where entry.type == UInt8(DT_DIR) && !DocumentRules.isIgnoredName(entry.name) {
                 let child = dir.isEmpty ? entry.name : dir + "/" + entry.name
                 if ignore.isEmpty || !ignore.isIgnored(child, isDirectory: true) { stack.append(child) }
             }
         }
+    }
+
+    /// Says which limit ran out, and the number in force: the watches this agent holds when the
+    /// kernel refused the next (what is left of the per-user limit, which every program of this
+    /// user that watches files shares), beside the sysctl's value.
+    private func warnLimit(at abs: String) {
+        let sysctl = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+        logger.error(
+            "inotify watch limit reached after \(wdOf.count) watches: the kernel refuses more for this user (fs.inotify.max_user_watches is \(sysctl), shared with every other program of this user that watches files). Raise it, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`; until then the folders without a watch are rescanned every \(unwatchedRescan / 1_000_000_000) s, and `docsync status` counts them.",
+            metadata: ["file.path": "\(abs)"])
+    }
+
+    /// Folders without a watch: their watches are tried again (the limit may have been raised),
+    /// and those still refused are rescanned, their subtrees with them.
+    private func rescanUnwatched(now: Int64) {
+        guard let due = nextUnwatchedRescan, now >= due else { return }
+        let folders = unwatched
+        unwatched.removeAll()
+        for dir in folders { addWatches(under: dir) }
+        for dir in folders { aggregator.add(dir, at: now) }
+        nextUnwatchedRescan = unwatched.isEmpty ? nil : now + unwatchedRescan
     }
 
     /// Forgets (and, if `remove`, unregisters) the watches on `relative` and below: the folder moved
@@ -178,7 +219,8 @@ final class WatchLoop: @unchecked Sendable {
             // Sleep until the kernel has events or the pending batch is due; with nothing pending,
             // indefinitely (an idle tree costs no wakeups). Milliseconds are rounded up.
             var timeoutMs: Int32 = -1
-            if let deadline = aggregator.deadline {
+            if !unwatched.isEmpty && nextUnwatchedRescan == nil { nextUnwatchedRescan = monotonicNow() + unwatchedRescan }
+            if let deadline = [aggregator.deadline, nextUnwatchedRescan].compactMap({ $0 }).min() {
                 let wait = max(0, deadline - monotonicNow())
                 timeoutMs = Int32(min(Int64(Int32.max), (wait + 999_999) / 1_000_000))
             }
@@ -204,9 +246,13 @@ final class WatchLoop: @unchecked Sendable {
                 break
             }
             let now = monotonicNow()
-            if let batch = aggregator.due(now: stopping ? Int64.max : now), !batch.isEmpty {
-                output.yield(batch)
+            rescanUnwatched(now: now)
+            var batch = aggregator.due(now: stopping ? Int64.max : now) ?? ChangeBatch()
+            if unwatched.count != reportedUnwatched {
+                reportedUnwatched = unwatched.count
+                batch.unwatchedFolders = unwatched.count
             }
+            if !batch.isEmpty { output.yield(batch) }
         }
         output.finish()
     }

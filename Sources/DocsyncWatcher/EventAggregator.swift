@@ -10,6 +10,9 @@ public struct ChangeBatch: Sendable, Hashable {
     /// The root folder itself was moved away or deleted (`rm -rf docs && git clone … docs`): the
     /// watches follow the old folder, so nothing at the path is watched any more. The last batch.
     public var rootGone = false
+    /// Folders left without a watch (the inotify limit), when that number changed: they are
+    /// rescanned on a timer instead (see `DirectoryWatcher.unwatchedRescan`).
+    public var unwatchedFolders: Int?
 
     public init(paths: Set<String> = [], attributeOnly: Set<String> = [], overflow: Bool = false) {
         self.paths = paths
@@ -17,7 +20,7 @@ public struct ChangeBatch: Sendable, Hashable {
         self.overflow = overflow
     }
 
-    public var isEmpty: Bool { paths.isEmpty && attributeOnly.isEmpty && !overflow && !rootGone }
+    public var isEmpty: Bool { paths.isEmpty && attributeOnly.isEmpty && !overflow && !rootGone && unwatchedFolders == nil }
 }
 
 /// Coalesces bursts of filesystem events into batches. A pure state machine over a caller-given

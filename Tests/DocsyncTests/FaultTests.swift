@@ -237,7 +237,7 @@ import Synchronization
         let waiting = try await TestAgent.start(folder: offline, endpoint: closedURL, token: "t", logLevel: .debug) {
             $0.retryPolicy = RetryPolicy(initial: .seconds(60), cap: .seconds(60))
         }
-        #expect(await eventually { waiting.logs.count(containing: "pull failed") > 0 })
+        #expect(await eventually { waiting.logs.count(containing: "pulling failed") > 0 })
         #expect(await stopsPromptly(waiting), "not after the minute's retry delay")
 
         // A file is being uploaded to an endpoint that takes a minute to answer.

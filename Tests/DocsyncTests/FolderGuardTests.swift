@@ -66,6 +66,29 @@ extension HeavySuites {
         return result.withLock { $0 }
     }
 
+    /// With a low inotify limit, the message quoted the system-wide sysctl, changes under the
+    /// folders left without a watch were never synced, and `status` said nothing.
+    @Test func foldersWithoutAWatchAreRescannedAndCounted() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("watch-limit")
+        defer { folder.remove() }
+        for i in 0..<6 { try folder.write("t\(i)/sub/seed.json", #"{"id":"seed\#(i)","docType":"t"}"#) }
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) {
+            $0.watchLimit = 4
+            $0.unwatchedRescan = .milliseconds(300)
+        }
+        #expect(await eventually { (try? await server.api.documents(type: "t"))?.count == 6 })
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.unwatchedFolders ?? 0 > 0 })
+        let line = agent.logs.all.first { $0.contains("inotify watch limit reached") } ?? ""
+        #expect(line.contains("after 4 watches") && line.contains("max_user_watches"), "\(line)")
+        for i in 0..<6 { try folder.write("t\(i)/sub/later.json", #"{"id":"later\#(i)","docType":"t"}"#) }
+        #expect(await eventually { (try? await server.api.documents(type: "t"))?.count == 12 }, "every folder's change arrives, watched or not")
+        let text = try await AgentStatus.read(root: folder.path).text(now: 0)
+        #expect(text.contains("have no inotify watch"))
+        try await agent.stop()
+        await server.stop()
+    }
+
     /// The folder's disk filled during a scan: files written meanwhile were never pushed, not
     /// after space was freed nor after a later change, and `status` showed 0 pending.
     @Test func filesWrittenWhileTheDiskWasFullArePushedOnceSpaceIsFreed() async throws {
