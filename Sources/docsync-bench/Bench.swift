@@ -317,6 +317,7 @@ struct Bench: AsyncParsableCommand {
         var cursor: Int64 = 0
         var written = 0
         var folders: [String: GatedFolder] = [:]
+        try FileSystem.makeDirectories(folder)
         let gate = try PathGate(root: folder)
         while true {
             let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
