@@ -115,20 +115,24 @@ struct ChangeApplier: Sendable {
         candidates.removeAll { known[$0.id] != nil }
         guard !candidates.isEmpty else { return documents }
         var taken = Set<String>()
+        // Opened once: a page's documents share a few folders (a folder the gate refuses is
+        // reported when its documents are written, below).
+        var folders: [String: GatedFolder] = [:]
         for i in candidates.indices {
-            candidates[i].path = freePath(for: candidates[i].id, docType: candidates[i].docType, avoiding: taken)
+            let docType = candidates[i].docType
+            if folders[docType] == nil { folders[docType] = try? gate.folder(docType, create: true) }
+            candidates[i].path = freePath(for: candidates[i].id, docType: docType, avoiding: taken, in: folders[docType])
             taken.insert(candidates[i].path)
         }
         let paths = candidates.map(\.path)
         // A row at a free path: a file deleted on disk whose deletion the index has not seen yet.
         let recorded = try await index.read { try $0.files(at: paths) }
         var creating: [(new: New, file: GatedFile)] = []
-        var folders: [Substring: GatedFolder] = [:]  // opened once: a page's documents share a few folders
         for new in candidates {
             do {
                 guard recorded[new.path] == nil else { throw ChangedOnDisk() }
                 let slash = new.path.lastIndex(of: "/")!
-                let folderPath = new.path[..<slash]
+                let folderPath = String(new.path[..<slash])
                 let folder = try folders[folderPath] ?? gate.folder(folderPath, create: true)
                 folders[folderPath] = folder
                 creating.append((new, try GatedFile(folder, String(new.path[new.path.index(after: slash)...]))))
@@ -336,11 +340,17 @@ struct ChangeApplier: Sendable {
     func absolute(_ relative: String) -> String { root + "/" + relative }
 
     /// `<docType>/<id>.json`, or with a numeric suffix if another file (or one of `taken`) has that name.
-    func freePath(for id: String, docType: String, avoiding taken: Set<String> = []) -> String {
+    /// `folder`: the docType's folder, already opened through the gate (a page of new documents
+    /// looks in it by name, without walking the path again for each).
+    func freePath(for id: String, docType: String, avoiding taken: Set<String> = [], in folder: GatedFolder? = nil) -> String {
         var candidate = "\(docType)/\(id).json"
         var n = 2
+        func exists(_ path: String) -> Bool {
+            let file = folder.flatMap { try? GatedFile($0, String(path.dropFirst(docType.utf8.count + 1))) } ?? (try? gate.file(path))
+            return file.flatMap(FileSystem.info) != nil
+        }
         // Through the gate: a name under a symlinked folder counts as free, and its write is refused.
-        while taken.contains(candidate) || (try? gate.file(candidate)).flatMap(FileSystem.info) != nil {
+        while taken.contains(candidate) || exists(candidate) {
             candidate = "\(docType)/\(id)-\(n).json"
             n += 1
         }
