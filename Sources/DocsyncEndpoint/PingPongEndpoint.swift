@@ -7,6 +7,7 @@ import DocsyncModel
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// The PingPong-style REST endpoint: `PUT /api/document` (upsert by id), `GET /api/document/:id`,
 /// `GET /api/document/type/:docType`, replies wrapped in `{"data": …}`, and
@@ -234,8 +235,16 @@ extension String {
 /// A refused or failed connect is reported to the caller at once instead of being retried inside
 /// the connection pool until the connect timeout: the agent has its own retry policy (with
 /// backoff and logging), and an agent started offline must not sit for seconds before scanning.
-public func makeHTTPClient() -> HTTPClient {
+///
+/// `caFile`: PEM certificates trusted for `https://` endpoints instead of the system's.
+public func makeHTTPClient(caFile: String? = nil) throws -> HTTPClient {
     var configuration = HTTPClient.Configuration()
+    if let caFile {
+        guard access(caFile, R_OK) == 0 else { throw EndpointError.localFile("cannot read the CA file \(caFile)") }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(caFile)
+        configuration.tlsConfiguration = tls
+    }
     configuration.timeout = .init(connect: .seconds(5), read: .seconds(60))
     var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
     pool.retryConnectionEstablishment = false

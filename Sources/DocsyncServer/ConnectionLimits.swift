@@ -119,7 +119,7 @@ final class ListeningAddress: Sendable {
 
     /// A wildcard address (`0.0.0.0`, `::`) names no host a client can reach: the machine's
     /// host name stands in (`--public-url` says it better).
-    func set(host: String, port: Int) {
+    func set(scheme: String, host: String, port: Int) {
         var name = host
         if host == "0.0.0.0" || host == "::" || host.isEmpty {
             var buffer = [CChar](repeating: 0, count: 256)
@@ -127,6 +127,6 @@ final class ListeningAddress: Sendable {
                 ? String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "localhost"
         }
         if name.contains(":") && !name.hasPrefix("[") { name = "[\(name)]" }
-        value.withLock { $0 = "http://\(name):\(port)" }
+        value.withLock { $0 = "\(scheme)://\(name):\(port)" }
     }
 }

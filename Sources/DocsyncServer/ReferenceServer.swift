@@ -4,6 +4,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -39,6 +41,8 @@ public struct ReferenceServer: Sendable {
         public var maxBatchRequestBytes = ProtocolLimits.maxBatchRequestBytes
         /// Timeouts, body pace and the connection cap that keep the server answering.
         public var connections = ConnectionLimits()
+        /// Serve HTTPS with these files; `nil`: plain HTTP.
+        public var tls: TLSFiles?
         /// The scheme://host[:port] written into documents as the base of file URLs; `nil` = the
         /// address the uploading client used.
         public var publicURL: String?
@@ -64,6 +68,9 @@ public struct ReferenceServer: Sendable {
     let wallClock: @Sendable () -> Int64
     /// Where the server listens, once it does: the base of upload URLs without `--public-url`.
     let listening = ListeningAddress()
+    let tlsConfiguration: TLSConfiguration?
+    /// `https` with `--tls-cert`, else `http`.
+    public var scheme: String { tlsConfiguration == nil ? "http" : "https" }
 
     /// - Parameter wallClock: the server's UTC in Unix nanoseconds (tests skew it).
     public init(configuration: Configuration, wallClock: @escaping @Sendable () -> Int64 = { SystemClockSeam().wallNanoseconds() }) throws {
@@ -72,11 +79,12 @@ public struct ReferenceServer: Sendable {
         self.store = try DocumentStore(path: configuration.dataDirectory + "/documents.sqlite", maxDocumentBytes: configuration.maxDocumentBytes)
         self.blobs = try BlobDirectory(root: configuration.dataDirectory + "/uploads")
         self.wallClock = wallClock
+        self.tlsConfiguration = try configuration.tls?.configuration()
     }
 
     /// The Hummingbird application. `onRunning` receives the bound address (useful with port 0).
     public func application(logger: Logger, onRunning: @escaping @Sendable (String, Int) async -> Void = { _, _ in })
-        -> some ApplicationProtocol
+        throws -> some ApplicationProtocol
     {
         let router = Router(context: BasicRequestContext.self)
         router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: store.storeID))
@@ -84,15 +92,17 @@ public struct ReferenceServer: Sendable {
         addRoutes(to: router)
         let host = configuration.host
         let listening = self.listening
+        let scheme = self.scheme
+        let plain = configuration.connections.server
         return Application(
             router: router,
-            server: configuration.connections.server,
+            server: try tlsConfiguration.map { try HTTPServerBuilder.tls(plain, tlsConfiguration: $0) } ?? plain,
             configuration: .init(
                 address: .hostname(host, port: configuration.port), serverName: "docsync",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.connections.connectionCap)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                listening.set(host: host, port: port)
+                listening.set(scheme: scheme, host: host, port: port)
                 await onRunning(host, port)
             },
             logger: logger)

@@ -27,7 +27,7 @@ struct ClockCommand: AsyncParsableCommand {
 
     func run() async throws {
         let clock = ServerClock(method: method, window: max(16, samples))
-        let client = makeHTTPClient()
+        let client = try makeHTTPClient()
         let api = PingPongEndpoint(baseURL: endpoint.endpoint, token: try endpoint.token(), client: client, clock: clock)
         var failure: EndpointError?
         for _ in 0..<samples {

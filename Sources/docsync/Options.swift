@@ -12,6 +12,9 @@ struct EndpointOptions: ParsableArguments {
     @Option(help: "A file whose first line is the token (else the DOCSYNC_TOKEN environment variable).")
     var tokenFile: String?
 
+    @Option(help: "PEM certificates to trust for an https:// endpoint, instead of the system's (a self-signed server).")
+    var caFile: String?
+
     func validate() throws {
         guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {
             throw ValidationError("--endpoint must be an http:// or https:// URL, got '\(endpoint)'")
@@ -104,7 +107,7 @@ func withAgent<T>(
 ) async throws -> T {
     var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint.endpoint, token: try endpoint.token(), tokenFile: endpoint.tokenFile)
     tuning.apply(to: &options)
-    let client = makeHTTPClient()
+    let client = try makeHTTPClient(caFile: endpoint.caFile.map(absolutePath))
     let result: T
     do {
         result = try await body(try Agent(options: options, client: client, logger: logger))

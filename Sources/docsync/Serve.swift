@@ -23,8 +23,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest uploaded file accepted, in bytes (K, M, G suffixes allowed).", transform: parseByteCount)
     var maxUploadSize: Int64 = 4 << 30
 
-    @Option(help: "Base URL written into documents for uploaded files (default: the address the client used).")
+    @Option(help: "Base URL written into documents for uploaded files (default: the address the server listens on).")
     var publicURL: String?
+
+    @Option(help: "PEM certificate chain: serve HTTPS (with --tls-key).")
+    var tlsCert: String?
+
+    @Option(help: "PEM private key of --tls-cert.")
+    var tlsKey: String?
+
+    func validate() throws {
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+    }
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
@@ -41,10 +51,13 @@ struct Serve: AsyncParsableCommand {
             logger.notice("no token given; clients must send the one stored in \(file)")
         }
         ConnectionLimits.raiseFileLimit()  // a few hundred idle clients must not lock everyone out
-        let server = try ReferenceServer(configuration: .init(
+        var configuration = ReferenceServer.Configuration(
             host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize,
-            maxUploadBytes: maxUploadSize, publicURL: publicURL))
-        let app = server.application(logger: logger) { host, port in emit("http://\(host):\(port)") }
+            maxUploadBytes: maxUploadSize, publicURL: publicURL)
+        if let tlsCert, let tlsKey { configuration.tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey)) }
+        let server = try ReferenceServer(configuration: configuration)
+        let scheme = server.scheme
+        let app = try server.application(logger: logger) { host, port in emit("\(scheme)://\(host):\(port)") }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }

@@ -27,7 +27,7 @@ struct Up: AsyncParsableCommand {
         ConnectionLimits.raiseFileLimit()  // a few hundred idle clients must not lock everyone out
         let server = try ReferenceServer(configuration: .init(host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token))
         let (started, startedContinuation) = AsyncStream<String>.makeStream()
-        let app = server.application(logger: logger) { host, port in
+        let app = try server.application(logger: logger) { host, port in
             let url = "http://\(host):\(port)"
             emit(url)
             // Where the token is, never the token: terminal output ends up in logs and scrollback.
@@ -36,7 +36,7 @@ struct Up: AsyncParsableCommand {
             startedContinuation.yield(url)
             startedContinuation.finish()
         }
-        let client = makeHTTPClient()
+        let client = try makeHTTPClient()
         let service = AgentService {
             var iterator = started.makeAsyncIterator()
             guard let url = await iterator.next() else { return nil }

@@ -67,7 +67,7 @@ final class TestServer: Sendable {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         var logger = Logger(label: "server")
         logger.logLevel = .warning
-        let app = server.application(logger: logger) { _, port in continuation.yield(port) }
+        let app = try server.application(logger: logger) { _, port in continuation.yield(port) }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
         let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
@@ -181,7 +181,7 @@ func carefulEdit(_ folder: TempFolder, _ path: String, _ change: (inout JSONObje
 
 /// Reads a document file's id.
 /// The client the `docsync` binary uses, so tests exercise its connection behaviour.
-let agentClient = makeHTTPClient()
+let agentClient = try! makeHTTPClient()
 
 func idOf(_ folder: TempFolder, _ path: String) throws -> String? {
     try DocumentRules.parseObject(Array(folder.bytes(path))).object?["id"]?.string

@@ -125,3 +125,42 @@ extension HeavySuites {
     }
 }
 }
+
+/// `docsync serve --tls-cert/--tls-key` and the agent's `--ca-file`, with a certificate made for
+/// the test by openssl.
+extension HeavySuites {
+@Suite(.serialized) struct TLSTests {
+    @Test func anAgentSyncsOverTLSWithTheServersCertificateAndRefusesWithoutIt() async throws {
+        let work = try TempFolder("tls")
+        defer { work.remove() }
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", work.file("key.pem"), "-out", work.file("cert.pem")]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        #expect(openssl.terminationStatus == 0)
+        try work.write("token", "tls-token\n")
+        let server = try DocsyncProcess(
+            ["serve", "--data", work.file("data"), "--port", "0", "--token-file", work.file("token"),
+             "--tls-cert", work.file("cert.pem"), "--tls-key", work.file("key.pem")],
+            logDirectory: work.path, name: "serve")
+        defer { Task { await server.stop() } }
+        let url = try await server.firstLine()
+        #expect(url.hasPrefix("https://127.0.0.1:"))
+        let folder = try TempFolder("tls-folder")
+        defer { folder.remove() }
+        try folder.write("notes/a.json", #"{"id":"a","docType":"note"}"#)
+        let untrusted = try DocsyncProcess(["sync", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "untrusted")
+        #expect(await eventually { !untrusted.isRunning })
+        #expect(untrusted.process.terminationStatus != 0, "a server whose certificate is not trusted gets nothing")
+        let trusted = try DocsyncProcess(
+            ["sync", folder.path, "--endpoint", url, "--token-file", work.file("token"), "--ca-file", work.file("cert.pem")],
+            logDirectory: work.path, name: "trusted")
+        #expect(await eventually { !trusted.isRunning })
+        #expect(trusted.process.terminationStatus == 0, "\(trusted.stderr.suffix(400))")
+    }
+}
+}
