@@ -43,6 +43,9 @@ public struct ReferenceServer: Sendable {
         public var connections = ConnectionLimits()
         /// Serve HTTPS with these files; `nil`: plain HTTP.
         public var tls: TLSFiles?
+        /// A file of named tokens (one a line, `NAME TOKEN`), read again when it changes; when
+        /// set, it replaces `token`.
+        public var tokenFile: String?
         /// The scheme://host[:port] written into documents as the base of file URLs; `nil` = the
         /// address the uploading client used.
         public var publicURL: String?
@@ -69,6 +72,7 @@ public struct ReferenceServer: Sendable {
     /// Where the server listens, once it does: the base of upload URLs without `--public-url`.
     let listening = ListeningAddress()
     let tlsConfiguration: TLSConfiguration?
+    let tokens: TokenStore
     /// `https` with `--tls-cert`, else `http`.
     public var scheme: String { tlsConfiguration == nil ? "http" : "https" }
 
@@ -80,6 +84,7 @@ public struct ReferenceServer: Sendable {
         self.blobs = try BlobDirectory(root: configuration.dataDirectory + "/uploads")
         self.wallClock = wallClock
         self.tlsConfiguration = try configuration.tls?.configuration()
+        self.tokens = try configuration.tokenFile.map { try TokenStore(file: $0) } ?? TokenStore(token: configuration.token)
     }
 
     /// The Hummingbird application. `onRunning` receives the bound address (useful with port 0).
@@ -88,7 +93,7 @@ public struct ReferenceServer: Sendable {
     {
         let router = Router(context: BasicRequestContext.self)
         router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: store.storeID))
-        router.middlewares.add(TokenMiddleware(token: configuration.token))
+        router.middlewares.add(TokenMiddleware(tokens: tokens))
         addRoutes(to: router)
         let host = configuration.host
         let listening = self.listening

@@ -14,7 +14,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var listen: ListenOptions
 
-    @Option(help: "A file whose first line is the token clients must send (else DOCSYNC_TOKEN, else one is generated into DATA/token).")
+    @Option(help: "A file of the tokens clients may send, one a line (NAME TOKEN, or TOKEN), read again when it changes (else DOCSYNC_TOKEN, else one is generated into DATA/token).")
     var tokenFile: String?
 
     @Option(help: "Largest document accepted, in bytes.")
@@ -43,8 +43,10 @@ struct Serve: AsyncParsableCommand {
         let logger = bootstrapLogging(logLevel)
         let dataDirectory = absolutePath(data)
         let token: String
-        if tokenFile != nil || ProcessInfo.processInfo.environment["DOCSYNC_TOKEN"] != nil {
-            token = try resolveToken(file: tokenFile)
+        if tokenFile != nil {
+            token = ""  // the file's tokens, read by the server
+        } else if ProcessInfo.processInfo.environment["DOCSYNC_TOKEN"] != nil {
+            token = try resolveToken(file: nil)
         } else {
             let (generated, file, _) = try ensureToken(in: dataDirectory)
             token = generated
@@ -54,6 +56,7 @@ struct Serve: AsyncParsableCommand {
         var configuration = ReferenceServer.Configuration(
             host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize,
             maxUploadBytes: maxUploadSize, publicURL: publicURL)
+        configuration.tokenFile = tokenFile.map(absolutePath)
         if let tlsCert, let tlsKey { configuration.tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey)) }
         let server = try ReferenceServer(configuration: configuration)
         let scheme = server.scheme

@@ -164,3 +164,30 @@ extension HeavySuites {
     }
 }
 }
+
+/// Several named tokens in a file, changed without a restart.
+extension HeavySuites {
+@Suite(.serialized) struct TokenFileTests {
+    @Test func tokensAreAddedAndRevokedByEditingTheFile() async throws {
+        let work = try TempFolder("tokens")
+        defer { work.remove() }
+        try work.write("tokens", "# who may sync\nalice token-a\nbob token-b\n")
+        let server = try await TestServer.start(configure: { $0.tokenFile = work.file("tokens") })
+        func status(_ token: String) async throws -> Int {
+            try await server.api.request("GET", "/api/stats", token: .some(token)).status
+        }
+        #expect(try await status("token-a") == 200)
+        #expect(try await status("token-b") == 200)
+        #expect(try await status("token-c") == 401)
+        try work.write("tokens", "alice token-a\ncarol token-c\n")
+        #expect(await eventually { (try? await status("token-b")) == 401 }, "bob's token is revoked without a restart")
+        #expect(try await status("token-c") == 200)
+        #expect(try await status("token-a") == 200)
+        // A file emptied while being rewritten keeps the tokens as they were.
+        try work.write("tokens", "")
+        try await Task.sleep(for: .milliseconds(1_100))
+        #expect(try await status("token-a") == 200)
+        await server.stop()
+    }
+}
+}
