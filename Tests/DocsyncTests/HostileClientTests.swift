@@ -44,6 +44,21 @@ extension HeavySuites {
         // A new connection, too.
         let fresh = try await RawHTTP.exchange(port: port, head: "GET /api/time HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=half-open-token\r\n\r\n")
         #expect(fresh.hasPrefix("HTTP/1.1 200"))
+        // A 250 MB batch call is refused before its body is read: the server's memory does not move.
+        let before = Self.residentKiB(server.pid)
+        let refused = try await RawHTTP.exchange(
+            port: port,
+            head: "POST /api/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=half-open-token\r\nContent-Type: application/json\r\nContent-Length: 250000000\r\n\r\n",
+            body: String(repeating: "x", count: 1 << 20))
+        #expect(refused.hasPrefix("HTTP/1.1 413"))
+        #expect(Self.residentKiB(server.pid) - before < 8 << 10, "RSS \(before) KiB before, \(Self.residentKiB(server.pid)) KiB after")
+    }
+
+    /// VmRSS of a process, KiB.
+    static func residentKiB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
     @Test func aHeadThatNeverEndsAndAnIdleConnectionAreClosed() async throws {
