@@ -343,18 +343,15 @@ struct ChangeApplier: Sendable {
     /// `folder`: the docType's folder, already opened through the gate (a page of new documents
     /// looks in it by name, without walking the path again for each).
     func freePath(for id: String, docType: String, avoiding taken: Set<String> = [], in folder: GatedFolder? = nil) -> String {
-        var candidate = "\(docType)/\(id).json"
-        var n = 2
-        func exists(_ path: String) -> Bool {
-            let file = folder.flatMap { try? GatedFile($0, String(path.dropFirst(docType.utf8.count + 1))) } ?? (try? gate.file(path))
-            return file.flatMap(FileSystem.info) != nil
-        }
-        // Through the gate: a name under a symlinked folder counts as free, and its write is refused.
-        while taken.contains(candidate) || exists(candidate) {
-            candidate = "\(docType)/\(id)-\(n).json"
+        var n = 1
+        while true {
+            let name = n == 1 ? "\(id).json" : "\(id)-\(n).json"
+            let candidate = "\(docType)/\(name)"
+            // Through the gate: a name under a symlinked folder counts as free, and its write is refused.
+            let file = folder.flatMap { try? GatedFile($0, name) } ?? (try? gate.file(candidate))
+            if !taken.contains(candidate) && file.flatMap(FileSystem.info) == nil { return candidate }
             n += 1
         }
-        return candidate
     }
 
     /// Writes `content` as the file at `path` (layout kept where the file exists, unchanged content

@@ -77,5 +77,22 @@ extension HeavySuites {
         try await agent.stop()
         await server.stop()
     }
+
+    /// A new document's free name is looked up in its docType's folder by name: a docType with
+    /// letters of several UTF-8 bytes (`café`) once had the name cut out of the path by bytes, so
+    /// a taken name looked free and the document never arrived.
+    @Test func aNewDocumentBesideATakenNameInANonASCIIFolderGetsTheNextName() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("non-ascii-doctype")
+        defer { folder.remove() }
+        try folder.write("café/x.json", #"{"id":"local","docType":"café"}"#)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually { (try? await server.api.documents(type: "café"))?["local"] != nil })
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"x","docType":"café","from":"server"}"#).status == 200)
+        #expect(await eventually { folder.exists("café/x-2.json") }, "written beside the taken name")
+        #expect(try folder.read("café/x.json").contains("local"))
+        try await agent.stop()
+        await server.stop()
+    }
 }
 }
