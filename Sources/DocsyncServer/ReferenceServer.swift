@@ -47,7 +47,7 @@ public struct ReferenceServer: Sendable {
         /// set, it replaces `token`.
         public var tokenFile: String?
         /// The scheme://host[:port] written into documents as the base of file URLs; `nil` = the
-        /// address the uploading client used.
+        /// address the server listens on (never the request's `Host`).
         public var publicURL: String?
 
         public init(
