@@ -36,9 +36,12 @@ let package = Package(
         .systemLibrary(name: "CGlibcExtras", path: "Sources/CGlibcExtras"),
         // sqlite3_config, variadic in C: process-wide SQLite settings.
         .systemLibrary(name: "CSQLiteExtras", path: "Sources/CSQLiteExtras"),
-        // The filesystem seam: inotify through Glibc, the event aggregator, the tree walker.
+        // Files through one gate: paths from outside never leave the root; reads, atomic replaces,
+        // renames and the trash; the tree walker.
+        .target(name: "DocsyncFiles", dependencies: ["DocsyncModel", "CGlibcExtras"]),
+        // The watcher: inotify through Glibc, recursive, and the event aggregator. It only watches.
         .target(name: "DocsyncWatcher", dependencies: [
-            "DocsyncModel", "CGlibcExtras",
+            "DocsyncModel", "DocsyncFiles",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Statements bound and read through SQLite's C API, for the rows read and written by the thousand.
@@ -53,22 +56,33 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        // Endpoint adapters: the PingPong REST endpoint, with clock samples taken from every reply.
-        .target(name: "DocsyncEndpoint", dependencies: [
-            "DocsyncModel", "DocsyncClock",
+        // The endpoint seam: what the engine needs from any document server (no HTTP in here).
+        .target(name: "DocsyncEndpoint", dependencies: ["DocsyncModel", "DocsyncClock"]),
+        // What HTTP adapters share: the client, credentials, clock samples from every reply,
+        // failures sorted by what to do, multipart file bodies.
+        .target(name: "DocsyncHTTP", dependencies: [
+            "DocsyncModel", "DocsyncClock", "DocsyncEndpoint",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOFoundationCompat", package: "swift-nio"),
-            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "Logging", package: "swift-log"),
         ]),
-        // The sync engine: scanner, reconciliation, outbox pusher, the watch loop.
-        .target(name: "DocsyncAgent", dependencies: [
-            "DocsyncModel", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock",
-            .product(name: "Logging", package: "swift-log"),
+        // Adapter: the PingPong REST endpoint and the reference endpoint's batch call.
+        .target(name: "DocsyncPingPong", dependencies: [
+            "DocsyncModel", "DocsyncClock", "DocsyncEndpoint", "DocsyncHTTP",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // Adapter: the sync-rails dialect of the sync-ios seed (one POST, `updated_at` watermarks).
+        .target(name: "DocsyncSyncRails", dependencies: [
+            "DocsyncModel", "DocsyncEndpoint", "DocsyncHTTP",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
+        // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
+        .target(name: "DocsyncAgent", dependencies: [
+            "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock",
+            .product(name: "Logging", package: "swift-log"),
         ]),
         // The reference endpoint (`docsync serve`): Hummingbird 2 over an embedded SQLite store.
         .target(name: "DocsyncServer", dependencies: [
@@ -83,17 +97,21 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .executableTarget(name: "docsync", dependencies: [
-            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncClock", "DocsyncIndex", "CGlibcExtras",
+            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails",
+            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "docsync-bench", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncWatcher",
+            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncFiles",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Helpers shared by the tests and the benchmark: processes, temp folders, polling, fault endpoints.
@@ -104,12 +122,11 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "DocsyncTests", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
-            "DocsyncAgent", "DocsyncServer", "DocsyncTestSupport",
+            "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
+            "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncAgent", "DocsyncServer", "DocsyncTestSupport",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

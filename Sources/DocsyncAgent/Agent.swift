@@ -1,12 +1,11 @@
-import AsyncHTTPClient
 import DocsyncClock
 import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
+import DocsyncFiles
 import DocsyncWatcher
 import Foundation
 import Logging
-import NIOCore
 
 /// How an agent is set up: the folder, the endpoint, the token and the limits.
 public struct AgentOptions: Sendable {
@@ -18,7 +17,6 @@ public struct AgentOptions: Sendable {
     public var maxFileSize: Int = DocumentRules.defaultMaxFileSize
     public var settle: Duration = .milliseconds(5)
     public var maxDelay: Duration = .milliseconds(100)
-    public var concurrency = 16
     /// How long one request may take before it counts as failed (and is retried).
     public var requestTimeout: Duration = .seconds(30)
     /// When no traffic has refreshed the clock estimate for this long, ask `/api/time`.
@@ -26,6 +24,8 @@ public struct AgentOptions: Sendable {
     public var retryPolicy = RetryPolicy()
     /// How often folders left without an inotify watch are rescanned.
     public var unwatchedRescan: Duration = .seconds(30)
+    /// How often an endpoint without a long poll is asked for changes.
+    public var pollInterval: Duration = .seconds(10)
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
     public var watchLimit: Int?
 
@@ -63,8 +63,7 @@ public actor Agent {
     let applier: ChangeApplier
     let lock = TreeLock()
     let ignore: IgnoreRules
-    let capabilities = Capabilities()
-    let endpoint: PingPongEndpoint
+    let endpoint: any DocumentEndpoint
     private var watcher: DirectoryWatcher?
     private(set) var stopRequested = false
     private let calibratorWake = WakeSignal()
@@ -75,9 +74,14 @@ public actor Agent {
     var scanRetry: Task<Void, Never>?
     var lastScanError: String?
 
-    /// - Parameter clock: the server clock (tests give one with a seam); by default one that logs
-    ///   through `logger` (a wall-clock step, headers it does not believe).
-    public init(options: AgentOptions, client: HTTPClient, clock: ServerClock? = nil, logger: Logger) throws {
+    /// - Parameters:
+    ///   - endpoint: makes the adapter for the folder's endpoint (the CLI picks it by URL).
+    ///   - clock: the server clock (tests give one with a seam); by default one that logs
+    ///     through `logger` (a wall-clock step, headers it does not believe).
+    public init(
+        options: AgentOptions, endpoint makeEndpoint: (EndpointContext) throws -> any DocumentEndpoint, clock: ServerClock? = nil,
+        logger: Logger
+    ) throws {
         let clock = clock ?? ServerClock(logger: logger)
         var root = options.root
         while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
@@ -92,9 +96,8 @@ public actor Agent {
         self.index = try Index.open(root: root)
         let ignore = TreeWalker.ignoreRules(root: root)
         self.ignore = ignore
-        var endpoint = PingPongEndpoint(baseURL: options.endpointURL, token: options.token, client: client, clock: clock)
-        endpoint.clientID = try Self.clientID(index)
-        endpoint.requestTimeout = .nanoseconds(Int64(options.requestTimeout.components.seconds) * 1_000_000_000 + options.requestTimeout.components.attoseconds / 1_000_000_000)
+        let endpoint = try makeEndpoint(
+            EndpointContext(clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token))
         let tokenFile = options.tokenFile
         let initialToken = options.token
         self.endpoint = endpoint
@@ -103,8 +106,7 @@ public actor Agent {
             return token
         }
         let pusher = Pusher(
-            index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
-            concurrency: options.concurrency, reloadToken: reloadToken)
+            index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy, reloadToken: reloadToken)
         self.pusher = pusher
         let gate = try PathGate(root: root)
         self.scanner = Scanner(
@@ -115,8 +117,8 @@ public actor Agent {
             uploading: uploading, reloadToken: reloadToken, uploadEnded: { pusher.wake() })
         self.applier = ChangeApplier(root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger)
         self.puller = Puller(
-            endpoint: endpoint, index: index, applier: applier, lock: lock, capabilities: capabilities,
-            policy: options.retryPolicy, logger: logger)
+            endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger,
+            pollInterval: options.pollInterval)
     }
 
     /// Watches and pushes until ``stop()``: reconciles the tree with the index first (what changed
@@ -232,7 +234,7 @@ public actor Agent {
 
     private func attachPusher() async {
         let uploader = self.uploader
-        await pusher.attach(capabilities: capabilities, applier: applier, lock: lock, uploading: uploading, writesAcknowledged: { uploader.wake() })
+        await pusher.attach(applier: applier, lock: lock, uploading: uploading, writesAcknowledged: { uploader.wake() })
     }
 
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.
@@ -268,7 +270,7 @@ public actor Agent {
     func refreshCalibration() async {
         if (clock.estimateAge ?? .seconds(Int64.max / 2_000_000_000)) >= options.clockMaxAge {
             do throws(EndpointError) {
-                _ = try await endpoint.time()
+                try await endpoint.sampleClock()
             } catch {
                 logger.debug("no clock sample from the endpoint", metadata: ["error": "\(error)"])
             }
@@ -294,7 +296,7 @@ public actor Agent {
             await calibratorWake.wait(timeout: wait)
             if stopRequested { return }
             if (clock.estimateAge ?? options.clockMaxAge) >= options.clockMaxAge {
-                _ = try? await endpoint.time()
+                try? await endpoint.sampleClock()
                 await saveCalibration()
             }
         }
@@ -323,7 +325,7 @@ public actor Agent {
         if failure == nil { failure = await uploader.drain() }
         // An upload makes a new revision; a document change queued behind it goes out now.
         if failure == nil, (try await index.read { try $0.pendingCount(kind: "put") }) > 0 { failure = await pusher.drain() }
-        if failure == nil, capabilities.batch != false {
+        if failure == nil, endpoint.capabilities.pull != .none {
             failure = await puller.pullAll()
         }
         await saveCalibration()

@@ -1,6 +1,6 @@
 import DocsyncIndex
 import DocsyncModel
-import DocsyncWatcher
+import DocsyncFiles
 import Foundation
 
 #if canImport(Glibc)

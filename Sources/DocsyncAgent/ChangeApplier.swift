@@ -1,6 +1,7 @@
 import DocsyncClock
 import DocsyncIndex
 import DocsyncModel
+import DocsyncFiles
 import DocsyncWatcher
 import Foundation
 import Logging
@@ -75,7 +76,7 @@ struct ChangeApplier: Sendable {
     /// server content reaches a file (a new file, an update, a merge, a conflict copy, and so
     /// `resolve --keep theirs`) starts here.
     private static func content(of remote: JSONObject, docType: String) -> JSONObject {
-        FileReference.defused(Scanner.wireBody(remote, docType: docType))
+        FileReference.defused(WireForm.body(remote, docType: docType))
     }
 
     /// Whether `docType` can name a folder inside the synced one.
@@ -178,7 +179,8 @@ struct ChangeApplier: Sendable {
         }
         let rev = Self.revision(of: remote)
         var known = try await index.read { try $0.document(id: id) }
-        if let known, let seen = known.serverRev, seen >= rev {
+        // A server without revisions (rev 0) is never "older": its content decides.
+        if rev > 0, let known, let seen = known.serverRev, seen >= rev {
             summary.skipped += 1  // our own write coming back, or older than what we have
             return
         }
@@ -435,7 +437,7 @@ struct ChangeApplier: Sendable {
             self.file = file
             self.readStart = readStart
             fileHash = file.map { ContentHash.sha256Hex($0.bytes) }
-            let body = Scanner.wireBody(content, docType: docType)
+            let body = WireForm.body(content, docType: docType)
             bodyText = JSONWriter.string(.object(body))
             bodyHash = ContentHash.sha256Hex(bodyText.utf8)
             // A base equal to the body (every document a pull writes new) is not written out twice.

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import DocsyncIndex
-import DocsyncWatcher
+import DocsyncFiles
 
 /// One agent per folder: an exclusive `flock` on `.docsync/agent.lock`, held while the agent runs,
 /// with the holder's pid written inside for the message a second one gets.

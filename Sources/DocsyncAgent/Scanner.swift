@@ -1,6 +1,7 @@
 import DocsyncClock
 import DocsyncIndex
 import DocsyncModel
+import DocsyncFiles
 import DocsyncWatcher
 import Foundation
 import Logging
@@ -252,12 +253,12 @@ struct Scanner: Sendable {
     /// has no whitespace around it either: the same bytes are neither written nor hashed twice.
     /// Any other text is written into room for the source and the docType.
     static func wireText(_ object: JSONObject, docType: String, source: (bytes: [UInt8], hash: String)? = nil) -> (text: String, hash: String) {
-        if let source, isWireBody(object), let range = JSONWriter.compactRange(of: source.bytes) {
+        if let source, WireForm.isBody(object), let range = JSONWriter.compactRange(of: source.bytes) {
             let text = String(decoding: source.bytes[range], as: UTF8.self)
             return (text, range.count == source.bytes.count ? source.hash : ContentHash.sha256Hex(text.utf8))
         }
         let capacity = source.map { $0.bytes.count + 16 + docType.utf8.count } ?? 256
-        let text = JSONWriter.string(.object(wireBody(object, docType: docType)), capacity: capacity)
+        let text = JSONWriter.string(.object(WireForm.body(object, docType: docType)), capacity: capacity)
         return (text, ContentHash.sha256Hex(text.utf8))
     }
 
@@ -618,20 +619,6 @@ struct Scanner: Sendable {
         try tx.enqueue(
             key: "doc:\(row.id)", docID: row.id, kind: "put", payload: nil,
             bodyHash: row.deletedAt == nil ? row.bodyHash : "deleted:" + row.bodyHash, queuedAt: stamp)
-    }
-
-    /// The document as sent: the file's object without the sync layer's own fields, with the
-    /// docType written out when it came from the folder.
-    static func wireBody(_ object: JSONObject, docType: String) -> JSONObject {
-        var body = object
-        for key in DocumentRules.reservedKeys { body[key] = nil }
-        if body["docType"] == nil { body["docType"] = .string(docType) }
-        return body
-    }
-
-    /// Whether `wireBody` leaves `object` as it is: it has its docType and none of the reserved fields.
-    static func isWireBody(_ object: JSONObject) -> Bool {
-        object["docType"] != nil && !object.members.contains { DocumentRules.isReserved($0.key) }
     }
 }
 

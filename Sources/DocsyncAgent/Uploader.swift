@@ -4,16 +4,6 @@ import DocsyncIndex
 import DocsyncModel
 import Foundation
 import Logging
-import Synchronization
-
-/// Document ids, shared between tasks: the documents whose file is being uploaded right now.
-final class DocumentSet: Sendable {
-    private let ids = Mutex(Set<String>())
-
-    func insert(_ id: String) { ids.withLock { _ = $0.insert(id) } }
-    func remove(_ id: String) { ids.withLock { _ = $0.remove(id) } }
-    func snapshot() -> Set<String> { ids.withLock { $0 } }
-}
 
 /// Runs the FileUpload jobs of the outbox (entries of kind `upload`).
 ///
@@ -27,7 +17,7 @@ actor Uploader {
     let root: String
     let realRoot: String
     let index: Index
-    private(set) var endpoint: PingPongEndpoint
+    let endpoint: any DocumentEndpoint
     let clock: ServerClock
     let logger: Logger
     let policy: RetryPolicy
@@ -48,7 +38,7 @@ actor Uploader {
     static let concurrency = 2
 
     init(
-        root: String, index: Index, endpoint: PingPongEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy,
+        root: String, index: Index, endpoint: any DocumentEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy,
         uploading: DocumentSet, reloadToken: @escaping @Sendable () -> String? = { nil }, uploadEnded: @escaping @Sendable () -> Void
     ) {
         self.reloadToken = reloadToken
@@ -238,7 +228,7 @@ actor Uploader {
                 else { return }
                 doc.serverRev = rev
                 if let local = try? JSONParser.parse(doc.body).object {
-                    let base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(Scanner.wireBody(stored, docType: doc.docType), local: local)
+                    let base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(WireForm.body(stored, docType: doc.docType), local: local)
                     doc.base = JSONWriter.string(.object(base))
                 }
                 try tx.upsertDocument(doc)
@@ -253,11 +243,11 @@ actor Uploader {
 
     private func failed(_ job: Job, _ error: EndpointError) async {
         if case .unauthorized = error, let token = reloadToken() {
-            endpoint = endpoint.withToken(token)
+            endpoint.useCredential(token)
         }
         let permanent: Bool
         switch error {
-        case .rejected(let status, _) where status != 404 && status != 409: permanent = true
+        case .rejected, .unsupported: permanent = true
         default: permanent = false
         }
         let delay = policy.delay(afterFailures: job.entry.attempts + 1, unit: Double.random(in: 0..<1))

@@ -1,39 +1,44 @@
 import DocsyncModel
 
-/// How a request to the endpoint failed, sorted by what the agent should do about it.
+/// How a request to the endpoint failed, sorted by what the engine does about it. Adapters map
+/// their server's status codes and messages onto these; the engine reads nothing else.
 public enum EndpointError: Error, Sendable, CustomStringConvertible {
     /// No answer: connection refused or reset, timeout, name not resolved. Retry later.
     case unreachable(String)
-    /// 5xx or 429: the endpoint is there but cannot take the write now. Retry later, no sooner
-    /// than `retryAfter` when the server said so.
-    case unavailable(status: Int, message: String, retryAfter: Duration?)
-    /// 401/403: the token is wrong. Retrying would only hammer the server; pause pushing.
-    case unauthorized(status: Int, message: String)
-    /// Another 4xx: the server refuses this document. Retrying unchanged content cannot help.
-    case rejected(status: Int, message: String)
-    /// 409: the write was based on a revision that is no longer current.
-    case conflict(current: JSONValue?)
-    /// The reply could not be understood.
+    /// The endpoint is there but cannot take the request now (5xx, 429, a target not there yet).
+    /// Retry later, no sooner than `retryAfter` when the server said so.
+    case unavailable(String, retryAfter: Duration?)
+    /// The credential is wrong. Retrying would only hammer the server: pause until it changes.
+    case unauthorized(String)
+    /// The server refuses this document for `reason`. Retrying unchanged content cannot help.
+    case rejected(String)
+    /// The write was based on a revision that is no longer current; `current` is the server's
+    /// document when the reply carried it.
+    case conflict(current: JSONObject?)
+    /// The reply could not be understood. Retry later.
     case badReply(String)
     /// A file being uploaded could not be read (or changed while it was sent). Retry when it changes.
     case localFile(String)
+    /// The endpoint does not offer this at all (pull from a push-only server). Do not ask again.
+    case unsupported(String)
 
     public var isTransient: Bool {
         switch self {
         case .unreachable, .unavailable, .badReply, .localFile: true
-        case .unauthorized, .rejected, .conflict: false
+        case .unauthorized, .rejected, .conflict, .unsupported: false
         }
     }
 
     public var description: String {
         switch self {
         case .unreachable(let why): "endpoint unreachable: \(why)"
-        case .unavailable(let status, let message, _): "endpoint answered \(status): \(message)"
-        case .unauthorized(let status, let message): "token rejected (\(status)): \(message)"
-        case .rejected(let status, let message): "rejected by the endpoint (\(status)): \(message)"
-        case .conflict: "revision conflict (409)"
+        case .unavailable(let why, _): "endpoint answered \(why)"
+        case .unauthorized(let why): "token rejected (\(why))"
+        case .rejected(let reason): "rejected by the endpoint (\(reason))"
+        case .conflict: "revision conflict"
         case .badReply(let why): "unexpected reply from the endpoint: \(why)"
         case .localFile(let why): why
+        case .unsupported(let why): why
         }
     }
 }

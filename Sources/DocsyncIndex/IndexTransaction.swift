@@ -621,7 +621,7 @@ extension OutboxEntry {
     /// The entry and the revision its document is at (`o` the outbox, `d` the document, `b` its body, joined).
     static let columns = """
         o.seq, o.key, o.doc_id, o.kind, o.version, o.payload, o.body_hash, o.queued_at, o.attempts, o.next_attempt_at,
-        o.last_error, d.server_rev, b.body, d.updated_at, d.deleted_at, d.doc
+        o.last_error, d.server_rev, b.body, d.updated_at, d.deleted_at, d.doc, d.doc_type
         """
 
     convenience init(_ s: borrowing RawStatement) {
@@ -638,7 +638,7 @@ extension OutboxEntry {
             seq: s.int64(0) ?? 0, key: s.string(1), docID: s.string(2), kind: s.string(3), version: s.int64(4) ?? 0,
             payload: payload, bodyHash: s.string(6), queuedAt: s.int64(7) ?? 0,
             attempts: Int(s.int64(8) ?? 0), nextAttemptAt: s.int64(9) ?? 0, lastError: s.text(10), serverRev: s.int64(11),
-            docKey: s.int64(15))
+            docKey: s.int64(15), docType: s.text(16))
     }
 }
 

@@ -103,10 +103,12 @@ public final class OutboxEntry: Sendable {
     public let serverRev: Int64?
     /// The document's integer key in the index (`nil` if it has no row): what acknowledgements find it by.
     public let docKey: Int64?
+    /// The document's docType (`nil` if it has no row).
+    public let docType: String?
 
     public init(
         seq: Int64, key: String, docID: String, kind: String, version: Int64, payload: String, bodyHash: String, queuedAt: Int64,
-        attempts: Int, nextAttemptAt: Int64, lastError: String?, serverRev: Int64?, docKey: Int64?
+        attempts: Int, nextAttemptAt: Int64, lastError: String?, serverRev: Int64?, docKey: Int64?, docType: String? = nil
     ) {
         self.seq = seq
         self.key = key
@@ -121,6 +123,7 @@ public final class OutboxEntry: Sendable {
         self.lastError = lastError
         self.serverRev = serverRev
         self.docKey = docKey
+        self.docType = docType
     }
 }
 

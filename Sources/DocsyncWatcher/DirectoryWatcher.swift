@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Logging
 import Synchronization
+import DocsyncFiles
 import DocsyncModel
 
 /// Watches a folder tree with the kernel's inotify, called directly (no libinotifytools: it keeps

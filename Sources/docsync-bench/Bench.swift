@@ -3,7 +3,7 @@ import AsyncHTTPClient
 import DocsyncClock
 import DocsyncModel
 import DocsyncTestSupport
-import DocsyncWatcher
+import DocsyncFiles
 import Foundation
 import GRDB
 import NIOCore

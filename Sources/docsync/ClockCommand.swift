@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import DocsyncClock
 import DocsyncEndpoint
+import DocsyncHTTP
 import DocsyncModel
 import Foundation
 
@@ -28,14 +29,13 @@ struct ClockCommand: AsyncParsableCommand {
     func run() async throws {
         let clock = ServerClock(method: method, window: max(16, samples))
         let client = try makeHTTPClient()
-        let api = PingPongEndpoint(baseURL: endpoint.endpoint, token: try endpoint.token(), client: client, clock: clock)
+        let context = EndpointContext(clientID: "clock", clock: clock, requestTimeout: .seconds(30), credential: try endpoint.token())
+        let api = try EndpointChoice(url: endpoint.endpoint).factory(client: client)(context)
         var failure: EndpointError?
         for _ in 0..<samples {
             do throws(EndpointError) {
-                _ = try await api.time()
+                try await api.sampleClock()
             } catch {
-                // A 404 from a server without /api/time still carries Date headers: keep sampling.
-                if case .rejected = error { continue }
                 failure = error
                 break
             }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import DocsyncModel
-import DocsyncWatcher
+import DocsyncFiles
 import Foundation
 
 /// Conflict copies: `<name>.sync-conflict-<yyyyMMdd-HHmmss>.json` beside `<name>.json`.

@@ -1,12 +1,12 @@
 import ArgumentParser
 import DocsyncAgent
-import DocsyncEndpoint
+import DocsyncHTTP
 import Foundation
 import Logging
 
 /// Where the agent's endpoint is and how to authenticate to it.
 struct EndpointOptions: ParsableArguments {
-    @Option(help: "The endpoint's base URL, e.g. http://127.0.0.1:8080.")
+    @Option(help: "The endpoint: http(s)://HOST:PORT (PingPong routes, the reference endpoint) or syncrails+http(s)://HOST:PORT/api/sync?resource=events.")
     var endpoint: String
 
     @Option(help: "A file whose first line is the token (else the DOCSYNC_TOKEN environment variable).")
@@ -16,9 +16,7 @@ struct EndpointOptions: ParsableArguments {
     var caFile: String?
 
     func validate() throws {
-        guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {
-            throw ValidationError("--endpoint must be an http:// or https:// URL, got '\(endpoint)'")
-        }
+        _ = try EndpointChoice(url: endpoint)
     }
 
     func token() throws -> String {
@@ -55,17 +53,22 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Seconds one request to the endpoint may take before it is retried.")
     var requestTimeout: Double = 30
 
+    @Option(help: "Seconds between pulls from an endpoint without a long poll (sync-rails).")
+    var pollInterval: Double = 10
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
 
     func validate() throws {
         guard maxFileSize > 0 else { throw ValidationError("--max-file-size must be positive") }
         guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be positive") }
+        guard (0.1...86_400).contains(pollInterval) else { throw ValidationError("--poll-interval must be between 0.1 and 86400 seconds") }
     }
 
     func apply(to options: inout AgentOptions) {
         options.maxFileSize = maxFileSize
         options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000))
+        options.pollInterval = .milliseconds(Int64(pollInterval * 1000))
     }
 }
 
@@ -110,7 +113,8 @@ func withAgent<T>(
     let client = try makeHTTPClient(caFile: endpoint.caFile.map(absolutePath))
     let result: T
     do {
-        result = try await body(try Agent(options: options, client: client, logger: logger))
+        let makeEndpoint = try EndpointChoice(url: endpoint.endpoint).factory(client: client)
+        result = try await body(try Agent(options: options, endpoint: makeEndpoint, logger: logger))
     } catch {
         try? await client.shutdown()
         throw error

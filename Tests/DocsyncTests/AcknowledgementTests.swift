@@ -1,4 +1,5 @@
 @testable import DocsyncAgent
+import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
@@ -24,7 +25,7 @@ import Testing
 
     @Test func anAcknowledgementMakesTheSentBodyTheBase() async throws {
         try await withQueued { index, entry in
-            let ack = Pusher.Acknowledgement(entry, stored: ["id": "a", "rev": 3, "updated_at": "1970-01-01T00:00:01.000Z"])
+            let ack = Acknowledgement(entry, outcome: .storedAsSent(revision: 3))
             try await index.write { tx in try ack.record(tx: tx, anyUploads: false) }
             let doc = try #require(try await index.read { try $0.document(id: "a") })
             #expect(doc.base == sent && doc.serverRev == 3 && doc.state == .synced)
@@ -43,7 +44,7 @@ import Testing
                 try tx.upsertDocument(doc)
                 try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: nil, bodyHash: doc.bodyHash, queuedAt: 2)
             }
-            let ack = Pusher.Acknowledgement(entry, stored: ["id": "a", "rev": 3, "updated_at": "1970-01-01T00:00:01.000Z"])
+            let ack = Acknowledgement(entry, outcome: .storedAsSent(revision: 3))
             try await index.write { tx in try ack.record(tx: tx, anyUploads: false) }
             let doc = try #require(try await index.read { try $0.document(id: "a") })
             #expect(doc.body == edited)
@@ -56,7 +57,7 @@ import Testing
     @Test func anEchoedDocumentIsTheBaseAsTheServerHoldsIt() async throws {
         try await withQueued { index, entry in
             let stored: JSONValue = ["id": "a", "docType": "note", "v": 1, "extra": "added by the server", "rev": 3]
-            let ack = Pusher.Acknowledgement(entry, stored: stored)
+            let ack = Acknowledgement(entry, outcome: .stored(stored.object!))
             try await index.write { tx in try ack.record(tx: tx, anyUploads: false) }
             let doc = try #require(try await index.read { try $0.document(id: "a") })
             #expect(doc.base == #"{"id":"a","docType":"note","v":1,"extra":"added by the server"}"#)

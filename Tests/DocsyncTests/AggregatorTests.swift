@@ -1,3 +1,4 @@
+import DocsyncFiles
 import DocsyncWatcher
 import Testing
 

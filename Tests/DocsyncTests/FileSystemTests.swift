@@ -1,7 +1,7 @@
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
-import DocsyncWatcher
+import DocsyncFiles
 import Foundation
 import Testing
 @testable import DocsyncAgent

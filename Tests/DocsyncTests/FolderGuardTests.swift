@@ -21,7 +21,7 @@ extension HeavySuites {
         let first = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
         try folder.write("notes/a.json", #"{"id":"a","docType":"note"}"#)
         #expect(await eventually { (try? await server.api.documents(type: "note"))?["a"] != nil })
-        let second = try Agent(options: AgentOptions(root: folder.path, endpointURL: server.url, token: server.token), client: agentClient, logger: CapturedLogs().logger())
+        let second = try Agent(options: AgentOptions(root: folder.path, endpointURL: server.url, token: server.token), endpoint: pingPong(server.url), logger: CapturedLogs().logger())
         await #expect { try await second.run() } throws: { error in
             "\(error)".contains("another docsync (pid \(getpid())) is already syncing \(folder.path)")
         }

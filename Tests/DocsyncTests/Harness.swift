@@ -3,10 +3,13 @@ import Testing
 @testable import DocsyncAgent
 import DocsyncClock
 import DocsyncEndpoint
+import DocsyncHTTP
+import DocsyncPingPong
 import DocsyncIndex
 import DocsyncModel
 import DocsyncServer
 import DocsyncTestSupport
+import DocsyncFiles
 import DocsyncWatcher
 import Foundation
 import Logging
@@ -107,7 +110,7 @@ final class TestAgent: Sendable {
         var options = AgentOptions(root: folder.path, endpointURL: endpoint, token: token)
         options.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(500))
         configure(&options)
-        let agent = try Agent(options: options, client: agentClient, clock: clock, logger: logs.logger(level: logLevel))
+        let agent = try Agent(options: options, endpoint: pingPong(options.endpointURL), clock: clock, logger: logs.logger(level: logLevel))
         let task = Task { try await agent.run() }
         return TestAgent(agent: agent, folder: folder, task: task, index: try Index.open(root: folder.path), logs: logs)
     }
@@ -182,6 +185,16 @@ func carefulEdit(_ folder: TempFolder, _ path: String, _ change: (inout JSONObje
 /// Reads a document file's id.
 /// The client the `docsync` binary uses, so tests exercise its connection behaviour.
 let agentClient = try! makeHTTPClient()
+
+/// The reference endpoint's adapter at `url`, as the CLI makes it for an `http://` endpoint.
+func pingPong(_ url: String) -> @Sendable (EndpointContext) -> any DocumentEndpoint {
+    { context in
+        PingPongEndpoint(
+            transport: HTTPTransport(
+                baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+            token: context.credential)
+    }
+}
 
 func idOf(_ folder: TempFolder, _ path: String) throws -> String? {
     try DocumentRules.parseObject(Array(folder.bytes(path))).object?["id"]?.string

@@ -2,7 +2,7 @@ import DocsyncAgent
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
-import DocsyncWatcher
+import DocsyncFiles
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import DocsyncModel
 import DocsyncTestSupport
+import DocsyncFiles
 import DocsyncWatcher
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
+import DocsyncFiles
 import DocsyncWatcher
 import Foundation
 import Testing

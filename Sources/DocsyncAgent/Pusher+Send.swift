@@ -1,0 +1,72 @@
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+
+extension Pusher {
+    /// What sending `entries` needs from the index: the revision each document was last known at,
+    /// and its files' uploads.
+    func sendingContext(_ entries: [OutboxEntry]) async -> ([String: Int64], [String: AttachmentMapping]) {
+        // The revision each document was last known at (read with its entry): the server refuses a
+        // write based on an older one, and the document is merged instead of overwriting someone
+        // else's edit.
+        let revisions = Dictionary(entries.compactMap { e in e.serverRev.map { (e.docID, $0) } }, uniquingKeysWith: { a, _ in a })
+        let mappings = (try? await index.read { tx -> [String: AttachmentMapping] in
+            var mappings: [String: AttachmentMapping] = [:]
+            let anyUploads = try tx.hasUploads()
+            for e in entries where anyUploads || FileReference.mayAppear(in: e.payload) {
+                mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID))
+            }
+            return mappings
+        }) ?? [:]
+        return (revisions, mappings)
+    }
+
+    /// Sends `entries` in calls of the endpoint's size, all at once (a probe while offline, and
+    /// one-shot `sync`).
+    func send(_ entries: [OutboxEntry]) async -> [Sent] {
+        let (revisions, mappings) = await sendingContext(entries)
+        let capabilities = endpoint.capabilities
+        let chunks = Self.chunks(of: entries, documents: capabilities.documentsPerCall, bytes: capabilities.bytesPerCall)
+        return await withTaskGroup(of: [Sent].self) { group in
+            for chunk in chunks { group.addTask { await self.push(chunk, revisions: revisions, mappings: mappings) } }
+            var all: [Sent] = []
+            for await outcome in group { all += outcome }
+            return all
+        }
+    }
+
+    /// Sends `entries` in one push call. Changes from others that come back with the reply are
+    /// applied to the folder.
+    func push(_ entries: [OutboxEntry], revisions: [String: Int64], mappings: [String: AttachmentMapping]) async -> [Sent] {
+        let changes = entries.map { e in
+            OutgoingChange(
+                id: e.docID, docType: e.docType ?? "", body: Self.wirePayload(e, mapping: mappings[e.docID]), baseRevision: revisions[e.docID])
+        }
+        let pullsToo = endpoint.capabilities.pullsWithPush && applier != nil
+        let cursor = pullsToo ? (try? await index.read { try $0.meta("cursor") }).flatMap { $0.map(SyncCursor.init) } : nil
+        let reply: PushReply
+        do throws(EndpointError) {
+            reply = try await endpoint.push(changes, pullingAfter: cursor)
+        } catch {
+            return entries.map { ($0, .failed(error)) }
+        }
+        if let pulled = reply.pulled, let applier {
+            // Another server, or this one restored: its changes since our cursor are not all it
+            // has; the pull starts over instead (the acknowledgements below still hold).
+            let replaced = (try? await Puller.serverWasReplaced(pulled, index: index, logger: logger)) ?? false
+            if replaced {
+                wake()
+            } else {
+                try? await Puller.apply(pulled, endpoint: endpoint, applier: applier, index: index, lock: lock, logger: logger)
+            }
+        }
+        return entries.map { e in (e, reply.outcomes[e.docID] ?? .failed(.badReply("the reply does not mention document \(e.docID)"))) }
+    }
+
+    /// The text sent for an entry: its payload, with file references replaced by what the server
+    /// should hold. Parsed only when the document has files.
+    static func wirePayload(_ entry: OutboxEntry, mapping: AttachmentMapping?) -> String {
+        guard let mapping, case .object(let object)? = try? JSONParser.parse(entry.payload) else { return entry.payload }
+        return JSONWriter.string(.object(mapping.toWire(object)))
+    }
+}

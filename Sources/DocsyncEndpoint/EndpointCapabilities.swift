@@ -1,0 +1,41 @@
+/// What an endpoint offers, declared by its adapter: the engine shapes its work from this and
+/// never guesses from a status code.
+public struct EndpointCapabilities: Sendable, Equatable {
+    /// How the engine learns of the server's changes.
+    public enum Pull: Sendable, Equatable {
+        /// Not known yet (the adapter finds out with its first replies).
+        case unknown
+        /// Push only: nothing is pulled.
+        case none
+        /// A pull may wait on the server until something changes.
+        case longPoll
+        /// Pull again every `--poll-interval`.
+        case poll
+    }
+
+    /// Changes per push call, and its byte budget (a larger change goes alone).
+    public var documentsPerCall: Int
+    public var bytesPerCall: Int
+    /// Push calls the engine keeps in flight at once.
+    public var callsInFlight: Int
+    public var pull: Pull
+    /// A push call also returns the changes since the cursor it was given.
+    public var pullsWithPush: Bool
+    /// The server refuses a write based on an old revision (a conflict, merged by the engine).
+    /// Without it the last write wins on the server.
+    public var detectsConflicts: Bool
+    public var uploads: Bool
+
+    public init(
+        documentsPerCall: Int, bytesPerCall: Int, callsInFlight: Int, pull: Pull, pullsWithPush: Bool, detectsConflicts: Bool,
+        uploads: Bool
+    ) {
+        self.documentsPerCall = documentsPerCall
+        self.bytesPerCall = bytesPerCall
+        self.callsInFlight = callsInFlight
+        self.pull = pull
+        self.pullsWithPush = pullsWithPush
+        self.detectsConflicts = detectsConflicts
+        self.uploads = uploads
+    }
+}

@@ -1,0 +1,30 @@
+import AsyncHTTPClient
+import DocsyncEndpoint
+import NIOSSL
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The HTTP client every docsync command uses against an endpoint.
+///
+/// A refused or failed connect is reported to the caller at once instead of being retried inside
+/// the connection pool until the connect timeout: the agent has its own retry policy (with
+/// backoff and logging), and an agent started offline must not sit for seconds before scanning.
+///
+/// `caFile`: PEM certificates trusted for `https://` endpoints instead of the system's.
+public func makeHTTPClient(caFile: String? = nil) throws -> HTTPClient {
+    var configuration = HTTPClient.Configuration()
+    if let caFile {
+        guard access(caFile, R_OK) == 0 else { throw EndpointError.localFile("cannot read the CA file \(caFile)") }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(caFile)
+        configuration.tlsConfiguration = tls
+    }
+    configuration.timeout = .init(connect: .seconds(5), read: .seconds(60))
+    var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+    pool.retryConnectionEstablishment = false
+    configuration.connectionPool = pool
+    configuration.decompression = .disabled
+    return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+}

@@ -1,0 +1,155 @@
+import AsyncHTTPClient
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncModel
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What every HTTP adapter shares: one base URL, the credential header, clock samples taken from
+/// every reply, replies read up to a cap, and the failures every server means the same way
+/// (no answer, 401/403, 429/5xx) sorted into ``EndpointError``s. Each adapter reads the rest of
+/// the statuses itself: only it knows what its server means by them.
+public final class HTTPTransport: Sendable {
+    public let baseURL: String
+    public let client: HTTPClient
+    public let clock: ServerClock?
+    /// Sent as `X-Docsync-Client`: a server that knows it leaves this client's writes out of the
+    /// changes it returns.
+    public let clientID: String?
+    public let requestTimeout: TimeAmount
+    private let authorization: Mutex<String?>
+
+    /// Replies larger than this are refused rather than buffered.
+    public static let maxReplyBytes = ProtocolLimits.maxReplyBytes
+
+    public init(baseURL: String, client: HTTPClient, clock: ServerClock?, clientID: String? = nil, requestTimeout: Duration = .seconds(30)) {
+        var url = baseURL
+        while url.hasSuffix("/") { url.removeLast() }
+        self.baseURL = url
+        self.client = client
+        self.clock = clock
+        self.clientID = clientID
+        let (seconds, attoseconds) = requestTimeout.components
+        self.requestTimeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.authorization = Mutex(nil)
+    }
+
+    /// The `Authorization` header's value from now on.
+    public func setAuthorization(_ value: String?) { authorization.withLock { $0 = value } }
+
+    /// A reply the transport did not sort out: 2xx, or a 4xx other than 401/403/429.
+    public struct Reply: Sendable {
+        public var status: Int
+        public var headers: HTTPHeaders
+        public var bytes: ByteBuffer
+        /// The body as JSON; `.null` when it is empty or not JSON.
+        public var json: JSONValue
+        public var ok: Bool { (200..<300).contains(status) }
+        /// The server's own words for a refusal: its `error`/`message`/`reason`, else the body's start.
+        public var message: String { HTTPTransport.errorMessage(json, bytes: bytes, status: status) }
+    }
+
+    /// Sends one request; `path` is appended to the base URL (or `url` replaces it).
+    public func send(
+        _ method: HTTPMethod, _ path: String, url: String? = nil, body: HTTPClientRequest.Body? = nil, contentType: String = "application/json",
+        headers: [(String, String)] = [], timeout: TimeAmount? = nil
+    ) async throws(EndpointError) -> Reply {
+        var request = HTTPClientRequest(url: url ?? (baseURL + path))
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let clientID { request.headers.add(name: "X-Docsync-Client", value: clientID) }
+        request.method = method
+        if let authorization = authorization.withLock({ $0 }) { request.headers.add(name: "Authorization", value: authorization) }
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "Cache-Control", value: "no-cache")
+        if let body {
+            request.headers.add(name: "Content-Type", value: contentType)
+            request.body = body
+        }
+        let (response, bytes) = try await execute(request, timeout: timeout ?? requestTimeout)
+        let status = Int(response.status.code)
+        let json = (try? JSONParser.parse(Array(buffer: bytes))) ?? .null
+        let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json)
+        if reply.ok {
+            guard !json.isNull || bytes.readableBytes == 0 else { throw .badReply("the body is not JSON") }
+            return reply
+        }
+        switch status {
+        case 401, 403: throw .unauthorized("\(status): \(reply.message)")
+        case 429, 500...599:
+            // A server's wait, believed up to a day (a hostile number must not hold the agent forever).
+            let retryAfter = reply.headers.first(name: "Retry-After").flatMap(Int.init).flatMap { (0...86_400).contains($0) ? Duration.seconds($0) : nil }
+            throw .unavailable("\(status): \(reply.message)", retryAfter: retryAfter)
+        default: return reply
+        }
+    }
+
+    private func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws(EndpointError) -> (HTTPClientResponse, ByteBuffer) {
+        let sentAt = clock?.seam.bootNanoseconds() ?? 0
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            let receivedAt = clock?.seam.bootNanoseconds() ?? 0
+            clock?.observe(headers: ReplyHeaders(response.headers), sentAt: sentAt, receivedAt: receivedAt)
+            return (response, try await response.body.collect(upTo: Self.maxReplyBytes))
+        } catch let error as FileReadError {
+            throw .localFile(error.description)
+        } catch {
+            throw .unreachable(Self.describe(error))
+        }
+    }
+
+    static func errorMessage(_ json: JSONValue, bytes: ByteBuffer, status: Int) -> String {
+        if let object = json.object {
+            for key in ["error", "message", "reason"] {
+                if let s = object[key]?.string { return s }
+                if let inner = object[key]?.object, let s = inner["message"]?.string { return s }
+            }
+        }
+        let text = String(buffer: bytes).prefix(200)
+        return text.isEmpty ? HTTPResponseStatus(statusCode: status).reasonPhrase : String(text)
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? HTTPClientError {
+            if e == .deadlineExceeded || e == .readTimeout { return "timed out" }
+            if e == .remoteConnectionClosed { return "connection closed by the server" }
+            return "\(e)"
+        }
+        if let e = error as? IOError {
+            // NIO phrases a refused connect as "connection reset (error set): …"; the errno says it plainly.
+            return String(cString: strerror(e.errnoCode)).lowercased()
+        }
+        return "\(error)"
+    }
+}
+
+extension ReplyHeaders {
+    init(_ headers: HTTPHeaders) {
+        self.init(
+            syncUTC: headers.first(name: "X-Sync-UTC"),
+            syncDuration: headers.first(name: "X-Sync-Duration"),
+            date: headers.first(name: "Date"))
+    }
+}
+
+extension String {
+    /// The string as one percent-encoded URL path segment (unreserved characters kept).
+    public func addingPercentEncodingForPathSegment() -> String {
+        var out = ""
+        for byte in utf8 {
+            let c = Character(Unicode.Scalar(byte))
+            if c.isASCII && (c.isLetter || c.isNumber || "-._~".contains(c)) {
+                out.append(c)
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                out += "%" + (hex.count < 2 ? "0" + hex : hex)
+            }
+        }
+        return out
+    }
+}

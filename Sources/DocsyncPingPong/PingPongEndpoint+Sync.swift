@@ -1,0 +1,75 @@
+import DocsyncEndpoint
+import DocsyncHTTP
+import DocsyncModel
+import NIOCore
+
+extension PingPongEndpoint {
+    /// The reply to a batch call.
+    struct SyncReply: Sendable {
+        /// Stored versions of what was sent, and what changed on the server since the cursor.
+        var success: [JSONObject]
+        var errors: [(id: String?, message: String, current: JSONObject?)]
+        var cursor: Int64
+        var more: Bool
+        /// The identity of the store that answered (`X-Docsync-Store`), when the server names one.
+        var store: String?
+    }
+
+    /// The batch call: sends `documents` (each may carry `rev`, its base revision) and receives
+    /// everything changed since `since`. With `wait`, an empty call is held by the server until
+    /// something changes (a long poll). With `echo: false` the endpoint may acknowledge a sent
+    /// document (`id`, `rev`, stamps: no `docType`) instead of returning it whole.
+    /// Throws ``EndpointError/unsupported(_:)`` when the server has no such call (404/405).
+    func sync(since: Int64, documents: [String], wait: Int? = nil, echo: Bool = true) async throws(EndpointError) -> SyncReply {
+        var body = ByteBuffer()
+        body.reserveCapacity(documents.reduce(64) { $0 + $1.utf8.count + 1 })
+        body.writeString("{\"since\":\(since),")
+        if !echo { body.writeString("\"echo\":false,") }
+        if let wait { body.writeString("\"wait\":\(wait),") }
+        body.writeString("\"documents\":[")
+        for (i, d) in documents.enumerated() {
+            if i > 0 { body.writeInteger(UInt8(ascii: ",")) }
+            body.writeString(d)
+        }
+        body.writeString("]}")
+        let timeout = wait.map { http.requestTimeout + .seconds(Int64($0)) } ?? http.requestTimeout
+        let reply = try await http.send(.POST, "/api/sync", body: .bytes(body), timeout: timeout)
+        if reply.status == 404 || reply.status == 405 {
+            setBatch(false)
+            throw .unsupported("the endpoint has no batch call (/api/sync)")
+        }
+        guard reply.ok else { throw Self.refusal(reply) }
+        setBatch(true)
+        return try Self.syncReply(reply)
+    }
+
+    private static func syncReply(_ reply: HTTPTransport.Reply) throws(EndpointError) -> SyncReply {
+        guard let object = reply.json.object, let documents = object["documents"]?.object,
+              case .number(let cursorText)? = object["cursor"], let cursor = Int64(cursorText)
+        else { throw .badReply("not a sync reply") }
+        var success: [JSONObject] = []
+        if case .array(let list)? = documents["success"] { for case .object(let o) in list { success.append(o) } }
+        var errors: [(String?, String, JSONObject?)] = []
+        if case .array(let list)? = documents["error"] {
+            for case .object(let e) in list { errors.append((e["id"]?.string, e["message"]?.string ?? "error", e["current"]?.object)) }
+        }
+        return SyncReply(
+            success: success, errors: errors, cursor: cursor, more: object["more"] == true, store: reply.headers.first(name: "X-Docsync-Store"))
+    }
+
+    /// What is under `"data"` in a 2xx reply; a refusal otherwise.
+    static func data(_ reply: HTTPTransport.Reply) throws(EndpointError) -> JSONValue? {
+        guard reply.ok else { throw refusal(reply) }
+        guard let data = reply.json.object?["data"] else { throw .badReply("no \"data\" in the reply") }
+        return data
+    }
+
+    /// A 4xx the transport left to us: 409 is a stale revision (with the current document).
+    static func refusal(_ reply: HTTPTransport.Reply) -> EndpointError {
+        if reply.status == 409 { return .conflict(current: reply.json.object?["data"]?.object ?? reply.json.object?["current"]?.object) }
+        return .rejected("\(reply.status): \(reply.message)")
+    }
+
+    /// The reference endpoint's cursor is its change sequence.
+    static func sequence(_ cursor: SyncCursor?) -> Int64 { cursor.flatMap { Int64($0.text) } ?? 0 }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DocsyncEndpoint
+import DocsyncHTTP
+import DocsyncPingPong
+import DocsyncSyncRails
+import Foundation
+
+/// The adapter an `--endpoint` URL selects — the one place that knows every adapter:
+/// - `http://HOST[:PORT]` or `https://…`: the PingPong routes (the reference endpoint, with its batch call);
+/// - `syncrails+http://HOST[:PORT]/api/sync?resource=events` (or `syncrails+https`): the sync-rails
+///   dialect; the resource (default `events`) is the docType it carries.
+enum EndpointChoice {
+    case pingPong(base: String)
+    case syncRails(origin: String, path: String, resource: String)
+
+    init(url: String) throws {
+        if url.hasPrefix("http://") || url.hasPrefix("https://") {
+            self = .pingPong(base: url)
+            return
+        }
+        if url.hasPrefix("syncrails+http://") || url.hasPrefix("syncrails+https://") {
+            guard let parts = URLComponents(string: String(url.dropFirst("syncrails+".count))), let scheme = parts.scheme, let host = parts.host
+            else { throw ValidationError("--endpoint: cannot read the URL '\(url)'") }
+            let resource = parts.queryItems?.first { $0.name == "resource" }?.value ?? "events"
+            guard !resource.isEmpty, resource.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
+                throw ValidationError("--endpoint: the resource must be letters, digits, '_' or '-', got '\(resource)'")
+            }
+            let origin = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)" + (parts.port.map { ":\($0)" } ?? "")
+            self = .syncRails(origin: origin, path: parts.path.isEmpty ? "/api/sync" : parts.path, resource: resource)
+            return
+        }
+        throw ValidationError("--endpoint must be an http://, https:// or syncrails+http(s):// URL, got '\(url)'")
+    }
+
+    /// Makes the adapter for one folder.
+    func factory(client: HTTPClient) -> @Sendable (EndpointContext) -> any DocumentEndpoint {
+        switch self {
+        case .pingPong(let base):
+            return { context in
+                PingPongEndpoint(transport: Self.transport(base, client, context), token: context.credential)
+            }
+        case .syncRails(let origin, let path, let resource):
+            return { context in
+                SyncRailsEndpoint(transport: Self.transport(origin, client, context), path: path, resource: resource, token: context.credential)
+            }
+        }
+    }
+
+    private static func transport(_ base: String, _ client: HTTPClient, _ context: EndpointContext) -> HTTPTransport {
+        HTTPTransport(baseURL: base, client: client, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout)
+    }
+}
