@@ -52,7 +52,7 @@ struct BlobDirectory: Sendable {
 /// the target document's property is set to the file's URL in one transaction. The reply is
 /// `{"data": <the updated document>}`.
 struct UploadRoutes: Sendable {
-    let store: DocumentStore
+    let store: any DocumentStore
     let blobs: BlobDirectory
     let feed: ChangeFeed
     let maxUploadBytes: Int64

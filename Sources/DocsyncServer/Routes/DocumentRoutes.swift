@@ -1,0 +1,80 @@
+import DocsyncModel
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The PingPong document routes: `PUT|POST|DELETE /api/document`, `GET /api/document/{id}`,
+/// `GET /api/document/type/{docType}`.
+struct DocumentRoutes: Sendable {
+    let store: any DocumentStore
+    let feed: ChangeFeed
+    /// Largest request body: one document and its envelope.
+    let limit: Int
+    let pace: ConnectionLimits
+    let now: @Sendable () -> Int64
+
+    func add(to router: Router<BasicRequestContext>) {
+        let (store, feed, limit, pace, now) = (self.store, self.feed, self.limit, self.pace, self.now)
+        router.put("/api/document") { request, context in
+            try await ReferenceServer.respond {
+                let object = try StoreRules.validate(try await ReferenceServer.json(request, limit: limit, pace: pace), requireID: true)
+                var ifMatch: Int64?
+                if let header = request.headers[.ifMatch] {
+                    guard let rev = Int64(header.trimmingCharacters(in: CharacterSet(charactersIn: "\" W/"))) else {
+                        throw StoreError(400, "If-Match must be a quoted revision number, like \"3\"")
+                    }
+                    ifMatch = rev
+                }
+                let stored = try await store.put(object, now: now(), ifMatch: ifMatch, client: ReferenceServer.client(request))
+                feed.published(try await store.latestSeq())
+                return .object(stored)
+            }
+        }
+        router.post("/api/document") { request, context in
+            try await ReferenceServer.respond(status: .created) {
+                var object = try StoreRules.validate(try await ReferenceServer.json(request, limit: limit, pace: pace), requireID: false)
+                if object["id"] == nil {
+                    object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
+                }
+                let stored = try await store.put(object, now: now(), mustCreate: true, client: ReferenceServer.client(request))
+                feed.published(try await store.latestSeq())
+                return .object(stored)
+            }
+        }
+        router.delete("/api/document") { request, context in
+            try await ReferenceServer.respond {
+                guard case .object(let o) = try await ReferenceServer.json(request, limit: limit, pace: pace),
+                      let id = o["id"]?.string, let docType = o["docType"]?.string
+                else { throw StoreError(400, "DELETE needs a body {\"id\": …, \"docType\": …}") }
+                let stored = try await store.delete(id: id, docType: docType, now: now())
+                feed.published(try await store.latestSeq())
+                return .object(stored)
+            }
+        }
+        router.get("/api/document/type/{docType}") { request, context in
+            let docType = ReferenceServer.parameter("docType", context)
+            let includeDeleted = request.uri.queryParameters.get("deleted") != "false"
+            do {
+                let bodies = try await store.list(docType: docType, includeDeleted: includeDeleted)
+                // Assemble the array from the stored texts: no parse and re-serialise per document.
+                var buffer = ByteBuffer(string: "{\"data\":[")
+                for (i, body) in bodies.enumerated() {
+                    if i > 0 { buffer.writeString(",") }
+                    buffer.writeString(body)
+                }
+                buffer.writeString("]}")
+                return ReferenceServer.response(.ok, buffer)
+            } catch {
+                return ReferenceServer.errorResponse(error)
+            }
+        }
+        router.get("/api/document/{id}") { _, context in
+            try await ReferenceServer.respond {
+                let id = ReferenceServer.parameter("id", context)
+                guard let doc = try await store.get(id: id) else { throw StoreError(404, "no document with id \(id)") }
+                return doc
+            }
+        }
+    }
+}

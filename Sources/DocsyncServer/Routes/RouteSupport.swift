@@ -1,0 +1,88 @@
+import DocsyncModel
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// What every route shares: reading a bounded JSON body, `{"data": …}` replies and errors.
+extension ReferenceServer {
+    /// A stored document reduced to what its writer does not already know.
+    static func acknowledgement(_ doc: JSONObject) -> JSONObject {
+        var ack = JSONObject()
+        for key in ["id", DocumentRules.revKey, DocumentRules.updatedAtKey, DocumentRules.deletedAtKey] {
+            if let value = doc[key] { ack[key] = value }
+        }
+        return ack
+    }
+
+    /// A path parameter, percent-decoded (`my%20notes` is the docType "my notes"); a malformed
+    /// escape is kept as it came, and matches nothing.
+    static func parameter(_ name: String, _ context: BasicRequestContext) -> String {
+        let raw = context.parameters.get(name) ?? ""
+        return raw.removingPercentEncoding ?? raw
+    }
+
+    /// The `X-Docsync-Client` id a request names (an agent's own, so its writes are not echoed).
+    static func client(_ request: Request) -> String? {
+        guard let name = HTTPField.Name("X-Docsync-Client"), let value = request.headers[name], DocumentRules.isSafeIdentifier(value) else { return nil }
+        return value
+    }
+
+    /// A JSON document route's body: at most one document (``ProtocolLimits``), no deeper than a
+    /// document may be.
+    static func json(_ request: Request, limit: Int, pace: ConnectionLimits) async throws -> JSONValue {
+        try await json(request, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth, pace: pace).value
+    }
+
+    /// Reads a JSON body of at most `limit` bytes: a `Content-Length` over it is refused before a
+    /// byte of the body is read (a client cannot make the server buffer what it will refuse), and
+    /// a body without one is cut off at the limit while it streams; one that trickles in slower
+    /// than the connection limits' pace is refused (408).
+    static func json(_ request: Request, limit: Int, maxDepth: Int, pace: ConnectionLimits) async throws -> (value: JSONValue, depth: Int) {
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw StoreError(413, "the request body is \(length) bytes, over the limit of \(limit) bytes")
+        }
+        var buffer = ByteBuffer()
+        var paced = ConnectionLimits.BodyPace(limits: pace)
+        for try await piece in request.body {
+            guard buffer.readableBytes + piece.readableBytes <= limit else {
+                throw StoreError(413, "the request body is over the limit of \(limit) bytes")
+            }
+            var piece = piece
+            let size = piece.readableBytes
+            buffer.writeBuffer(&piece)
+            try paced.add(size)
+        }
+        do {
+            return try JSONParser.parseMeasuringDepth(Array(buffer: buffer), maxDepth: maxDepth)
+        } catch {
+            throw StoreError(400, "the body is not valid JSON: \(error)")
+        }
+    }
+
+    static func respond(status: HTTPResponse.Status = .ok, _ body: () async throws -> JSONValue) async throws -> Response {
+        do {
+            let data = try await body()
+            var buffer = ByteBuffer(string: "{\"data\":")
+            buffer.writeBytes(JSONWriter.bytes(data))
+            buffer.writeString("}")
+            return response(status, buffer)
+        } catch {
+            return errorResponse(error)
+        }
+    }
+
+    static func errorResponse(_ error: any Error) -> Response {
+        if let e = error as? StoreError {
+            var object = JSONObject([(key: "error", value: .string(e.message))])
+            if let current = e.current { object["data"] = current }
+            return response(.init(code: e.status), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
+        }
+        let object: JSONValue = ["error": .string("internal error: \(error)")]
+        return response(.internalServerError, ByteBuffer(bytes: JSONWriter.bytes(object)))
+    }
+
+    static func response(_ status: HTTPResponse.Status, _ buffer: ByteBuffer) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+    }
+}

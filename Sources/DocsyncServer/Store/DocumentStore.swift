@@ -1,0 +1,115 @@
+import DocsyncModel
+
+/// Where the reference endpoint keeps its documents: what the routes need from any store.
+///
+/// The contract every store keeps (written as tests in `StoreConformanceTests`):
+/// - each write gives the document a revision one above its last (`rev`, from 1); a write with
+///   `ifMatch` is refused (409, with the current document) unless that is the stored revision,
+///   checked in the transaction that writes;
+/// - `updated_at` is the client's stamp when it is well formed and not in the future, else the
+///   store's `now`; `deleted_at` makes a tombstone; nothing is removed;
+/// - every write takes the next number of one change sequence, in commit order, and a reader that
+///   follows the sequence (`sync(since:)`) sees every change exactly once;
+/// - a write made with a client id is not returned to that client by `sync`;
+/// - a body is stored as its exact text: key order and number literals kept.
+///
+/// The rules themselves are in ``StoreRules`` and ``ChangePage``; a store supplies the storage.
+public protocol DocumentStore: Sendable {
+    /// This store's identity, made with it (sent as `X-Docsync-Store`).
+    var storeID: String { get }
+
+    /// Upserts `object` by id. `ifMatch`: only over that revision; `mustCreate`: only if new.
+    /// Returns the document as stored.
+    func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?) async throws -> JSONObject
+
+    /// The batch call: upserts every document (each may carry `rev`, its base revision), then
+    /// lists what changed after `since`, in one transaction so the cursor never skips a write.
+    func sync(
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, measureDepth: Bool
+    ) async throws -> SyncOutcome
+
+    /// Marks a document deleted (its tombstone keeps the body with `deleted_at`).
+    func delete(id: String, docType: String, now: Int64) async throws -> JSONObject
+
+    /// Records an uploaded blob and sets `property` of the target document to `url`, as a new revision.
+    func attach(blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?)
+        async throws -> JSONObject
+
+    func get(id: String) async throws -> JSONValue?
+    /// The stored texts of one docType, ordered by id.
+    func list(docType: String, includeDeleted: Bool) async throws -> [String]
+    func blob(sha256: String) async throws -> StoredBlob?
+    func blobCount() async throws -> Int
+    /// The latest change sequence.
+    func latestSeq() async throws -> Int64
+    func stats() async throws -> StoreStats
+}
+
+extension DocumentStore {
+    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false, client: String? = nil) async throws -> JSONObject {
+        try await put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client)
+    }
+
+    public func sync(
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int = ProtocolLimits.maxPageBytes, client: String? = nil,
+        measureDepth: Bool = false
+    ) async throws -> SyncOutcome {
+        try await sync(since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, measureDepth: measureDepth)
+    }
+}
+
+/// A request the store refuses, with the HTTP status that says why.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var status: Int
+    public var message: String
+    /// For 409: the document as currently stored.
+    public var current: JSONValue?
+
+    public init(_ status: Int, _ message: String, current: JSONValue? = nil) {
+        self.status = status
+        self.message = message
+        self.current = current
+    }
+
+    public var description: String { message }
+}
+
+/// The outcome of one batch call.
+public struct SyncOutcome: Sendable {
+    /// Stored versions of the documents the request sent.
+    public var stored: [JSONObject] = []
+    public var errors: [JSONObject] = []
+    /// Documents changed since the cursor that the request did not send itself (stored texts).
+    public var changes: [String] = []
+    public var cursor: Int64 = 0
+    /// More changes wait beyond `cursor` (ask again).
+    public var more = false
+
+    public init() {}
+}
+
+/// Counts for `/api/stats`.
+public struct StoreStats: Sendable {
+    public var documents: Int
+    public var tombstones: Int
+    public var seq: Int64
+
+    public init(documents: Int, tombstones: Int, seq: Int64) {
+        self.documents = documents
+        self.tombstones = tombstones
+        self.seq = seq
+    }
+}
+
+/// One stored upload: its content address, length and media type.
+public struct StoredBlob: Sendable, Hashable {
+    public var sha256: String
+    public var size: Int64
+    public var contentType: String
+
+    public init(sha256: String, size: Int64, contentType: String) {
+        self.sha256 = sha256
+        self.size = size
+        self.contentType = contentType
+    }
+}

@@ -1,0 +1,166 @@
+import DocsyncModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The rules that make a document store correct, kept apart from any storage so that every store
+/// applies the same ones: what a client may send, what a write stores (revision, stamps,
+/// tombstone, size), and what a tombstone and an attachment change.
+public enum StoreRules {
+    /// Validates a document the client sent: an object with a string `docType` and, when
+    /// `requireID`, a safe string `id`. `measureDepth`: the caller's parse could not rule out
+    /// nesting deeper than ``ProtocolLimits/maxDocumentDepth`` (checked here, per document, so one
+    /// deep document in a batch is refused alone).
+    public static func validate(_ value: JSONValue, requireID: Bool, measureDepth: Bool = false) throws(StoreError) -> JSONObject {
+        guard case .object(let object) = value else { throw StoreError(400, "the document must be a JSON object, not \(value.kindName)") }
+        if measureDepth, value.containerDepth > ProtocolLimits.maxDocumentDepth {
+            throw StoreError(400, "the document is nested deeper than \(ProtocolLimits.maxDocumentDepth) levels")
+        }
+        guard let docType = object["docType"] else { throw StoreError(400, "the document has no \"docType\"") }
+        guard case .string(let type) = docType else { throw StoreError(400, "\"docType\" must be a string") }
+        if let why = DocumentRules.docTypeProblem(type) { throw StoreError(400, "invalid \"docType\": \(why)") }
+        if let id = object["id"] {
+            guard case .string(let s) = id, DocumentRules.isSafeIdentifier(s) else {
+                throw StoreError(400, "\"id\" must be a string of letters, digits, '_' and '-' (at most 128)")
+            }
+        } else if requireID {
+            throw StoreError(400, "the document has no \"id\"")
+        }
+        return object
+    }
+
+    /// A write the store is to make: the document as stored and the columns it is found by.
+    public struct Version: Sendable {
+        public var id: String
+        public var docType: String
+        public var object: JSONObject
+        /// The stored text: compact JSON, the client's key order and number literals.
+        public var body: String
+        public var rev: Int64
+        public var updatedAt: Int64
+        public var deletedAt: Int64?
+    }
+
+    /// What writing `input` over a document at `existingRev` (`nil`: none) stores. Throws 409
+    /// (without the current document, which the store adds) when `mustCreate` finds one or
+    /// `ifMatch` is not the stored revision, 413 when the stored text is over `maxBytes`.
+    public static func write(
+        _ input: JSONObject, existingRev: Int64?, ifMatch: Int64?, mustCreate: Bool, now: Int64, maxBytes: Int
+    ) throws(StoreError) -> Version {
+        var object = input
+        let id = object["id"]?.string ?? ""
+        if mustCreate, existingRev != nil { throw StoreError(409, "a document with id \(id) exists already; PUT updates it") }
+        if let ifMatch, (existingRev ?? 0) != ifMatch {
+            throw StoreError(409, "revision \(ifMatch) is not current (current: \(existingRev ?? 0))")
+        }
+        let rev = (existingRev ?? 0) + 1
+        // The change's own time, if the client stamped one (offline work is stamped when it was
+        // made, in server-calibrated time) and it is not in the future; otherwise now.
+        let updatedAt = stamp(object[DocumentRules.updatedAtKey], now: now) ?? now
+        object[DocumentRules.updatedAtKey] = .string(Timestamp(unixMilliseconds: updatedAt).rfc3339)
+        var deletedAt: Int64?
+        if let d = object[DocumentRules.deletedAtKey], !d.isNull {
+            let at = stamp(d, now: now) ?? now
+            deletedAt = at
+            object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: at).rfc3339)
+        } else {
+            object[DocumentRules.deletedAtKey] = nil
+        }
+        object[DocumentRules.revKey] = .number(String(rev))
+        let body = JSONWriter.string(.object(object))
+        // Every route, the batch call included: what is stored is what any agent can take back.
+        if body.utf8.count > maxBytes + ProtocolLimits.envelopeSlack {
+            throw StoreError(413, "the document is \(body.utf8.count) bytes, over the limit of \(maxBytes)")
+        }
+        return Version(
+            id: id, docType: object["docType"]?.string ?? "", object: object, body: body, rev: rev, updatedAt: updatedAt, deletedAt: deletedAt)
+    }
+
+    /// A client stamp the store accepts: a well-formed RFC 3339 time no later than `now` (+2 s for
+    /// rounding and calibration error). A stamp from the future is replaced by `now`.
+    public static func stamp(_ value: JSONValue?, now: Int64) -> Int64? {
+        guard let s = value?.string, let t = Timestamp(rfc3339: s) else { return nil }
+        return t.unixMilliseconds <= now + 2000 ? min(t.unixMilliseconds, now) : nil
+    }
+
+    /// The body a delete stores over `stored` (of `storedType`); `nil` when it is a tombstone already.
+    public static func tombstone(of stored: String, storedType: String, id: String, docType: String, now: Int64) throws -> JSONObject? {
+        guard storedType == docType else { throw StoreError(400, "document \(id) has docType \(storedType), not \(docType)") }
+        guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
+        if let d = object[DocumentRules.deletedAtKey], !d.isNull { return nil }
+        object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
+        object[DocumentRules.updatedAtKey] = nil
+        return object
+    }
+
+    /// The body an upload stores over `stored`: `property` set to the file's URL. Refused for a
+    /// document of another docType or a tombstone.
+    public static func attaching(
+        _ url: String, as property: String, to stored: String, storedType: String, deleted: Bool, id: String, docType: String
+    ) throws -> JSONObject {
+        guard storedType == docType else { throw StoreError(400, "document \(id) has docType \(storedType), not \(docType)") }
+        guard !deleted else { throw StoreError(404, "document \(id) is deleted") }
+        guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
+        object[property] = .string(url)
+        return object
+    }
+
+    /// The error entry of a batch call for a document it could not store.
+    public static func batchError(id: String?, _ error: StoreError) -> JSONObject {
+        var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
+        if let current = error.current { entry["current"] = current }
+        return entry
+    }
+}
+
+/// One page of the change sequence, as a batch call returns it: fed the rows after `since` in
+/// sequence order, it ends at `limit` documents or once its bodies pass `maxBytes` (at least one
+/// document a page, so a large one still moves the cursor), leaving out what the call itself sent.
+public struct ChangePage: Sendable {
+    let since: Int64
+    let limit: Int
+    let maxBytes: Int
+    let sent: Set<String>
+    private var taken = 0
+    private var bytes = 0
+    private var last: Int64
+    public private(set) var changes: [String] = []
+    public private(set) var more = false
+
+    public init(since: Int64, limit: Int, maxBytes: Int, sent: Set<String>) {
+        self.since = since
+        self.limit = limit
+        self.maxBytes = maxBytes
+        self.sent = sent
+        self.last = since
+    }
+
+    /// Takes the next row; `false` once the page is full (the row is not taken).
+    public mutating func offer(id: String, body: String, seq: Int64) -> Bool {
+        if taken == limit || (taken > 0 && bytes >= maxBytes) {
+            more = true
+            return false
+        }
+        taken += 1
+        last = seq
+        if !sent.contains(id) {
+            bytes += body.utf8.count
+            changes.append(body)
+        }
+        return true
+    }
+
+    /// The cursor to return: the last row taken when more wait, else the latest change. A `since`
+    /// past the latest change comes from a client that synced with another store, or with this one
+    /// before it was restored from an older copy: the lower cursor it gets back tells it to
+    /// reconcile in full.
+    public func cursor(latest: Int64) -> Int64 { more ? last : latest }
+}
+
+/// The real clock's Unix nanoseconds: when a write was stored, for measuring sync latency.
+func storedAtNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
