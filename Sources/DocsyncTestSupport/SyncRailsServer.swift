@@ -26,7 +26,13 @@ public final class SyncRailsServer: Sendable {
     private let boundPort = Mutex(0)
     private let group = Mutex<ServiceGroup?>(nil)
 
-    public init(resource: String = "events") { self.resource = resource }
+    /// Requests must carry `Authorization: Token token=<token>` when one is set (401 otherwise).
+    public let token: String?
+
+    public init(resource: String = "events", token: String? = nil) {
+        self.resource = resource
+        self.token = token
+    }
 
     /// The `--endpoint` that selects the sync-rails adapter for this server.
     public var endpoint: String { "syncrails+http://127.0.0.1:\(boundPort.withLock { $0 })/api/sync?resource=\(resource)" }
@@ -40,7 +46,10 @@ public final class SyncRailsServer: Sendable {
     public func setNow(_ seconds: Int64?) { state.withLock { $0.now = seconds } }
 
     /// Stores `object` as if another client had posted it.
-    public func put(_ object: JSONObject) { _ = state.withLock { Self.save(object, in: &$0) } }
+    public func put(_ object: JSONValue) {
+        guard case .object(let o) = object else { return }
+        _ = state.withLock { Self.save(o, in: &$0) }
+    }
 
     public func start() async throws {
         let router = Router()
@@ -65,6 +74,7 @@ public final class SyncRailsServer: Sendable {
 
     private func sync(_ request: Request) async throws -> Response {
         var request = request
+        if let token, request.headers[.authorization] != "Token token=\(token)" { return Self.reply(401, #"{"error":"bad token"}"#) }
         let body = try await request.collectBody(upTo: 64 << 20)
         guard case .object(let call)? = try? JSONParser.parse(Array(buffer: body)) else { return Self.reply(400, #"{"error":"not JSON"}"#) }
         let since = call["updated_at"]?.string.flatMap { Timestamp(rfc3339: $0) }.map { $0.unixMilliseconds / 1000 } ?? 0

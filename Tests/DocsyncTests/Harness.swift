@@ -5,6 +5,7 @@ import DocsyncClock
 import DocsyncEndpoint
 import DocsyncHTTP
 import DocsyncPingPong
+import DocsyncSyncRails
 import DocsyncIndex
 import DocsyncModel
 import DocsyncServer
@@ -104,13 +105,13 @@ final class TestAgent: Sendable {
 
     static func start(
         folder: TempFolder, endpoint: String, token: String, logLevel: Logger.Level = .info, clock: ServerClock? = nil,
-        configure: (inout AgentOptions) -> Void = { _ in }
+        adapter: AdapterMaker? = nil, configure: (inout AgentOptions) -> Void = { _ in }
     ) async throws -> TestAgent {
         let logs = CapturedLogs()
         var options = AgentOptions(root: folder.path, endpointURL: endpoint, token: token)
         options.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(500))
         configure(&options)
-        let agent = try Agent(options: options, endpoint: pingPong(options.endpointURL), clock: clock, logger: logs.logger(level: logLevel))
+        let agent = try Agent(options: options, endpoint: adapter?.make ?? pingPong(options.endpointURL), clock: clock, logger: logs.logger(level: logLevel))
         let task = Task { try await agent.run() }
         return TestAgent(agent: agent, folder: folder, task: task, index: try Index.open(root: folder.path), logs: logs)
     }
@@ -185,6 +186,21 @@ func carefulEdit(_ folder: TempFolder, _ path: String, _ change: (inout JSONObje
 /// Reads a document file's id.
 /// The client the `docsync` binary uses, so tests exercise its connection behaviour.
 let agentClient = try! makeHTTPClient()
+
+/// Makes an agent's adapter (a struct, so that a test's trailing closure stays the agent's options).
+struct AdapterMaker: Sendable {
+    let make: @Sendable (EndpointContext) -> any DocumentEndpoint
+}
+
+/// The sync-rails adapter for `server`, as the CLI makes it for a `syncrails+http://` endpoint.
+func syncRailsAdapter(_ server: SyncRailsServer) -> AdapterMaker {
+    AdapterMaker { context in
+        SyncRailsEndpoint(
+            transport: HTTPTransport(
+                baseURL: server.origin, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+            path: "/api/sync", resource: server.resource, token: context.credential)
+    }
+}
 
 /// The reference endpoint's adapter at `url`, as the CLI makes it for an `http://` endpoint.
 func pingPong(_ url: String) -> @Sendable (EndpointContext) -> any DocumentEndpoint {

@@ -1,0 +1,162 @@
+import DocsyncModel
+import DocsyncServer
+import DocsyncTestSupport
+import Testing
+
+/// A document store to test, and how to make a fresh one: a new store adds a case here and
+/// passes `StoreConformanceTests` unchanged.
+struct StoreFixture: Sendable, CustomTestStringConvertible {
+    let name: String
+    let make: @Sendable () async throws -> (store: any DocumentStore, cleanup: @Sendable () async -> Void)
+
+    var testDescription: String { name }
+
+    static let all: [StoreFixture] = [sqlite]
+
+    static let sqlite = StoreFixture(name: "sqlite") {
+        let folder = try TempFolder("store")
+        return (try SQLiteDocumentStore(path: folder.file("documents.sqlite")), { folder.remove() })
+    }
+}
+
+/// The contract of the store seam, in code (see ``DocumentStore``): revisions, If-Match, stamps,
+/// tombstones, the change sequence and "not echoed to its writer", for every store.
+@Suite struct StoreConformanceTests {
+    let now: Int64 = 1_800_000_000_000
+
+    func with(_ fixture: StoreFixture, _ body: (any DocumentStore) async throws -> Void) async throws {
+        let (store, cleanup) = try await fixture.make()
+        do {
+            try await body(store)
+        } catch {
+            await cleanup()
+            throw error
+        }
+        await cleanup()
+    }
+
+    func doc(_ id: String, _ fields: String = "") -> JSONObject {
+        try! JSONParser.parse(#"{"id":"\#(id)","docType":"note"\#(fields.isEmpty ? "" : ",")\#(fields)}"#).object!
+    }
+
+    func rev(_ object: JSONObject?) -> Int64? { if case .number(let r)? = object?[DocumentRules.revKey] { Int64(r) } else { nil } }
+
+    @Test(arguments: StoreFixture.all)
+    func revisionsStrictlyIncreasePerDocument(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            var revisions: [Int64] = []
+            for i in 0..<5 { revisions.append(rev(try await store.put(doc("a", #""v":\#(i)"#), now: now)) ?? 0) }
+            #expect(revisions == [1, 2, 3, 4, 5])
+            #expect(rev(try await store.put(doc("b"), now: now)) == 1, "per document")
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func ifMatchRefusesAStaleRevisionWithTheCurrentDocument(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            _ = try await store.put(doc("a", #""v":1"#), now: now)
+            _ = try await store.put(doc("a", #""v":2"#), now: now, ifMatch: 1)
+            await #expect { try await store.put(doc("a", #""v":3"#), now: now, ifMatch: 1) } throws: { error in
+                guard let e = error as? StoreError else { return false }
+                return e.status == 409 && e.current?.object?["v"] == 2
+            }
+            await #expect(throws: StoreError.self) { try await store.put(doc("a"), now: now, mustCreate: true) }
+            #expect(try await store.get(id: "a")?.object?["v"] == 2, "the refused write changed nothing")
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func aClientStampIsKeptUnlessItIsFromTheFuture(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            let past = Timestamp(unixMilliseconds: now - 60_000).rfc3339
+            let future = Timestamp(unixMilliseconds: now + 3_600_000).rfc3339
+            let kept = try await store.put(doc("p", #""updated_at":"\#(past)""#), now: now)
+            let replaced = try await store.put(doc("f", #""updated_at":"\#(future)""#), now: now)
+            let garbage = try await store.put(doc("g", #""updated_at":"yesterday""#), now: now)
+            #expect(kept[DocumentRules.updatedAtKey]?.string == past)
+            #expect(replaced[DocumentRules.updatedAtKey]?.string == Timestamp(unixMilliseconds: now).rfc3339)
+            #expect(garbage[DocumentRules.updatedAtKey]?.string == Timestamp(unixMilliseconds: now).rfc3339)
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func aDeleteLeavesATombstoneThatIsListedAndFollowed(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            _ = try await store.put(doc("t", #""v":1"#), now: now)
+            let before = try await store.latestSeq()
+            let tombstone = try await store.delete(id: "t", docType: "note", now: now + 1)
+            #expect(tombstone[DocumentRules.deletedAtKey]?.string != nil)
+            #expect(try await store.get(id: "t")?.object?[DocumentRules.deletedAtKey]?.string != nil, "never removed")
+            #expect(try await store.list(docType: "note", includeDeleted: true).count == 1)
+            #expect(try await store.list(docType: "note", includeDeleted: false).isEmpty)
+            let after = try await store.sync(since: before, documents: [], now: now, limit: 100)
+            #expect(after.changes.count == 1 && after.changes[0].contains("deleted_at"))
+            #expect(try await store.stats().tombstones == 1)
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func aFollowerOfTheSequenceSeesEveryChangeOnceInPages(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            for i in 0..<7 { _ = try await store.put(doc("d\(i)"), now: now) }
+            _ = try await store.put(doc("d3", #""v":2"#), now: now)
+            var (cursor, seen, calls) = (Int64(0), [String](), 0)
+            while true {
+                let page = try await store.sync(since: cursor, documents: [], now: now, limit: 3)
+                seen += page.changes.compactMap { try? JSONParser.parse($0).object?["id"]?.string }
+                cursor = page.cursor
+                calls += 1
+                if !page.more { break }
+            }
+            #expect(seen == ["d0", "d1", "d2", "d4", "d5", "d6", "d3"], "in sequence order, the rewritten one once, last")
+            #expect(calls == 3 && cursor == 8)
+            #expect(try await store.sync(since: cursor, documents: [], now: now, limit: 3).changes.isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func aWriterIsNotSentItsOwnWritesBack(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            let mine = try await store.sync(since: 0, documents: [.object(doc("m"))], now: now, limit: 100, client: "agent-a")
+            #expect(mine.stored.count == 1 && mine.changes.isEmpty)
+            _ = try await store.put(doc("o"), now: now, client: "agent-b")
+            let forA = try await store.sync(since: 0, documents: [], now: now, limit: 100, client: "agent-a")
+            let forB = try await store.sync(since: 0, documents: [], now: now, limit: 100, client: "agent-b")
+            #expect(forA.changes.map { try? JSONParser.parse($0).object?["id"] } == [.string("o")])
+            #expect(forB.changes.map { try? JSONParser.parse($0).object?["id"] } == [.string("m")])
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func aBatchRefusesAStaleOrBadDocumentAloneAndStoresTheRest(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            _ = try await store.put(doc("s", #""v":1"#), now: now)
+            _ = try await store.put(doc("s", #""v":2"#), now: now)
+            let stale: JSONValue = .object(doc("s", #""v":9,"rev":1"#))
+            let outcome = try await store.sync(
+                since: 0, documents: [stale, ["docType": "note"], .object(doc("fine"))], now: now, limit: 100, client: "c")
+            #expect(outcome.stored.map { $0["id"] } == [.string("fine")])
+            #expect(outcome.errors.count == 2)
+            #expect(outcome.errors[0]["message"]?.string?.hasPrefix("revision") == true)
+            #expect(outcome.errors[0]["current"]?.object?["v"] == 2)
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func theExactTextIsKept(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            _ = try await store.put(try JSONParser.parse(#"{"z":1.50,"id":"x","docType":"note","a":12345678901234567890}"#).object!, now: now)
+            let text = try #require(try await store.list(docType: "note", includeDeleted: true).first)
+            #expect(text.hasPrefix(#"{"z":1.50,"id":"x","docType":"note","a":12345678901234567890,"#), "\(text)")
+        }
+    }
+
+    @Test(arguments: StoreFixture.all)
+    func aCursorPastTheLatestChangeIsAnsweredWithTheLatest(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            for i in 0..<3 { _ = try await store.put(doc("r\(i)"), now: now) }
+            let outcome = try await store.sync(since: 50, documents: [], now: now, limit: 100)
+            #expect(outcome.cursor == 3, "a lower cursor tells the client to reconcile")
+        }
+    }
+}
