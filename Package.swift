@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// The data path reads top to bottom: file → watcher → scanner → index → outbox → endpoint.
+/// The data path reads top to bottom: file → watcher → scanner → index → outbox → endpoint seam →
+/// adapters; then the reference server. Each target declares exactly what it imports.
 let package = Package(
     name: "docsync",
     platforms: [.macOS(.v15)],
@@ -130,8 +131,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
     ],
     swiftLanguageModes: [.v6]

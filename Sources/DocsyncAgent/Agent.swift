@@ -160,26 +160,7 @@ public actor Agent {
         pusher.wake()
         uploader.wake()
         settlerWake.signal()
-        var gone = false
-        for await batch in batches {
-            if let unwatched = batch.unwatchedFolders {
-                try? await index.write { try $0.setMeta("unwatched_folders", unwatched == 0 ? nil : String(unwatched)) }
-            }
-            if batch.rootGone {
-                gone = true
-                stop()  // everything winds down as for a stop asked for
-                break
-            }
-            do {
-                let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
-                if s.queued + s.deleted > 0 { pusher.wake() }
-                uploader.wake()
-                settlerWake.signal()
-                logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
-            } catch {
-                scanFailed(error)
-            }
-        }
+        let gone = await follow(batches)
         await pusher.stop()
         await uploader.stop()
         await puller.stop()
@@ -194,6 +175,31 @@ public actor Agent {
         await calibrating.value
         await saveCalibration()
         if gone { throw RootGone(root: options.root) }
+    }
+
+    /// Scans what each watcher batch names until the watcher stops; true when the folder itself
+    /// went away (moved or deleted).
+    private func follow(_ batches: AsyncStream<ChangeBatch>) async -> Bool {
+        let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
+        for await batch in batches {
+            if let unwatched = batch.unwatchedFolders {
+                try? await index.write { try $0.setMeta("unwatched_folders", unwatched == 0 ? nil : String(unwatched)) }
+            }
+            if batch.rootGone {
+                stop()  // everything winds down as for a stop asked for
+                return true
+            }
+            do {
+                let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
+                if s.queued + s.deleted > 0 { pusher.wake() }
+                uploader.wake()
+                settlerWake.signal()
+                logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
+            } catch {
+                scanFailed(error)
+            }
+        }
+        return false
     }
 
     /// Files read within moments of a change were recorded with a stat that cannot be trusted

@@ -53,7 +53,7 @@ struct ChangeApplier: Sendable {
 
     /// A change that could not be applied: again later if its file was changing under us,
     /// otherwise logged.
-    private func setAside(_ remote: JSONObject, after error: any Error, summary: inout Summary) {
+    func setAside(_ remote: JSONObject, after error: any Error, summary: inout Summary) {
         if error is ChangedOnDisk {
             summary.deferred.append(remote)
         } else {
@@ -62,12 +62,12 @@ struct ChangeApplier: Sendable {
     }
 
     /// The revision the server gave `remote` (0 if none).
-    private static func revision(of remote: JSONObject) -> Int64 {
+    static func revision(of remote: JSONObject) -> Int64 {
         if case .number(let r)? = remote[DocumentRules.revKey] { Int64(r) ?? 0 } else { 0 }
     }
 
     /// When `remote` was changed, in calibrated milliseconds (0 if not stamped).
-    private static func changeStamp(of remote: JSONObject) -> Int64 {
+    static func changeStamp(of remote: JSONObject) -> Int64 {
         remote[DocumentRules.updatedAtKey]?.string.flatMap { Timestamp(rfc3339: $0)?.unixMilliseconds } ?? 0
     }
 
@@ -75,234 +75,18 @@ struct ChangeApplier: Sendable {
     /// `{"$file": …}` it holds defused (see ``FileReference/fromServerKey``): every path by which
     /// server content reaches a file (a new file, an update, a merge, a conflict copy, and so
     /// `resolve --keep theirs`) starts here.
-    private static func content(of remote: JSONObject, docType: String) -> JSONObject {
+    static func content(of remote: JSONObject, docType: String) -> JSONObject {
         FileReference.defused(WireForm.body(remote, docType: docType))
     }
 
     /// Whether `docType` can name a folder inside the synced one.
-    private static func isFolderName(_ docType: String) -> Bool {
+    static func isFolderName(_ docType: String) -> Bool {
         DocumentRules.docTypeProblem(docType) == nil && !DocumentRules.isIgnoredName(docType)
-    }
-
-    /// Writes the documents new to this folder (no row in the index, not tombstones) as a group:
-    /// one look-up for all of them, their files created together (one flush to disk), one
-    /// transaction recording them all. One at a time (the path below: a few index round trips and a
-    /// transaction each) a first pull of 100,000 documents ran at ~300 a second. Returns the
-    /// documents left for that path, in their order.
-    private func applyNew(_ documents: [JSONObject], summary: inout Summary) async throws -> [JSONObject] {
-        struct New {
-            let position: Int
-            let id: String
-            let docType: String
-            let rev: Int64
-            let stamp: Int64
-            let content: JSONObject
-            var path = ""
-        }
-        var candidates: [New] = []
-        var ids = Set<String>()
-        for (position, remote) in documents.enumerated() {
-            // A second version of the same document in one page goes the other way, after the first.
-            guard let id = remote["id"]?.string, DocumentRules.isSafeIdentifier(id), ids.insert(id).inserted,
-                  let docType = remote["docType"]?.string, Self.isFolderName(docType), remote[DocumentRules.deletedAtKey]?.isNull ?? true
-            else { continue }
-            candidates.append(New(
-                position: position, id: id, docType: docType, rev: Self.revision(of: remote), stamp: Self.changeStamp(of: remote),
-                content: Self.content(of: remote, docType: docType)))
-        }
-        guard !candidates.isEmpty else { return documents }
-        let candidateIDs = candidates.map(\.id)
-        let known = try await index.read { try $0.documents(ids: candidateIDs) }
-        candidates.removeAll { known[$0.id] != nil }
-        guard !candidates.isEmpty else { return documents }
-        var taken = Set<String>()
-        // Opened once: a page's documents share a few folders (a folder the gate refuses is
-        // reported when its documents are written, below).
-        var folders: [String: GatedFolder] = [:]
-        for i in candidates.indices {
-            let docType = candidates[i].docType
-            if folders[docType] == nil { folders[docType] = try? gate.folder(docType, create: true) }
-            candidates[i].path = freePath(for: candidates[i].id, docType: docType, avoiding: taken, in: folders[docType])
-            taken.insert(candidates[i].path)
-        }
-        let paths = candidates.map(\.path)
-        // A row at a free path: a file deleted on disk whose deletion the index has not seen yet.
-        let recorded = try await index.read { try $0.files(at: paths) }
-        var creating: [(new: New, file: GatedFile)] = []
-        for new in candidates {
-            do {
-                guard recorded[new.path] == nil else { throw ChangedOnDisk() }
-                let slash = new.path.lastIndex(of: "/")!
-                let folderPath = String(new.path[..<slash])
-                let folder = try folders[folderPath] ?? gate.folder(folderPath, create: true)
-                folders[folderPath] = folder
-                creating.append((new, try GatedFile(folder, String(new.path[new.path.index(after: slash)...]))))
-            } catch {
-                setAside(documents[new.position], after: error, summary: &summary)
-            }
-        }
-        // The content is the wire body: no reserved fields, its docType written out.
-        let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content))) }
-        var records: [Written] = []
-        for ((new, target), created) in zip(creating, FileSystem.createAll(files)) {
-            do {
-                // Not created: a file appeared at that name meanwhile.
-                guard try created.get() else { throw ChangedOnDisk() }
-                let readStart = FileSystem.realtimeNanoseconds()
-                guard let file = try? FileSystem.read(target, maxSize: Int.max) else { throw ChangedOnDisk() }
-                records.append(Written(
-                    path: new.path, id: new.id, docType: new.docType, file: file, readStart: readStart, content: new.content,
-                    base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now()))
-            } catch {
-                setAside(documents[new.position], after: error, summary: &summary)
-            }
-        }
-        let written = records
-        if !written.isEmpty {
-            try await index.write { tx in
-                for record in written { try record.record(tx) }
-            }
-        }
-        summary.written += written.count
-        let handled = Set(candidates.map(\.position))
-        return documents.indices.filter { !handled.contains($0) }.map { documents[$0] }
-    }
-
-    private func apply(_ remote: JSONObject, summary: inout Summary) async throws {
-        guard let id = remote["id"]?.string, DocumentRules.isSafeIdentifier(id) else {
-            try await refuse(remote["id"]?.string ?? "(no id)", "its id is not a safe identifier", summary: &summary)
-            return
-        }
-        guard let docType = remote["docType"]?.string, Self.isFolderName(docType) else {
-            try await refuse(id, "its docType cannot be a folder name", summary: &summary)
-            return
-        }
-        let rev = Self.revision(of: remote)
-        var known = try await index.read { try $0.document(id: id) }
-        // A server without revisions (rev 0) is never "older": its content decides.
-        if rev > 0, let known, let seen = known.serverRev, seen >= rev {
-            summary.skipped += 1  // our own write coming back, or older than what we have
-            return
-        }
-        let remoteDeleted = remote[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false
-        let wireBody = Self.content(of: remote, docType: docType)
-        var mapped = try await localForm(wireBody, known: known)
-        // Our own write coming back before its acknowledgement was recorded: nothing to write.
-        if var doc = known, doc.deletedAt == nil, !remoteDeleted, (try? JSONParser.parse(doc.body)) == .object(mapped) {
-            doc.serverRev = rev
-            doc.base = JSONWriter.string(.object(mapped))
-            let final = doc
-            try await index.write { tx in
-                if let entry = try tx.outboxEntry(key: "doc:\(id)"), entry.bodyHash == final.bodyHash {
-                    try tx.removeEntry(entry)
-                }
-                var synced = final
-                if try tx.outboxEntry(key: "doc:\(id)") == nil { synced.state = .synced }
-                try tx.upsertDocument(synced)
-            }
-            summary.skipped += 1
-            return
-        }
-        if let path = known?.path {
-            // A .docsyncignore rule has covered the file since it was synced: it stays as it is
-            // (the index no longer follows it, so nothing could tell a save there from ours).
-            if scanner.walker.isIgnored(path, isDirectory: false) {
-                summary.skipped += 1
-                return
-            }
-            guard let info = FileSystem.info(absolute(path)) else {
-                summary.deferred.append(remote)  // moved or deleted on disk; the watcher will tell
-                return
-            }
-            // A local edit not scanned yet must reach the index before anything is written over it.
-            if let row = try await index.read({ try $0.file(at: path) }), FileStat(info) != row.stat {
-                let scanned = try await scanner.scan(ChangeBatch(paths: [path]))
-                if scanned.queued + scanned.deleted > 0 { scanner.queued() }
-                known = try await index.read { try $0.document(id: id) }
-                mapped = try await localForm(wireBody, known: known)
-            }
-        }
-        let remoteStamp = Self.changeStamp(of: remote)
-        let pending = try await index.read { try $0.outboxEntry(key: "doc:\(id)") }
-        let remoteBody = mapped
-
-        guard var doc = known else {
-            // New to this folder.
-            if remoteDeleted {
-                try await index.write { tx in
-                    try tx.upsertDocument(DocumentRow(
-                        id: id, docType: docType, path: nil, body: JSONWriter.string(.object(remoteBody)), bodyHash: "", serverRev: rev,
-                        base: JSONWriter.string(.object(remoteBody)), state: .synced))
-                }
-                summary.skipped += 1
-                return
-            }
-            let path = freePath(for: id, docType: docType)
-            try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
-            summary.written += 1
-            return
-        }
-
-        let base = doc.base.flatMap { try? JSONParser.parse($0) }
-        let localBody = (try? JSONParser.parse(doc.body))?.object ?? JSONObject()
-        let localDeleted = doc.deletedAt != nil
-
-        if pending == nil {
-            // Nothing local since the last agreed version: take the server's.
-            if remoteDeleted {
-                try await trash(&doc, rev: rev, body: remoteBody)
-                summary.trashed += 1
-            } else {
-                let path = doc.path ?? freePath(for: id, docType: docType)
-                try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
-                summary.written += 1
-            }
-            return
-        }
-
-        // Changed on both sides.
-        summary.merged += 1
-        switch (localDeleted, remoteDeleted) {
-        case (true, true):
-            doc.serverRev = rev
-            doc.base = JSONWriter.string(.object(remoteBody))
-            doc.state = .synced
-            let final = doc
-            try await index.write { tx in
-                if let p = pending { try tx.removeEntry(p) }
-                try tx.upsertDocument(final)
-            }
-        case (false, true):
-            // Edit beats delete: the document comes back, merged with its last content on the
-            // server (edits made elsewhere before the delete come back with it).
-            logger.info("document deleted on the server but edited here; the edit wins", metadata: ["doc.id": "\(id)"])
-            let merged = try await mergeAndWrite(
-                &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
-                remoteStamp: remoteStamp, pending: pending, forcePush: true)
-            _ = merged
-        case (true, false) where remoteBody == localBody:
-            // The server holds our own last version (sent before a crash, never acknowledged):
-            // nobody edited it, so the delete stands; re-send the tombstone against this revision.
-            doc.serverRev = rev
-            doc.base = JSONWriter.string(.object(remoteBody))
-            let final = doc
-            try await index.write { try $0.upsertDocument(final) }
-        case (true, false):
-            // Deleted here, edited there: the edit wins, the file comes back.
-            logger.info("document deleted here but edited on the server; the edit wins", metadata: ["doc.id": "\(id)"])
-            if let p = pending { _ = try await index.write { try $0.removeEntry(p) } }
-            let path = freePath(for: id, docType: docType)
-            try await writeFile(path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: remoteStamp)
-        case (false, false):
-            _ = try await mergeAndWrite(
-                &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
-                remoteStamp: remoteStamp, pending: pending, forcePush: false)
-        }
     }
 
     /// The server's version as the folder holds it: URLs of uploaded files back to the
     /// `{"$file": …}` references they came from (see ``AttachmentMapping``).
-    private func localForm(_ wireBody: JSONObject, known: DocumentRow?) async throws -> JSONObject {
+    func localForm(_ wireBody: JSONObject, known: DocumentRow?) async throws -> JSONObject {
         guard let known else { return wireBody }
         let rows = try await index.read { tx -> [UploadRow]? in
             guard try tx.hasUploads() || FileReference.mayAppear(in: known.body) else { return nil }
@@ -315,7 +99,7 @@ struct ChangeApplier: Sendable {
     /// Three-way merge of a local change with the server's version; the later stamp wins where both
     /// changed the same value, the other side's full version going to a conflict copy. The merged
     /// document is written and, unless the server already holds it (or `forcePush`), queued.
-    private func mergeAndWrite(
+    func mergeAndWrite(
         _ summary: inout Summary, doc: DocumentRow, id: String, docType: String, base: JSONValue?, local: JSONObject,
         remote: JSONObject, rev: Int64, remoteStamp: Int64, pending: OutboxEntry?, forcePush: Bool
     ) async throws -> JSONObject {
@@ -360,7 +144,7 @@ struct ChangeApplier: Sendable {
     /// never rewritten), and records file and document in one transaction. With `pending`, the
     /// merged content is queued for the server (replacing `pending`); otherwise the document is in
     /// sync at `rev`.
-    private func writeFile(
+    func writeFile(
         path: String, id: String, docType: String, content: JSONObject, base: JSONObject, rev: Int64, pending: OutboxEntry?, stamp: Int64
     ) async throws {
         let target = try gate.file(path, createFolders: true)
@@ -479,7 +263,7 @@ struct ChangeApplier: Sendable {
     }
 
     /// Moves the file of a document deleted on the server into `.docsync/trash/` (recoverable).
-    private func trash(_ doc: inout DocumentRow, rev: Int64, body: JSONObject) async throws {
+    func trash(_ doc: inout DocumentRow, rev: Int64, body: JSONObject) async throws {
         if let path = doc.path, let source = try? gate.file(path), FileSystem.info(source) != nil {
             let recorded = try await index.read { try $0.file(at: path) }
             let trashDir = try gate.folder(Index.stateFolderName + "/trash", create: true)
@@ -508,7 +292,7 @@ struct ChangeApplier: Sendable {
 
     /// Moves `source` to `<stem>.json` in the trash (`<stem>-2.json` and on, for another file
     /// trashed in the same second) and returns where it went.
-    private func moveToTrash(_ source: GatedFile, into trash: GatedFolder, stem: String) throws -> GatedFile {
+    func moveToTrash(_ source: GatedFile, into trash: GatedFolder, stem: String) throws -> GatedFile {
         var n = 1
         while true {
             let target = try GatedFile(trash, n == 1 ? stem + ".json" : "\(stem)-\(n).json")
@@ -523,7 +307,7 @@ struct ChangeApplier: Sendable {
 
     /// `<name>.sync-conflict-<UTC yyyyMMdd-HHmmss>.json` beside the document (`…-2.json` and on
     /// for more in the same second); never synced. The newest few are kept.
-    private func writeConflictCopy(of path: String, _ version: JSONObject) throws {
+    func writeConflictCopy(of path: String, _ version: JSONObject) throws {
         let document = try gate.file(path)
         let folder = document.folder
         let stem = (document.name.hasSuffix(".json") ? String(document.name.dropLast(5)) : document.name) + ".sync-conflict-"
@@ -548,7 +332,7 @@ struct ChangeApplier: Sendable {
         }
     }
 
-    private func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {
+    func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {
         summary.refused += 1
         let key = "refused:" + String(id.prefix(200))
         let known = try await index.read { try $0.meta(key) }

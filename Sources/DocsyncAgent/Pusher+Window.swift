@@ -15,60 +15,27 @@ extension Pusher {
     /// order (at most `recordingBacklog` waiting); the first failure stops the window, and it and
     /// the calls still in flight are recorded before anything else is sent.
     func pushWindow() async -> Outcome {
-        enum Event: Sendable {
-            case replied([OutboxEntry], [Sent])
-            case woken
-        }
         let capabilities = endpoint.capabilities
-        var inFlight = Set<String>()
-        var cursor: Int64 = 0
-        var sent = 0
-        var sentSinceStart = 0
-        var filling = true
-        var waitingForUploads = false
+        var window = Window()
         var outcome = Outcome.progressed
-        await withTaskGroup(of: Event.self) { group in
-            var running = 0
-            var waking = false
+        await withTaskGroup(of: WindowEvent.self) { group in
+            var (running, waking, filling) = (0, false, true)
             while true {
-                var rewound = false
+                window.rewound = false
                 var caughtUp = false
-                while filling && running < capabilities.callsInFlight && !stopping {
-                    if sentSinceStart == Self.windowBatches { (cursor, sentSinceStart) = (0, 0) }
-                    let now = RetryPolicy.deadlineNow()
-                    let excluding = [inFlight, recordingKeys]
-                    let after = cursor
-                    let read: [OutboxEntry]
-                    do {
-                        read = try await index.read { tx in
-                            try tx.dueEntries(
-                                now: now, limit: capabilities.documentsPerCall, excludingAny: excluding, after: after, maxBytes: capabilities.bytesPerCall)
-                        }
-                    } catch {
-                        logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
+                fill: while filling && running < capabilities.callsInFlight && !stopping {
+                    switch await nextBatch(&window, capabilities) {
+                    case .batch(let due):
+                        running += 1
+                        let (revisions, mappings) = await sendingContext(due)
+                        group.addTask { .replied(due, await self.push(due, revisions: revisions, mappings: mappings)) }
+                    case .caughtUp:
+                        caughtUp = true
+                        break fill
+                    case .failed:
                         outcome = .idle(.seconds(1))
                         filling = false
-                        break
                     }
-                    guard let last = read.last else {
-                        if cursor > 0 && !rewound {
-                            (cursor, rewound) = (0, true)
-                            continue
-                        }
-                        caughtUp = true
-                        break
-                    }
-                    cursor = last.seq
-                    let busy = uploading.snapshot()
-                    let due = busy.isEmpty ? read : read.filter { !busy.contains($0.docID) }
-                    if due.count < read.count { waitingForUploads = true }
-                    if due.isEmpty { continue }
-                    inFlight.formUnion(due.map(\.key))
-                    sent += 1
-                    sentSinceStart += 1
-                    running += 1
-                    let (revisions, mappings) = await sendingContext(due)
-                    group.addTask { .replied(due, await self.push(due, revisions: revisions, mappings: mappings)) }
                 }
                 if running == 0 {
                     group.cancelAll()  // ends the wait for new work
@@ -84,7 +51,7 @@ extension Pusher {
                     continue
                 }
                 running -= 1
-                inFlight.subtract(due.map(\.key))
+                window.inFlight.subtract(due.map(\.key))
                 if Self.isClean(results) {
                     await recordInBackground(results)
                 } else {
@@ -94,8 +61,67 @@ extension Pusher {
                 }
             }
         }
-        if case .progressed = outcome, sent == 0 { return await nothingSent(waitingForUploads: waitingForUploads, oneShot: false) }
+        if case .progressed = outcome, window.sent == 0 {
+            return await nothingSent(waitingForUploads: window.waitingForUploads, oneShot: false)
+        }
         return outcome
+    }
+
+    /// What the window has in flight and where it reads the outbox on from.
+    struct Window {
+        var inFlight = Set<String>()
+        var cursor: Int64 = 0
+        var sent = 0
+        var sentSinceStart = 0
+        /// The read went back to the outbox's start once since the last reply.
+        var rewound = false
+        var waitingForUploads = false
+    }
+
+    enum WindowEvent: Sendable {
+        case replied([OutboxEntry], [Sent])
+        case woken
+    }
+
+    enum WindowRead {
+        case batch([OutboxEntry])
+        case caughtUp
+        case failed
+    }
+
+    /// The next due entries for the window (none of a document being uploaded), read on from its
+    /// cursor; from the start again once nothing is due after it, or every `windowBatches` calls.
+    private func nextBatch(_ window: inout Window, _ capabilities: EndpointCapabilities) async -> WindowRead {
+        while true {
+            if window.sentSinceStart == Self.windowBatches { (window.cursor, window.sentSinceStart) = (0, 0) }
+            let (now, excluding, after) = (RetryPolicy.deadlineNow(), [window.inFlight, recordingKeys], window.cursor)
+            let read: [OutboxEntry]
+            do {
+                read = try await index.read { tx in
+                    try tx.dueEntries(
+                        now: now, limit: capabilities.documentsPerCall, excludingAny: excluding, after: after, maxBytes: capabilities.bytesPerCall)
+                }
+            } catch {
+                logger.error("cannot read the outbox", metadata: ["error": "\(error)"])
+                return .failed
+            }
+            guard let last = read.last else {
+                if window.cursor > 0 && !window.rewound {
+                    (window.cursor, window.rewound) = (0, true)
+                    continue
+                }
+                return .caughtUp
+            }
+            window.cursor = last.seq
+            let busy = uploading.snapshot()
+            let due = busy.isEmpty ? read : read.filter { !busy.contains($0.docID) }
+            if due.count < read.count { window.waitingForUploads = true }
+            if due.isEmpty { continue }
+            window.inFlight.formUnion(due.map(\.key))
+            window.sent += 1
+            window.sentSinceStart += 1
+            return .batch(due)
+        }
     }
 
     /// `entries` in push calls of at most `documents` entries and `bytes` of payload (a larger

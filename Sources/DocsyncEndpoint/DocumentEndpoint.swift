@@ -3,7 +3,7 @@ import DocsyncModel
 
 /// What the sync engine needs from a document server, and all it knows of one.
 ///
-/// An adapter (the reference endpoint's PingPong routes, sync-rails, …) implements this for one
+/// An adapter (the reference endpoint's routes, sync-rails, …) implements this for one
 /// kind of server; the engine never sees a route, a status code or a server's wording. The
 /// contract every adapter keeps is written as tests in `EndpointConformanceTests`.
 ///

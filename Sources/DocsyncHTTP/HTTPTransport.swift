@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import DocsyncClock
 import DocsyncEndpoint
 import DocsyncModel
-import Logging
 import NIOCore
 import NIOHTTP1
 import Synchronization

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// Requires `Authorization: Token token=<token>` (PingPong's scheme) on every request, with one
+/// Requires `Authorization: Token token=<token>` (the seed's scheme) on every request, with one
 /// of the tokens of `tokens`.
 struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
     let tokens: TokenStore

@@ -44,7 +44,7 @@ struct BlobDirectory: Sendable {
     }
 }
 
-/// `POST /api/app/upload` (PingPong's FileUpload) and `GET /api/app/upload/{sha256}/{name}`.
+/// `POST /api/app/upload` (the seed's FileUpload) and `GET /api/app/upload/{sha256}/{name}`.
 ///
 /// The upload is `multipart/form-data` with a `file` part and a `targetDocument` part holding
 /// `{"targetId", "targetDocType", "targetProperty"}`, in either order. The file streams to disk while

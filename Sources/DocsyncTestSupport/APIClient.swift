@@ -62,7 +62,7 @@ public struct APIClient: Sendable {
         return (Int(response.status.code), response.headers.map { ($0.name, $0.value) }, hasher.finalize(), length)
     }
 
-    /// A FileUpload as PingPong sends it (the file in memory: for small test files).
+    /// A FileUpload as the seed's client sends it (the file in memory: for small test files).
     public func upload(_ bytes: [UInt8], fileName: String, targetID: String, docType: String, property: String) async throws -> Reply {
         let boundary = "test-boundary-7f3a"
         var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(fileName)\"\r\n\r\n".utf8)

@@ -46,7 +46,7 @@ public final class FaultProxy: Sendable {
     /// What every upload (`/api/app/upload`) meets, ahead of the queue and the rule; `nil`: those.
     public func setUploadFault(_ fault: Fault?) { uploadFault.withLock { $0 = fault } }
 
-    /// Answers 404 to `/api/sync`: a plain PingPong endpoint, one request per document.
+    /// Answers 404 to `/api/sync`: an endpoint with the document routes only, one request per document.
     public func setBatchDisabled(_ value: Bool) { noBatch.withLock { $0 = value } }
     var batchDisabled: Bool { noBatch.withLock { $0 } }
 

@@ -80,7 +80,8 @@ struct Bench: AsyncParsableCommand {
         sync()
         // Round 1's agent and server go on to the steps after it; the raw ingest it is compared
         // with runs next, on a server of its own (as empty as the import's was).
-        var (round, agent) = try await measureImport(docsDir: docsDir, server: server, api: api, work: work, name: "watch")
+        let (measured, agent) = try await measureImport(docsDir: docsDir, server: server, api: api, work: work, name: "watch")
+        var round = measured
         round.rawBatchDocsPerSecond = try await measureRawBatch(work: work, name: "serve-raw1")
         results.rounds.append(round)
         log("import: \(docs) in \(fmt(round.importSeconds)) s; raw batched ingest \(fmt(round.rawBatchDocsPerSecond, 0))/s")
@@ -88,106 +89,17 @@ struct Bench: AsyncParsableCommand {
         // 2. Steady-state latency.
         results.latency = try await measureLatency(prefix: "d", dir: "\(docsDir)/import", api: api, server: work.file("server"))
         log("latency p50 \(fmt(percentile(results.latency, 50))) ms")
-
-        // 3. Restart rescan of the unchanged tree.
         await agent.stop()
-        let restart = now()
-        agent = try DocsyncProcess(["watch", docsDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch2")
-        while !agent.stderr.contains("watching") {
-            guard agent.isRunning else { throw ProcessFailure("agent exited: \(agent.stderr)") }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        results.rescanSeconds = seconds(since: restart)
-        results.rescanContentBytes = Int(agent.stderr.split(separator: " ").first { $0.hasPrefix("scan.bytes_read=") }?.split(separator: "=").last ?? "") ?? -1
-        results.rescanReadBytes = ProcessStats.read(pid: agent.pid)?.readBytes ?? -1
-        log("rescan: \(fmt(results.rescanSeconds)) s")
-
-        // 4. Idle cost.
-        try await Task.sleep(for: .seconds(2))  // let the restart's own work finish
-        let idleBefore = ProcessStats.read(pid: agent.pid)!
-        try await Task.sleep(for: .seconds(idleSeconds))
-        let idleAfter = ProcessStats.read(pid: agent.pid)!
-        results.idleCPUmsPerMinute = Double(idleAfter.cpuNanoseconds(since: idleBefore)) / 1e6 * 60 / Double(idleSeconds)
-        results.idleWakeupsPerMinute = Double(idleAfter.wakeups(since: idleBefore)) * 60 / Double(idleSeconds)
-        await agent.stop()
-
-        // 4b. Pull: a fresh agent on an empty folder, until its index records a file for every
-        // document on the server; then the same pages fetched by an in-process client and
-        // written as files the way the agent writes them, without its bookkeeping (index,
-        // reading back, hashing).
-        log("pull into an empty folder")
-        let pullDir = work.file("pulled")
-        try FileManager.default.createDirectory(atPath: pullDir, withIntermediateDirectories: true)
-        let pullStart = now()
-        let puller = try DocsyncProcess(["watch", pullDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-pull")
-        try await waitForRecordedFiles(in: pullDir, atLeast: docs, process: puller)
-        results.pullSeconds = seconds(since: pullStart)
-        let pullStats = ProcessStats.read(pid: puller.pid)!
-        results.pullAgentCPU = pullStats.cpuSeconds
-        results.pullAgentRSS = pullStats.peakRSSBytes
-        await puller.stop()
-        log("pull: \(docs) in \(fmt(results.pullSeconds)) s")
-        let rawPullStart = now()
-        let rawPulled = try await pullAll(api: api, into: work.file("raw-pulled"))
-        results.rawPullDocsPerSecond = Double(rawPulled) / seconds(since: rawPullStart)
-
-        // 5a. Baseline: the server's raw ingest limit, from an in-process client: the same
-        // documents in the batch call docsync uses, then as single PUTs.
-        log("raw ingest, single PUTs")
-        do {
-            let (rawServer, rawAPI) = try await freshServer(work: work, name: "serve-raw-put")
-            defer { stop(rawServer, data: work.file("serve-raw-put")) }
-            let rawStart = now()
-            try await putAll(api: rawAPI, count: docs, concurrency: 16)
-            results.rawDocsPerSecond = Double(docs) / seconds(since: rawStart)
-        }
-
-        // 5b. Baseline: the inotifywait + curl loop.
-        log("inotifywait + curl baseline")
-        let baseDir = work.file("baseline")
-        for i in 0..<baselineDocs { try write(document(i, prefix: "b", type: "bench-base"), to: "\(baseDir)/import/g\(i / 100)/b\(i).json") }
-        sync()
-        let curl = "curl -s -o /dev/null -X PUT -H @\(work.file("curl-headers")) -H 'Content-Type: application/json' --data-binary @\"$f\" \(url)/api/document"
-        let loopStart = now()
-        let importLoop = try DocsyncProcess(
-            executable: "/bin/bash", arguments: ["-c", "find \(baseDir) -name '*.json' | while read -r f; do \(curl); done"],
-            logDirectory: work.path, name: "curl-import")
-        _ = await importLoop.wait(timeout: .seconds(3600))
-        results.baselineImportDocsPerSecond = Double(baselineDocs) / seconds(since: loopStart)
-        let watchLoop = try DocsyncProcess(
-            executable: "/usr/bin/setsid",
-            arguments: ["/bin/bash", "-c", "inotifywait -m -r -e close_write,moved_to --format '%w%f' \(baseDir) | while read -r f; do case \"$f\" in *.json) \(curl);; esac; done"],
-            logDirectory: work.path, name: "curl-watch")
-        let watchesDeadline = ContinuousClock.now + .seconds(60)
-        while !watchLoop.stderr.contains("Watches established") {
-            // setsid keeps running only as long as the pipeline; a missing inotifywait ends it at once.
-            guard watchLoop.isRunning, ContinuousClock.now < watchesDeadline else {
-                kill(-watchLoop.pid, SIGTERM)
-                throw ProcessFailure("inotifywait did not start (is inotify-tools installed? scripts/install-deps.sh): \(watchLoop.stderr)")
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        results.baselineLatency = try await measureLatency(prefix: "b", dir: "\(baseDir)/import", api: api, server: work.file("server"), count: min(saves, baselineDocs))
-        kill(-watchLoop.pid, SIGTERM)
-
+        // 3, 4. Restart rescan of the unchanged tree, then the idle cost.
+        try await measureRescanAndIdle(docsDir: docsDir, url: url, work: work, results: &results)
+        // 4b. Pull into an empty folder.
+        try await measurePull(url: url, api: api, work: work, results: &results)
+        // 5. Baselines: the server's raw ingest limit, the inotifywait + curl loop.
+        try await measureBaselines(url: url, api: api, work: work, results: &results)
         // 6. One large attachment: the agent's FileUpload against `curl -F` posting the same file.
         try await measureAttachment(work: work, results: &results)
-
-        // 7. The import and the raw batched ingest again, each round on servers of their own
-        // (and the agent's index removed): one run's figures move with the host.
-        if rounds > 1 {
-            for n in 2...rounds {
-                try FileManager.default.removeItem(atPath: docsDir + "/.docsync")
-                let (importServer, importAPI) = try await freshServer(work: work, name: "serve-import\(n)")
-                let (measured, roundAgent) = try await measureImport(docsDir: docsDir, server: importServer, api: importAPI, work: work, name: "watch-import\(n)")
-                await roundAgent.stop()
-                stop(importServer, data: work.file("serve-import\(n)"))
-                var round = measured
-                round.rawBatchDocsPerSecond = try await measureRawBatch(work: work, name: "serve-raw\(n)")
-                results.rounds.append(round)
-                log("round \(n): import \(fmt(round.importSeconds)) s; raw batched ingest \(fmt(round.rawBatchDocsPerSecond, 0))/s")
-            }
-        }
+        // 7. More rounds of the import and the raw batched ingest.
+        try await measureMoreRounds(docsDir: docsDir, work: work, results: &results)
 
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)

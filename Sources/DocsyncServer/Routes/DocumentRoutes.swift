@@ -4,7 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// The PingPong document routes: `PUT|POST|DELETE /api/document`, `GET /api/document/{id}`,
+/// The document routes: `PUT|POST|DELETE /api/document`, `GET /api/document/{id}`,
 /// `GET /api/document/type/{docType}`.
 struct DocumentRoutes: Sendable {
     let store: any DocumentStore
@@ -15,6 +15,12 @@ struct DocumentRoutes: Sendable {
     let now: @Sendable () -> Int64
 
     func add(to router: Router<BasicRequestContext>) {
+        addWrites(to: router)
+        addReads(to: router)
+    }
+
+    /// `PUT`, `POST` and `DELETE /api/document`.
+    private func addWrites(to router: Router<BasicRequestContext>) {
         let (store, feed, limit, pace, now) = (self.store, self.feed, self.limit, self.pace, self.now)
         router.put("/api/document") { request, context in
             try await ReferenceServer.respond {
@@ -52,6 +58,11 @@ struct DocumentRoutes: Sendable {
                 return .object(stored)
             }
         }
+    }
+
+    /// `GET /api/document/type/{docType}` and `GET /api/document/{id}`.
+    private func addReads(to router: Router<BasicRequestContext>) {
+        let store = self.store
         router.get("/api/document/type/{docType}") { request, context in
             let docType = ReferenceServer.parameter("docType", context)
             let includeDeleted = request.uri.queryParameters.get("deleted") != "false"

@@ -1,0 +1,183 @@
+import DocsyncClock
+import DocsyncIndex
+import DocsyncModel
+import DocsyncFiles
+import DocsyncWatcher
+import Foundation
+import Logging
+
+/// Recording a chunk in the index: files, documents, moves, tombstones and outbox entries, in one
+/// transaction.
+extension Scanner {
+
+    static func record(
+        _ observed: [Observed], rows: ChunkRows, vanished: Set<String>, movable: Set<String>, stamp: Int64, maxFileSize: Int,
+        tx: IndexTransaction
+    ) throws -> RecordResult {
+        var r = RecordResult()
+        let anyUploads = try tx.hasUploads()
+        var claimedIDs = Set<String>()
+        var displaced: [String] = []  // ids whose file now holds another document
+        var rows = rows
+        for o in observed {
+            let previous = try rows.file(at: o.path)
+            let document: Judged
+            do throws(DocumentProblem) {
+                document = try judge(o, claimed: claimedIDs)
+            } catch {
+                let reason = error.description
+                if previous?.error != reason { r.newProblems.append((o.path, reason)) }
+                rows.changing(path: o.path, id: previous?.docID)
+                try tx.upsertFile(FileRow(
+                    path: o.path, docID: previous?.docID, docType: previous?.docType, hash: o.hash.isEmpty ? nil : o.hash,
+                    stat: o.stat, state: .invalid, error: reason))
+                r.counts.invalid += 1
+                continue
+            }
+            claimedIDs.insert(document.id)
+            if let old = previous?.docID, old != document.id { displaced.append(old) }
+            try recordDocument(o, document, previous: previous, rows: &rows, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
+        }
+        for path in vanished where !r.counts.claimed.contains(path) {
+            guard let previous = try tx.file(at: path) else { continue }
+            try tx.deleteFile(at: path)
+            if let id = previous.docID, !claimedIDs.contains(id) { displaced.append(id) }
+        }
+        for id in displaced where !claimedIDs.contains(id) {
+            if try recordTombstone(id: id, stamp: stamp, tx: tx) { r.counts.deleted += 1 }
+        }
+        return r
+    }
+
+    /// A file judged a document: its id, docType and object.
+    typealias Judged = (id: String, docType: String, object: JSONObject)
+
+    /// The document a file holds, or why it is not one (an id another file of the chunk claimed).
+    private static func judge(_ o: Observed, claimed: Set<String>) throws(DocumentProblem) -> Judged {
+        let object = try o.result.get()
+        let docType = try DocumentRules.docType(of: object, relativePath: o.path)
+        guard let id = try DocumentRules.declaredID(of: object) else { throw .badID("no id could be assigned") }
+        if claimed.contains(id) { throw .duplicateID(id, otherPath: "another file in this batch") }
+        return (id, docType, object)
+    }
+
+    /// Records a document's file (a move when its id was elsewhere) and, when its body changed,
+    /// the document and its outbox entry.
+    private static func recordDocument(
+        _ o: Observed, _ document: Judged, previous: FileRow?, rows: inout ChunkRows, anyUploads: Bool, stamp: Int64, tx: IndexTransaction,
+        result r: inout RecordResult
+    ) throws {
+        // The file that held this id before, elsewhere: a move, its old row goes.
+        let holder = try rows.file(forDocument: document.id)
+        let existing = try rows.document(id: document.id)
+        rows.changing(path: o.path, id: previous?.docID)
+        rows.changing(path: holder?.path, id: document.id)
+        if let holder, holder.path != o.path {
+            try tx.deleteFile(at: holder.path)
+            r.counts.claimed.insert(holder.path)
+            r.counts.moved += 1
+        }
+        try tx.upsertFile(FileRow(path: o.path, docID: document.id, docType: document.docType, hash: o.hash, stat: o.stat, state: .ok, error: nil))
+        let (bodyText, bodyHash) = o.wire ?? wireText(document.object, docType: document.docType)
+        var row = existing ?? DocumentRow(id: document.id, docType: document.docType, path: o.path, body: bodyText, bodyHash: "")
+        if row.bodyHash == bodyHash && row.deletedAt == nil {
+            if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
+            let attached = try reconcileAttachments(o, id: document.id, object: document.object, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
+            guard attached.wireChanged else {
+                r.counts.unchanged += 1
+                return
+            }
+            // The file is the same but the server's copy changes (an attached file went missing
+            // or came back): the document is sent again.
+            row.updatedAt = stamp
+            row.state = .pending
+            try tx.upsertDocument(row)
+            try enqueue(row, stamp: stamp, tx: tx)
+            r.counts.queued += 1
+            return
+        }
+        row.docType = document.docType
+        row.path = o.path
+        row.body = bodyText
+        row.bodyHash = bodyHash
+        row.updatedAt = stamp
+        row.deletedAt = nil
+        row.state = .pending
+        row.error = nil
+        try tx.upsertDocument(row)
+        try enqueue(row, stamp: stamp, tx: tx)
+        _ = try reconcileAttachments(o, id: document.id, object: document.object, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
+        r.counts.queued += 1
+    }
+
+    /// A document whose file is gone (and no other file holds it) becomes a tombstone, queued.
+    private static func recordTombstone(id: String, stamp: Int64, tx: IndexTransaction) throws -> Bool {
+        guard try tx.file(forDocument: id) == nil, var row = try tx.document(id: id), row.deletedAt == nil else { return false }
+        row.path = nil
+        row.deletedAt = stamp
+        row.updatedAt = stamp
+        row.state = .pending
+        try tx.upsertDocument(row)
+        try tx.deleteUploads(docID: id)
+        try enqueue(row, stamp: stamp, tx: tx)
+        return true
+    }
+
+    /// A chunk's file and document rows, fetched up front in three queries instead of several per
+    /// file (for planning ids and for recording). A path or id the transaction has already changed
+    /// is read again from the index.
+    struct ChunkRows {
+        let tx: IndexTransaction
+        let filesAt: [String: FileRow]
+        let filesHolding: [String: FileRow]
+        let documents: [String: DocumentRow]
+        var changedPaths = Set<String>()
+        var changedIDs = Set<String>()
+
+        init(_ observed: [Observed], tx: IndexTransaction) throws {
+            self.tx = tx
+            let ids = Set(observed.compactMap { o -> String? in
+                guard case .success(let object) = o.result else { return nil }
+                return (try? DocumentRules.declaredID(of: object)) ?? nil
+            })
+            filesAt = try tx.files(at: observed.map(\.path))
+            filesHolding = try tx.files(forDocuments: ids)
+            documents = try tx.documents(ids: ids)
+        }
+
+        /// Marks what the caller is about to change.
+        mutating func changing(path: String?, id: String?) {
+            if let path { changedPaths.insert(path) }
+            if let id { changedIDs.insert(id) }
+        }
+
+        func file(at path: String) throws -> FileRow? {
+            changedPaths.contains(path) ? try tx.file(at: path) : filesAt[path]
+        }
+
+        func file(forDocument id: String) throws -> FileRow? {
+            changedIDs.contains(id) ? try tx.file(forDocument: id) : filesHolding[id]
+        }
+
+        func document(id: String) throws -> DocumentRow? {
+            changedIDs.contains(id) ? try tx.document(id: id) : documents[id]
+        }
+    }
+
+    static func reconcileAttachments(
+        _ o: Observed, id: String, object: JSONObject, anyUploads: Bool, stamp: Int64, tx: IndexTransaction, result: inout RecordResult
+    ) throws -> Attachments.Reconciled {
+        // While no document has ever referenced a file there are no jobs: the bulk path skips the look-up.
+        if o.attachments.isEmpty, !anyUploads { return Attachments.Reconciled() }
+        let reconciled = try Attachments.reconcile(docID: id, object: object, observations: o.attachments, stamp: stamp, tx: tx)
+        for (property, reason) in reconciled.newProblems { result.attachmentProblems.append((o.path, property, reason)) }
+        return reconciled
+    }
+
+    /// Queues the document as the row now holds it (body, `updated_at`, and `deleted_at` for a tombstone).
+    static func enqueue(_ row: DocumentRow, stamp: Int64, tx: IndexTransaction) throws {
+        try tx.enqueue(
+            key: "doc:\(row.id)", docID: row.id, kind: "put", payload: nil,
+            bodyHash: row.deletedAt == nil ? row.bodyHash : "deleted:" + row.bodyHash, queuedAt: stamp)
+    }
+}

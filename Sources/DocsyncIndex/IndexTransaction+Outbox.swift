@@ -1,0 +1,202 @@
+import DocsyncModel
+import DocsyncSQL
+import GRDB
+
+/// The outbox: pending writes, due entries, retries and acknowledgements.
+extension IndexTransaction {
+    // MARK: Outbox
+
+    /// Queues `payload` for `key`, replacing whatever was pending for it. Attempts and backoff
+    /// start over: new content deserves a prompt try even if the previous one was failing.
+    /// A `nil` payload is the document's own body with its stamps, read when the entry is: the
+    /// body is not stored twice (an entry always goes with the document change that queued it).
+    public func enqueue(key: String, docID: String, kind: String, payload: String?, bodyHash: String, queuedAt: Int64) throws {
+        let s = try RawStatement(self, """
+                INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
+                VALUES (?, ?, ?, 1, ?, ?, ?)
+                ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, version = version + 1,
+                    payload = excluded.payload, body_hash = excluded.body_hash,
+                    attempts = 0, next_attempt_at = 0, last_error = NULL
+                """)
+        s.bind(1, key)
+        s.bind(2, docID)
+        s.bind(3, kind)
+        s.bind(4, payload ?? "")
+        s.bind(5, bodyHash)
+        s.bind(6, queuedAt)
+        try s.run()
+    }
+
+    /// The endpoint is not the server the index was synced with (another store, or the same one
+    /// restored from an older copy): nothing it was told can be assumed. The cursor starts over,
+    /// and every document the old server held is queued again, based on revision 0 (stored only
+    /// where the server has no such document; where it has one, the 409 that comes back is merged
+    /// like any conflict). Returns how many documents were queued.
+    @discardableResult
+    public func forgetServer(queuedAt now: Int64) throws -> Int {
+        try setMeta("cursor", nil)
+        try db.execute(sql: """
+            UPDATE document SET server_rev = 0, pushed_hash = NULL, state = CASE WHEN state = 'synced' THEN 'pending' ELSE state END
+            WHERE server_rev IS NOT NULL AND state != 'invalid'
+            """)
+        try db.execute(sql: """
+            INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
+                SELECT 'doc:' || id, id, 'put', 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE 'deleted:' || body_hash END, ?
+                FROM document WHERE server_rev = 0
+            ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
+            """, arguments: [now])
+        return db.changesCount
+    }
+
+    /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight) and,
+    /// with `after`, every entry queued before that `seq` (a reader going through the outbox in
+    /// order does not walk again what it has passed).
+    public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = [], after: Int64 = 0) throws -> [OutboxEntry] {
+        try dueEntries(now: now, limit: limit, kind: kind, excludingAny: [excluding], after: after)
+    }
+
+    /// As above, leaving out the keys in any of `sets` (the pusher's in-flight and still-recording
+    /// keys, thousands each: looked up where they are, not copied into one set per call), and
+    /// stopping before the payloads pass `maxBytes` (the first entry is always taken).
+    public func dueEntries(
+        now: Int64, limit: Int, kind: String = "put", excludingAny sets: [Set<String>], after: Int64 = 0, maxBytes: Int = .max
+    ) throws -> [OutboxEntry] {
+        let sets = sets.filter { !$0.isEmpty }
+        var budget = ByteBudget(maxBytes: maxBytes)
+        if sets.isEmpty || after > 0 {
+            return try dueInOrder(now: now, limit: limit, kind: kind, excludingAny: sets, after: after, budget: &budget)
+        }
+        return try dueSkippingKeys(now: now, limit: limit, kind: kind, excludingAny: sets, budget: &budget)
+    }
+
+    /// Payload bytes of a call so far: the first entry always fits.
+    struct ByteBudget {
+        let maxBytes: Int
+        var bytes = 0
+        var taken = 0
+
+        /// Whether `entry` still fits; counts it if so.
+        mutating func fits(_ entry: OutboxEntry) -> Bool {
+            let size = entry.payload.utf8.count
+            if taken > 0 && bytes > maxBytes - size { return false }
+            bytes += size
+            taken += 1
+            return true
+        }
+    }
+
+    /// The range after `after` read in order, joined and decoded as it goes. A reader going on
+    /// `after` the entries it took has those in flight behind it: the few left out here are
+    /// dropped once read, and the range read on until `limit` entries are kept.
+    private func dueInOrder(
+        now: Int64, limit: Int, kind: String, excludingAny sets: [Set<String>], after: Int64, budget: inout ByteBudget
+    ) throws -> [OutboxEntry] {
+        var out: [OutboxEntry] = []
+        var from = after
+        while out.count < limit {
+            let wanted = limit - out.count
+            var rows = 0
+            // Keyed by its text, not its line: the text depends on `kind`.
+            let s = try RawStatement(db, cached: """
+                SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
+                WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) AND o.seq > ? ORDER BY o.seq LIMIT ?
+                """)
+            s.bind(1, now)
+            s.bind(2, from)
+            s.bind(3, wanted)
+            while try s.step() {
+                let entry = OutboxEntry(s)
+                rows += 1
+                from = entry.seq
+                if sets.contains(where: { $0.contains(entry.key) }) { continue }
+                guard budget.fits(entry) else { return out }
+                out.append(entry)
+            }
+            if rows < wanted { break }  // the end of the range
+        }
+        return out
+    }
+
+    /// From the start, the entries in flight are usually the oldest ones, thousands of them: they
+    /// are skipped by key alone, and only the entries taken are joined and decoded.
+    private func dueSkippingKeys(
+        now: Int64, limit: Int, kind: String, excludingAny sets: [Set<String>], budget: inout ByteBudget
+    ) throws -> [OutboxEntry] {
+        var seqs: [Int64] = []
+        do {
+            let s = try RawStatement(
+                db, cached: "SELECT seq, key FROM outbox\(Self.indexFor(kind)) WHERE next_attempt_at <= ? AND kind = \(Self.kindLiteral(kind)) AND seq > ? ORDER BY seq")
+            s.bind(1, now)
+            s.bind(2, Int64(0))
+            while seqs.count < limit, try s.step() {
+                let key = s.string(1)
+                if !sets.contains(where: { $0.contains(key) }) { seqs.append(s.int64(0) ?? 0) }
+            }
+        }
+        var out: [OutboxEntry] = []
+        out.reserveCapacity(seqs.count)
+        var full = false
+        var local = budget
+        try fetchIn(
+            sql: "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.seq IN", seqs,
+            suffix: " ORDER BY o.seq"
+        ) {
+            guard !full else { return }
+            let entry = OutboxEntry($0)
+            if local.fits(entry) { out.append(entry) } else { full = true }
+        }
+        budget = local
+        return out
+    }
+
+    public func outboxEntry(key: String) throws -> OutboxEntry? {
+        let s = try RawStatement(self, "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.key = ?")
+        s.bind(1, key)
+        return try s.step() ? OutboxEntry(s) : nil
+    }
+
+    /// The earliest `next_attempt_at` among waiting entries of `kind`, if any.
+    public func nextAttemptAt(kind: String = "put") throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE kind = \(Self.kindLiteral(kind))"))
+    }
+
+    /// Removes the entry if it is still the version that was read; returns whether it was.
+    /// A newer version (the file changed while the request was in flight) stays queued.
+    @discardableResult
+    public func removeEntry(_ entry: OutboxEntry) throws -> Bool {
+        // Found by its seq (the table's own key; a replaced entry keeps it), not through the index of keys.
+        let s = try RawStatement(self, "DELETE FROM outbox WHERE seq = ? AND key = ? AND version = ?")
+        s.bind(1, entry.seq)
+        s.bind(2, entry.key)
+        s.bind(3, entry.version)
+        try s.run()
+        return db.changesCount > 0
+    }
+
+    /// Removes the entry whatever its version (the work it stood for is no longer wanted).
+    public func deleteEntry(key: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [key])
+    }
+
+    public func recordFailure(key: String, version: Int64, error: String, nextAttemptAt: Int64) throws {
+        try db.cachedStatement(sql: """
+                UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
+                WHERE key = ? AND version = ?
+                """).execute(arguments: [error, nextAttemptAt, key, version])
+    }
+
+    /// Makes every waiting entry due at `at` (the endpoint came back, or pushing resumed).
+    public func rescheduleAll(at: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE outbox SET next_attempt_at = ? WHERE next_attempt_at > ?").execute(arguments: [at, at])
+    }
+
+    /// Entries waiting, of one kind or (`nil`) all.
+    public func pendingCount(kind: String? = nil) throws -> Int {
+        if let kind { return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = \(Self.kindLiteral(kind))") ?? 0 }
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
+    }
+
+    public func lastOutboxError() throws -> String? {
+        try String.fetchOne(db, sql: "SELECT last_error FROM outbox WHERE last_error IS NOT NULL ORDER BY attempts DESC, seq LIMIT 1")
+    }
+}
