@@ -7,8 +7,8 @@ import DocsyncFiles
 /// One agent per folder: an exclusive `flock` on `.docsync/agent.lock`, held while the agent runs,
 /// with the holder's pid written inside for the message a second one gets.
 ///
-/// Two agents on one folder used to run side by side, both racing on every file ("changed while
-/// being read") and both pushing and pulling. The kernel drops the lock when the process ends, so
+/// Two agents on one folder would race on every file ("changed while being read") and both push
+/// and pull. The kernel drops the lock when the process ends, so
 /// a killed agent never leaves a stale one behind.
 final class FolderLock: Sendable {
     private let fd: Int32

@@ -91,8 +91,9 @@ actor Pusher {
     /// Entries of the rounds being recorded: not due again meanwhile.
     var recordingKeys = Set<String>()
     /// Clean rounds that may wait for the index's writer before the next reply waits for them.
-    /// The writer is shared with the scan: on an import, replies came faster than it recorded
-    /// them, and 23-29 rounds (with every entry's payload) were held in memory at once.
+    /// The writer is shared with the scan: during an import replies can come faster than it
+    /// records them, and without this bound every waiting round (with its entries' payloads)
+    /// would be held in memory.
     static let recordingBacklog = 4
 
     func finishRecording() async {

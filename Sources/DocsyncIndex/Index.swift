@@ -254,10 +254,10 @@ public struct Index: Sendable {
                 """)
         }
         migrator.registerMigration("v8-pushed-is-body") { db in
-            // An acknowledgement used to grow each document's row by the 64 characters of the hash
-            // it recorded: rows written side by side by an import no longer fitted their page, and
-            // acknowledging a batch split pages all along the table. The hash acknowledged is
-            // nearly always the body's own: a flag says so, and the row keeps its size.
+            // An acknowledgement that records the 64-character hash grows each document's row:
+            // rows written side by side by an import no longer fit their page, and acknowledging a
+            // batch splits pages all along the table. The hash acknowledged is nearly always the
+            // body's own: a flag says so, and the row keeps its size.
             try db.execute(sql: """
                 ALTER TABLE document ADD COLUMN pushed_is_body INTEGER NOT NULL DEFAULT 0;
                 UPDATE document SET pushed_hash = NULL, pushed_is_body = 1 WHERE pushed_hash = body_hash;

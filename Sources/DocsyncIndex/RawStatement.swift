@@ -4,7 +4,7 @@ import GRDB
 extension RawStatement {
     /// The statement of the call site `site` (one fixed SQL text each) in this transaction: looked
     /// up in the connection's cache once, then by the site's line. The cache is keyed by the SQL
-    /// text, and hashing a few hundred characters on every call showed in the bulk paths' profile.
+    /// text, and hashing a few hundred characters on every call is a cost the bulk paths need not pay.
     init(_ tx: IndexTransaction, _ sql: @autoclosure () -> String, site: Int = #line) throws {
         if let statement = tx.statements.bySite[site] {
             try self.init(tx.db, statement: statement)

@@ -16,8 +16,8 @@ struct Docsync: AsyncParsableCommand {
 
     static func main() async {
         // One malloc arena: glibc otherwise gives each busy thread its own, and each keeps what
-        // a burst (an initial import) freed; measured, this is a third of the agent's peak RSS at
-        // 100k documents for no measurable loss of speed.
+        // a burst (an initial import) freed, a large share of the agent's peak RSS (BENCHMARKS.md)
+        // for no measurable gain in speed.
         // A MALLOC_ARENA_MAX in the environment is the user's choice and is left alone.
         if getenv("MALLOC_ARENA_MAX") == nil { mallopt(M_ARENA_MAX, 1) }
         do {
