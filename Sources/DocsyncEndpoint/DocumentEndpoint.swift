@@ -1,4 +1,3 @@
-import DocsyncClock
 import DocsyncModel
 
 /// What the sync engine needs from a document server, and all it knows of one.
@@ -54,94 +53,5 @@ extension DocumentEndpoint {
 
     public func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject {
         throw .unsupported("\(location) takes no file uploads")
-    }
-}
-
-/// One change on its way to the server: the document in wire form and the revision it is based on.
-public struct OutgoingChange: Sendable {
-    public var id: String
-    public var docType: String
-    /// The wire form's JSON text (tombstones carry `deleted_at`).
-    public var body: String
-    /// The server's revision the change was made on; `nil` for a document the server never had.
-    public var baseRevision: Int64?
-
-    public init(id: String, docType: String, body: String, baseRevision: Int64?) {
-        self.id = id
-        self.docType = docType
-        self.body = body
-        self.baseRevision = baseRevision
-    }
-}
-
-/// What became of one pushed change.
-public enum PushOutcome: Sendable {
-    /// Stored exactly as sent, at `revision` when the server keeps revisions.
-    case storedAsSent(revision: Int64?)
-    /// Stored; the document as the server now holds it (it may have added or changed fields).
-    case stored(JSONObject)
-    /// Not stored: the error says why and what to do.
-    case failed(EndpointError)
-}
-
-/// The answer to a push.
-public struct PushReply: Sendable {
-    public var outcomes: [String: PushOutcome]
-    /// Changes made by others, when the endpoint pulls in the same call.
-    public var pulled: PullReply?
-
-    public init(outcomes: [String: PushOutcome], pulled: PullReply? = nil) {
-        self.outcomes = outcomes
-        self.pulled = pulled
-    }
-}
-
-/// The answer to a pull.
-public struct PullReply: Sendable {
-    /// Documents in wire form; tombstones carry `deleted_at`. `rev` is the server's revision.
-    public var changes: [JSONObject]
-    /// Where the next pull starts; `nil` when this reply must not move the stored cursor.
-    public var cursor: SyncCursor?
-    /// More changes wait: pull again at once.
-    public var more: Bool
-    /// The identity of the store that answered, when the server names one (a different one
-    /// means another server: everything is reconciled again).
-    public var storeIdentity: String?
-    /// The server's history is behind the cursor that was sent (restored from an older copy).
-    public var historyBehind: Bool
-
-    public init(changes: [JSONObject], cursor: SyncCursor?, more: Bool = false, storeIdentity: String? = nil, historyBehind: Bool = false) {
-        self.changes = changes
-        self.cursor = cursor
-        self.more = more
-        self.storeIdentity = storeIdentity
-        self.historyBehind = historyBehind
-    }
-}
-
-/// A position in the server's changes. Opaque to the engine: it is stored and handed back as is
-/// (a sequence number for the reference endpoint, a watermark and the ids seen at it for sync-rails).
-public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
-    public var text: String
-    public init(_ text: String) { self.text = text }
-    public var description: String { text }
-}
-
-/// What the agent hands an adapter when it makes one for a folder.
-public struct EndpointContext: Sendable {
-    /// This folder's client id: a server that knows it does not echo the folder's own writes.
-    public var clientID: String
-    /// The clock every reply's timing and date headers feed.
-    public var clock: ServerClock
-    /// How long one request may take before it counts as failed.
-    public var requestTimeout: Duration
-    /// The token (or `user:password`), from a file or the environment.
-    public var credential: String
-
-    public init(clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String) {
-        self.clientID = clientID
-        self.clock = clock
-        self.requestTimeout = requestTimeout
-        self.credential = credential
     }
 }

@@ -1,0 +1,20 @@
+import DocsyncClock
+
+/// What the agent hands an adapter when it makes one for a folder.
+public struct EndpointContext: Sendable {
+    /// This folder's client id: a server that knows it does not echo the folder's own writes.
+    public var clientID: String
+    /// The clock every reply's timing and date headers feed.
+    public var clock: ServerClock
+    /// How long one request may take before it counts as failed.
+    public var requestTimeout: Duration
+    /// The token (or `user:password`), from a file or the environment.
+    public var credential: String
+
+    public init(clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String) {
+        self.clientID = clientID
+        self.clock = clock
+        self.requestTimeout = requestTimeout
+        self.credential = credential
+    }
+}

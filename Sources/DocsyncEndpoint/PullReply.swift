@@ -1,0 +1,32 @@
+import DocsyncModel
+
+/// The answer to a pull.
+public struct PullReply: Sendable {
+    /// Documents in wire form; tombstones carry `deleted_at`. `rev` is the server's revision.
+    public var changes: [JSONObject]
+    /// Where the next pull starts; `nil` when this reply must not move the stored cursor.
+    public var cursor: SyncCursor?
+    /// More changes wait: pull again at once.
+    public var more: Bool
+    /// The identity of the store that answered, when the server names one (a different one
+    /// means another server: everything is reconciled again).
+    public var storeIdentity: String?
+    /// The server's history is behind the cursor that was sent (restored from an older copy).
+    public var historyBehind: Bool
+
+    public init(changes: [JSONObject], cursor: SyncCursor?, more: Bool = false, storeIdentity: String? = nil, historyBehind: Bool = false) {
+        self.changes = changes
+        self.cursor = cursor
+        self.more = more
+        self.storeIdentity = storeIdentity
+        self.historyBehind = historyBehind
+    }
+}
+
+/// A position in the server's changes. Opaque to the engine: it is stored and handed back as is
+/// (a sequence number for the reference endpoint, a watermark and the ids seen at it for sync-rails).
+public struct SyncCursor: Sendable, Hashable, CustomStringConvertible {
+    public var text: String
+    public init(_ text: String) { self.text = text }
+    public var description: String { text }
+}

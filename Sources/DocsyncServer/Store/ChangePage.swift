@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One page of the change sequence, as a batch call returns it: fed the rows after `since` in
+/// sequence order, it ends at `limit` documents or once its bodies pass `maxBytes` (at least one
+/// document a page, so a large one still moves the cursor), leaving out what the call itself sent.
+public struct ChangePage: Sendable {
+    let since: Int64
+    let limit: Int
+    let maxBytes: Int
+    let sent: Set<String>
+    private var taken = 0
+    private var bytes = 0
+    private var last: Int64
+    public private(set) var changes: [String] = []
+    public private(set) var more = false
+
+    public init(since: Int64, limit: Int, maxBytes: Int, sent: Set<String>) {
+        self.since = since
+        self.limit = limit
+        self.maxBytes = maxBytes
+        self.sent = sent
+        self.last = since
+    }
+
+    /// Takes the next row; `false` once the page is full (the row is not taken).
+    public mutating func offer(id: String, body: String, seq: Int64) -> Bool {
+        if taken == limit || (taken > 0 && bytes >= maxBytes) {
+            more = true
+            return false
+        }
+        taken += 1
+        last = seq
+        if !sent.contains(id) {
+            bytes += body.utf8.count
+            changes.append(body)
+        }
+        return true
+    }
+
+    /// The cursor to return: the last row taken when more wait, else the latest change. A `since`
+    /// past the latest change comes from a client that synced with another store, or with this one
+    /// before it was restored from an older copy: the lower cursor it gets back tells it to
+    /// reconcile in full.
+    public func cursor(latest: Int64) -> Int64 { more ? last : latest }
+}
+
+/// The real clock's Unix nanoseconds: when a write was stored, for measuring sync latency.
+func storedAtNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
