@@ -1,6 +1,8 @@
 @testable import DocsyncAgent
 import DocsyncClock
 import DocsyncEndpoint
+import DocsyncHTTP
+import DocsyncSyncRails
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -105,5 +107,56 @@ extension EndpointFixture {
     /// A sync-rails client of `server` outside any agent.
     static func syncRailsClient(_ server: SyncRailsServer, token: String) -> any DocumentEndpoint {
         syncRailsAdapter(server).make(EndpointContext(clientID: "reader", clock: ServerClock(), requestTimeout: .seconds(10), credential: token))
+    }
+}
+
+/// A sync-rails server that sends what a test tells it: the adapter neither traps nor writes
+/// what it cannot trust, and says what was wrong.
+@Suite struct HostileSyncRailsTests {
+    func client(_ endpoint: HostileEndpoint) -> any DocumentEndpoint {
+        let origin = endpoint.url
+        return SyncRailsEndpoint(
+            transport: HTTPTransport(baseURL: origin, client: agentClient, clock: ServerClock()), path: "/api/sync", resource: "events",
+            token: "t")
+    }
+
+    @Test(arguments: [
+        #"not json"#, #"[]"#, #"{"events":[]}"#, #"{"other":{"success":[]}}"#,
+    ])
+    func aReplyThatIsNotASyncReplyIsABadReply(_ body: String) async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        defer { Task { await endpoint.stop() } }
+        endpoint.respond { _, _, _ in .init(body: body) }
+        do throws(EndpointError) {
+            _ = try await client(endpoint).pull(after: nil, wait: nil)
+            Issue.record("accepted \(body)")
+        } catch .badReply {
+        } catch {
+            Issue.record("expected a bad reply, got \(error)")
+        }
+    }
+
+    @Test func strangeObjectsAreSkippedOrKeptWithoutATrap() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        defer { Task { await endpoint.stop() } }
+        let objects = [
+            #"{"uuid":7,"updated_at":"2026-01-01T00:00:00Z"}"#,  // not a string: no id
+            #"{"uuid":"old","updated_at":"0000-01-01T00:00:00Z"}"#,  // before the epoch
+            #"{"uuid":"far","updated_at":"9999-12-31T23:59:59Z"}"#,  // the last second there is
+            #"{"uuid":"bad","updated_at":"yesterday","deleted_at":null}"#,
+            #"42"#,
+        ]
+        endpoint.respond { _, _, _ in .init(body: #"{"events":{"success":[\#(objects.joined(separator: ","))],"error":[{"message":"no uuid"}]}}"#) }
+        let reader = client(endpoint)
+        let first = try await reader.pull(after: nil, wait: nil)
+        #expect(Set(first.changes.compactMap { $0["id"]?.string }) == ["old", "far", "bad"])
+        #expect(first.changes.allSatisfy { $0["docType"] == "events" && $0["uuid"] == nil })
+        // The watermark is the year 9999 now: the next call posts a second before it, and what
+        // comes back unchanged is not applied again.
+        let second = try await reader.pull(after: first.cursor, wait: nil)
+        #expect(!second.changes.contains { $0["id"] == "far" })
+        #expect(endpoint.seen.count == 2)
     }
 }
