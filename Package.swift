@@ -80,6 +80,12 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // Adapter: Kinto (buckets, collections, records; /v1/batch; _since; 412 conflicts).
+        .target(name: "DocsyncKinto", dependencies: [
+            "DocsyncModel", "DocsyncEndpoint", "DocsyncHTTP",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         .target(name: "DocsyncAgent", dependencies: [
             "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock",
@@ -101,7 +107,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .executableTarget(name: "docsync", dependencies: [
-            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails",
+            "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
             "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -127,7 +133,7 @@ let package = Package(
         ]),
         .testTarget(name: "DocsyncTests", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
-            "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncAgent", "DocsyncServer", "DocsyncTestSupport",
+            "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncTestSupport",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -13,3 +13,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
+# Kinto, the independent document server the Kinto adapter is tested against (pinned versions that
+# run on Debian 12's Python 3.11), in a virtual environment of its own: .venv-kinto/bin/kinto.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ ! -x "$root/.venv-kinto/bin/kinto" ]; then
+  python3 -m venv "$root/.venv-kinto" 2>/dev/null || {
+    # Debian splits venv out of python3.
+    apt_sudo=""; [ "$(id -u)" -eq 0 ] || apt_sudo="sudo"
+    $apt_sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $apt_sudo apt-get install -y -qq python3-venv
+    python3 -m venv "$root/.venv-kinto"
+  }
+  "$root/.venv-kinto/bin/pip" install -q "kinto==26.5.0" "kinto-attachment==8.0.0"
+fi

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import DocsyncEndpoint
 import DocsyncHTTP
+import DocsyncKinto
 import DocsyncPingPong
 import DocsyncSyncRails
 import Foundation
@@ -9,10 +10,12 @@ import Foundation
 /// The adapter an `--endpoint` URL selects — the one place that knows every adapter:
 /// - `http://HOST[:PORT]` or `https://…`: the PingPong routes (the reference endpoint, with its batch call);
 /// - `syncrails+http://HOST[:PORT]/api/sync?resource=events` (or `syncrails+https`): the sync-rails
-///   dialect; the resource (default `events`) is the docType it carries.
+///   dialect; the resource (default `events`) is the docType it carries;
+/// - `kinto+http://HOST[:PORT]/v1/buckets/NAME` (or `kinto+https`): Kinto, one bucket for the folder.
 enum EndpointChoice {
     case pingPong(base: String)
     case syncRails(origin: String, path: String, resource: String)
+    case kinto(api: String, bucket: String)
 
     init(url: String) throws {
         if url.hasPrefix("http://") || url.hasPrefix("https://") {
@@ -30,7 +33,25 @@ enum EndpointChoice {
             self = .syncRails(origin: origin, path: parts.path.isEmpty ? "/api/sync" : parts.path, resource: resource)
             return
         }
-        throw ValidationError("--endpoint must be an http://, https:// or syncrails+http(s):// URL, got '\(url)'")
+        if url.hasPrefix("kinto+http://") || url.hasPrefix("kinto+https://") {
+            self = try Self.kinto(String(url.dropFirst("kinto+".count)))
+            return
+        }
+        throw ValidationError("--endpoint must be an http://, https://, syncrails+http(s):// or kinto+http(s):// URL, got '\(url)'")
+    }
+
+    /// `http://HOST/v1/buckets/NAME` → the API root and the bucket.
+    private static func kinto(_ url: String) throws -> EndpointChoice {
+        var trimmed = url
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let range = trimmed.range(of: "/buckets/", options: .backwards) else {
+            throw ValidationError("--endpoint: a Kinto URL names its bucket: kinto+http://HOST:PORT/v1/buckets/NAME, got '\(url)'")
+        }
+        let bucket = String(trimmed[range.upperBound...])
+        guard !bucket.isEmpty, bucket.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
+            throw ValidationError("--endpoint: the bucket must be letters, digits, '_' or '-', got '\(bucket)'")
+        }
+        return .kinto(api: String(trimmed[..<range.lowerBound]), bucket: bucket)
     }
 
     /// Makes the adapter for one folder.
@@ -43,6 +64,10 @@ enum EndpointChoice {
         case .syncRails(let origin, let path, let resource):
             return { context in
                 SyncRailsEndpoint(transport: Self.transport(origin, client, context), path: path, resource: resource, token: context.credential)
+            }
+        case .kinto(let api, let bucket):
+            return { context in
+                KintoEndpoint(transport: Self.transport(api, client, context), bucket: bucket, credential: context.credential)
             }
         }
     }

@@ -43,7 +43,9 @@ import Testing
             let outcome = try #require(reply.outcomes["doc1"])
             if case .failed(let error) = outcome { Issue.record("not stored: \(error)") }
             let (pulled, _) = try await pullAll(b, after: nil)
-            #expect(content(pulled["doc1"]) == content(try JSONParser.parse(change.body).object), "same content, number literal kept")
+            // The same content by value: a server that stores parsed JSON may give back `1.5`.
+            let sent = try #require(content(try JSONParser.parse(change.body).object))
+            #expect(content(pulled["doc1"]).map { $0.sameContent(as: sent) } == true, "\(String(describing: pulled["doc1"]))")
         }
     }
 
@@ -109,7 +111,7 @@ import Testing
     func aDocumentTheServerRefusesIsRejectedAloneWithItsReason(_ fixture: EndpointFixture) async throws {
         try await with(fixture) { live in
             let a = live.client("client-a")
-            let poison = OutgoingChange(id: "poison", docType: live.docType, body: live.poison, baseRevision: nil)
+            let poison = OutgoingChange(id: "poison", docType: live.poisonType ?? live.docType, body: live.poison, baseRevision: nil)
             let reply = try await a.push([live.change("fine", #""v":1"#), poison], pullingAfter: nil)
             guard case .failed(.rejected(let reason))? = reply.outcomes["poison"] else {
                 Issue.record("expected a rejection, got \(String(describing: reply.outcomes["poison"]))")

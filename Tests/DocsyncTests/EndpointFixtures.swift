@@ -1,6 +1,7 @@
 import DocsyncClock
 import DocsyncEndpoint
 import DocsyncHTTP
+import DocsyncKinto
 import DocsyncModel
 import DocsyncPingPong
 import DocsyncSyncRails
@@ -16,7 +17,7 @@ struct EndpointFixture: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    static let all: [EndpointFixture] = [reference, syncRails]
+    static let all: [EndpointFixture] = [reference, syncRails, kinto]
 
     /// The reference endpoint (`docsync serve`'s routes) through the PingPong adapter.
     static let reference = EndpointFixture(name: "reference") {
@@ -44,12 +45,30 @@ struct EndpointFixture: Sendable, CustomTestStringConvertible {
     }
 }
 
+extension EndpointFixture {
+    /// A real Kinto (memory backend) through the Kinto adapter; `user:password` credentials.
+    static let kinto = EndpointFixture(name: "kinto") {
+        let server = try await KintoServer.start()
+        // The bucket and collection made with the right credential, as a user's first sync does:
+        // Kinto's basicauth takes any password, and a wrong one is another user.
+        let owner = KintoEndpoint(transport: HTTPTransport(baseURL: server.url, client: agentClient, clock: nil), bucket: "folder", credential: "alice:secret")
+        try await owner.prepare(["note"])
+        return LiveEndpoint(
+            docType: "note", poison: #"{"id":"poison","docType":"not a collection"}"#, poisonType: "not a collection",
+            make: { clientID, credential, clock in
+                KintoEndpoint(transport: HTTPTransport(baseURL: server.url, client: agentClient, clock: clock, clientID: clientID), bucket: "folder", credential: credential)
+            },
+            credential: "alice:secret", stop: { await server.stop() })
+    }
+}
+
 /// A running server and a way to make clients of it.
 struct LiveEndpoint: Sendable {
     /// The docType the endpoint carries.
     let docType: String
-    /// A document this server refuses.
+    /// A document this server refuses, and its docType.
     let poison: String
+    var poisonType: String? = nil
     let make: @Sendable (_ clientID: String, _ credential: String, _ clock: ServerClock?) -> any DocumentEndpoint
     let credential: String
     let stop: @Sendable () async -> Void

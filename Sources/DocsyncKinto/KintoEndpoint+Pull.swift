@@ -1,0 +1,94 @@
+import DocsyncEndpoint
+import DocsyncHTTP
+import DocsyncModel
+import NIOCore
+
+extension KintoEndpoint {
+    /// The bucket's collections, then each collection's records after its own cursor, oldest
+    /// first, a page at a time. An idle poll costs one listing and one request per collection.
+    public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
+        var position = KintoCursor(cursor)
+        let collections = try await collectionIDs()
+        var changes: [JSONObject] = []
+        var more = false
+        for collection in collections {
+            var path = "\(bucketPath)/collections/\(collection)/records?_sort=last_modified&_limit=\(Self.pageSize)"
+            // Tombstones come only with `_since`: a first pull takes the live records alone.
+            if let since = position.since[collection] { path += "&_since=\(since)" }
+            let reply = try await http.send(.GET, path)
+            if reply.status == 404 { continue }  // gone meanwhile
+            guard reply.ok, case .array(let records)? = reply.json.object?["data"] else { throw Self.refusal(reply) }
+            for case .object(let record) in records {
+                guard let id = record["id"]?.string, KintoForm.isKintoID(id), let modified = KintoForm.revision(record) else { continue }
+                changes.append(KintoForm.document(record, collection: collection))
+                position.since[collection] = max(position.since[collection] ?? 0, modified)
+            }
+            if records.count >= Self.pageSize || changes.count >= Self.pageSize {
+                more = true
+                break
+            }
+        }
+        return PullReply(changes: changes, cursor: position.cursor, more: more)
+    }
+
+    /// The ids of the bucket's collections (none while the bucket does not exist).
+    private func collectionIDs() async throws(EndpointError) -> [String] {
+        let reply = try await http.send(.GET, "\(bucketPath)/collections?_limit=10000")
+        if reply.status == 404 { return [] }  // no bucket yet
+        guard reply.ok, case .array(let list)? = reply.json.object?["data"] else { throw Self.refusal(reply) }
+        return list.compactMap { $0.object?["id"]?.string }.filter(KintoForm.isKintoID).sorted()
+    }
+
+    public func fetch(id: String, docType: String) async throws(EndpointError) -> JSONObject? {
+        guard KintoForm.isKintoID(id), KintoForm.isKintoID(docType) else { return nil }
+        let reply = try await http.send(.GET, "\(bucketPath)/collections/\(docType)/records/\(id)")
+        if reply.status == 404 { return nil }
+        guard reply.ok, let record = reply.json.object?["data"]?.object else { throw Self.refusal(reply) }
+        return KintoForm.document(record, collection: docType)
+    }
+
+    /// `GET /v1/`: Kinto has no time route; its `Date` header is sampled (one-second resolution).
+    public func sampleClock() async throws(EndpointError) {
+        _ = try await http.send(.GET, "/")
+    }
+
+    /// The server's batch size, the bucket and `collections`, each made once (`If-None-Match: *`:
+    /// one that exists already is fine).
+    public func prepare(_ collections: Set<String>) async throws(EndpointError) {
+        if readBatchMax() == nil {
+            let hello = try await http.send(.GET, "/")
+            let max = hello.json.object?["settings"]?.object?["batch_max_requests"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } }
+            setBatchMax(min(Swift.max(max ?? Self.defaultBatch, 1), 1000))
+        }
+        if !isBucketReady() {
+            try await create(bucketPath)
+            setBucketReady()
+        }
+        for collection in collections.subtracting(knownCollections()).sorted() {
+            try await create("\(bucketPath)/collections/\(collection)")
+            addCollection(collection)
+        }
+    }
+
+    private func create(_ path: String) async throws(EndpointError) {
+        let reply = try await http.send(.PUT, path, body: .bytes(ByteBuffer(string: #"{"data":{}}"#)), headers: [("If-None-Match", "*")])
+        guard reply.ok || reply.status == 412 else { throw Self.refusal(reply) }
+    }
+}
+
+/// Where a Kinto folder is in each collection: the `last_modified` of the newest record seen.
+struct KintoCursor {
+    var since: [String: Int64] = [:]
+
+    init(_ cursor: SyncCursor?) {
+        guard let cursor, case .object(let o)? = try? JSONParser.parse(cursor.text) else { return }
+        for (collection, value) in o.members {
+            if case .number(let text) = value, let t = Int64(text) { since[collection] = t }
+        }
+    }
+
+    var cursor: SyncCursor {
+        let members = since.sorted { $0.key < $1.key }.map { (key: $0.key, value: JSONValue.number(String($0.value))) }
+        return SyncCursor(JSONWriter.string(.object(JSONObject(members))))
+    }
+}

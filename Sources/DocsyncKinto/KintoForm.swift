@@ -1,0 +1,44 @@
+import DocsyncModel
+
+/// Our documents as Kinto records and back: the docType is the collection, the revision is the
+/// record's `last_modified`, a tombstone is `deleted: true`. `last_modified` is Kinto's to set: a
+/// member of that name is never sent inside the data.
+enum KintoForm {
+    /// Collection and record ids: `^[a-zA-Z0-9][a-zA-Z0-9_-]*$`.
+    static func isKintoID(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic || ("0"..."9").contains(first) else { return false }
+        return s.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }
+    }
+
+    /// The record's data for a document in wire form.
+    static func data(_ document: JSONObject) -> JSONObject {
+        var data = JSONObject()
+        for (key, value) in document.members
+        where !["id", "docType", "last_modified", DocumentRules.revKey, DocumentRules.deletedAtKey].contains(key) {
+            data[key] = value
+        }
+        return data
+    }
+
+    /// The document in wire form for a record of `collection`.
+    static func document(_ record: JSONObject, collection: String) -> JSONObject {
+        var document = JSONObject()
+        document["id"] = record["id"] ?? .null
+        document["docType"] = .string(collection)
+        for (key, value) in record.members where !["id", "docType", "last_modified", "deleted"].contains(key) {
+            document[key] = value
+        }
+        let modified = revision(record)
+        if let modified { document[DocumentRules.revKey] = .number(String(modified)) }
+        if record["deleted"] == true {
+            document[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: modified ?? 0).rfc3339)
+        }
+        return document
+    }
+
+    /// A record's `last_modified` (milliseconds), when it is a sane one.
+    static func revision(_ record: JSONObject) -> Int64? {
+        guard case .number(let text)? = record["last_modified"], let value = Int64(text), value > 0 else { return nil }
+        return value
+    }
+}

@@ -1,0 +1,142 @@
+@testable import DocsyncAgent
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncHTTP
+import DocsyncKinto
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// docsync against a real, independent document server: Kinto from PyPI (memory backend).
+extension HeavySuites {
+@Suite(.serialized) struct KintoTests {
+    let credential = "alice:secret"
+
+    /// What a user would do with curl: the Kinto API with alice's password.
+    func kintoAPI(_ server: KintoServer) -> (APIClient, [(String, String)]) {
+        (APIClient(baseURL: server.url, token: ""), [("Authorization", "Basic " + Data(credential.utf8).base64EncodedString())])
+    }
+
+    /// The live records of a collection, by id (the server's own fields aside).
+    func records(_ server: KintoServer, _ collection: String) async throws -> [String: JSONObject] {
+        let (api, auth) = kintoAPI(server)
+        let reply = try await api.request("GET", "/buckets/folder/collections/\(collection)/records?_limit=10000", token: .some(nil), headers: auth)
+        guard case .array(let list)? = reply.json?.object?["data"] else { return [:] }
+        var out: [String: JSONObject] = [:]
+        for case .object(var record) in list {
+            guard let id = record["id"]?.string else { continue }
+            record["last_modified"] = nil
+            record["updated_at"] = nil
+            out[id] = record
+        }
+        return out
+    }
+
+    func agent(_ folder: TempFolder, _ server: KintoServer, credential: String? = nil, poll: Duration = .milliseconds(100)) async throws -> TestAgent {
+        let url = server.url
+        let adapter = AdapterMaker { context in
+            KintoEndpoint(
+                transport: HTTPTransport(baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+                bucket: "folder", credential: context.credential)
+        }
+        return try await TestAgent.start(folder: folder, endpoint: server.endpoint(bucket: "folder"), token: credential ?? self.credential, adapter: adapter) {
+            $0.pollInterval = poll
+        }
+    }
+
+    func file(of id: String, in folder: TempFolder) -> String? {
+        DocsyncWatcherProbe.walk(folder.path).map(\.0).first { (try? idOf(folder, $0)) == id }
+    }
+
+    func object(of id: String, in folder: TempFolder) -> JSONObject? {
+        file(of: id, in: folder).flatMap { try? DocumentRules.parseObject(Array(folder.bytes($0))).object }
+    }
+
+    @Test func aFolderAndKintoMirrorEachOtherAndTwoAgentsConverge() async throws {
+        let server = try await KintoServer.start()
+        let (folderA, folderB) = (try TempFolder("kinto-a"), try TempFolder("kinto-b"))
+        let a = try await agent(folderA, server)
+        let b = try await agent(folderB, server)
+        defer { Task { try? await a.stop(); try? await b.stop(); await server.stop(); folderA.remove(); folderB.remove() } }
+
+        // Create, edit, move, delete in A: Kinto holds exactly the folder.
+        try folderA.write("notes/one.json", #"{"id":"one","docType":"note","title":"first","price":1.50}"#)
+        try folderA.write("tasks/two.json", #"{"id":"two","docType":"task","done":false}"#)
+        #expect(await eventually { (try? await records(server, "note"))?["one"]?["title"] == "first" })
+        #expect(await eventually { (try? await records(server, "task"))?["two"] != nil })
+        try folderA.write("notes/one.json", #"{"id":"one","docType":"note","title":"edited","price":1.50}"#)
+        #expect(await eventually { (try? await records(server, "note"))?["one"]?["title"] == "edited" })
+        try FileManager.default.createDirectory(atPath: folderA.file("notes/archive"), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: folderA.file("notes/one.json"), toPath: folderA.file("notes/archive/one.json"))
+        try folderA.remove("tasks/two.json")
+        #expect(await eventually { (try? await records(server, "task"))?["two"] == nil })
+        #expect(try await records(server, "note")["one"]?["title"] == "edited", "a move is not a delete")
+
+        // B has what A has.
+        #expect(await eventually { object(of: "one", in: folderB)?["title"] == "edited" })
+        #expect(await eventually { file(of: "two", in: folderB) == nil })
+
+        // A change made on Kinto directly reaches both folders.
+        let (api, auth) = kintoAPI(server)
+        let current = try #require(try await api.request("GET", "/buckets/folder/collections/note/records/one", token: .some(nil), headers: auth).json?.object?["data"]?.object)
+        guard case .number(let stamp)? = current["last_modified"] else { Issue.record("no last_modified: \(current)"); return }
+        let put = try await api.request(
+            "PUT", "/buckets/folder/collections/note/records/one", body: #"{"data":{"title":"from curl","price":1.50}}"#, token: .some(nil),
+            headers: auth + [("If-Match", "\"\(stamp)\"")])
+        #expect(put.status == 200, "\(put.text)")
+        #expect(await eventually { object(of: "one", in: folderA)?["title"] == "from curl" })
+        #expect(await eventually { object(of: "one", in: folderB)?["title"] == "from curl" })
+        #expect(file(of: "one", in: folderA) == "notes/archive/one.json", "the server's change lands where the file is")
+    }
+
+    @Test func aConcurrentChangeGets412AndIsMerged() async throws {
+        let server = try await KintoServer.start()
+        let folder = try TempFolder("kinto-412")
+        // A long poll interval: the agent does not see the server's change before it pushes its own.
+        let a = try await agent(folder, server, poll: .seconds(3600))
+        defer { Task { try? await a.stop(); await server.stop(); folder.remove() } }
+        try folder.write("notes/m.json", #"{"id":"m","docType":"note","x":"a","y":"a"}"#)
+        #expect(await eventually { (try? await records(server, "note"))?["m"] != nil })
+        let (api, auth) = kintoAPI(server)
+        let current = try #require(try await api.request("GET", "/buckets/folder/collections/note/records/m", token: .some(nil), headers: auth).json?.object?["data"]?.object)
+        var data = current
+        data["x"] = "server"
+        data["last_modified"] = nil
+        data["id"] = nil
+        _ = try await api.request(
+            "PUT", "/buckets/folder/collections/note/records/m", body: JSONWriter.string(.object(JSONObject([(key: "data", value: .object(data))]))),
+            token: .some(nil), headers: auth)
+        try folder.write("notes/m.json", #"{"id":"m","docType":"note","x":"a","y":"local"}"#)
+        #expect(await eventually { let r = try? await records(server, "note"); return r?["m"]?["x"] == "server" && r?["m"]?["y"] == "local" })
+        #expect(await eventually { let o = object(of: "m", in: folder); return o?["x"] == "server" && o?["y"] == "local" })
+    }
+
+    @Test func aThousandDocumentsImportThroughTheBatchCall() async throws {
+        let server = try await KintoServer.start()
+        let folder = try TempFolder("kinto-import")
+        for i in 0..<1000 { try folder.write("items/g\(i / 100)/i\(i).json", #"{"id":"i\#(i)","docType":"item","n":\#(i)}"#) }
+        let a = try await agent(folder, server)
+        defer { Task { try? await a.stop(); await server.stop(); folder.remove() } }
+        #expect(await eventually(timeout: .seconds(60)) { (try? await records(server, "item"))?.count == 1000 })
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.counts.pending == 0 })
+        #expect(try await records(server, "item")["i999"]?["n"] == 999)
+    }
+
+    @Test func aWrongPasswordIsOneClearErrorAndNoRetryStorm() async throws {
+        let server = try await KintoServer.start()
+        // The bucket is alice's; a wrong password is another Kinto user, refused there.
+        let owner = KintoEndpoint(transport: HTTPTransport(baseURL: server.url, client: agentClient, clock: nil), bucket: "folder", credential: credential)
+        try await owner.prepare(["note"])
+        let folder = try TempFolder("kinto-wrong")
+        try folder.write("notes/a.json", #"{"id":"a","docType":"note"}"#)
+        let a = try await agent(folder, server, credential: "alice:wrong")
+        defer { Task { try? await a.stop(); await server.stop(); folder.remove() } }
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.paused?.contains("token rejected") == true })
+        try await Task.sleep(for: .seconds(2))  // the window a storm would show in
+        #expect(a.logs.count(containing: "token rejected by") == 1, "\(a.logs.all.filter { $0.contains("token rejected") })")
+        #expect(a.logs.count(containing: "pulling failed") <= 1, "said once while it lasts")
+        #expect(try await records(server, "note").isEmpty)
+    }
+}
+}
