@@ -41,17 +41,8 @@ public final class HostileEndpoint: Sendable {
         router.on("**", method: .get) { request, context in try await self.handle(request, context) }
         router.on("**", method: .post) { request, context in try await self.handle(request, context) }
         router.on("**", method: .put) { request, context in try await self.handle(request, context) }
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "hostile")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let services = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        let (port, services) = await LoopbackServer.start(router, label: "hostile")
         group.withLock { $0 = services }
-        Task { try await services.run() }
-        var iterator = ports.makeAsyncIterator()
-        let port = await iterator.next() ?? 0
         boundPort.withLock { $0 = port }
     }
 

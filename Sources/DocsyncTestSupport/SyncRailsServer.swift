@@ -54,17 +54,8 @@ public final class SyncRailsServer: Sendable {
     public func start() async throws {
         let router = Router()
         router.post("/api/sync") { request, _ in try await self.sync(request) }
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "sync-rails")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let services = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        let (port, services) = await LoopbackServer.start(router, label: "sync-rails")
         group.withLock { $0 = services }
-        Task { try await services.run() }
-        var iterator = ports.makeAsyncIterator()
-        let port = await iterator.next() ?? 0
         boundPort.withLock { $0 = port }
     }
 

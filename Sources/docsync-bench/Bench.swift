@@ -38,6 +38,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Rounds of the initial import and the raw batched ingest, alternating, each on a server of its own (the table shows the median; each round is listed).")
     var rounds = 1
 
+    @Option(help: "Documents imported into a real Kinto (from scripts/install-deps.sh) beside Kinto's raw batch rate; 0 skips.")
+    var kintoDocs = 2_000
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -50,6 +53,7 @@ struct Bench: AsyncParsableCommand {
             saves = 100
             idleSeconds = 5
             baselineDocs = 200
+            kintoDocs = min(kintoDocs, 200)
             attachmentMiB = attachmentMiB ?? 32
         }
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
@@ -100,6 +104,8 @@ struct Bench: AsyncParsableCommand {
         try await measureAttachment(work: work, results: &results)
         // 7. More rounds of the import and the raw batched ingest.
         try await measureMoreRounds(docsDir: docsDir, work: work, results: &results)
+        // 8. Kinto: the agent's import beside Kinto's raw batch rate.
+        try await measureKinto(work: work, results: &results)
 
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)

@@ -46,6 +46,8 @@ struct Results {
     var curlAttachmentSeconds = 0.0
     /// The peak of the attachment run's own server.
     var serverRSS = 0
+    var kintoImportDocsPerSecond = Double.nan
+    var kintoRawDocsPerSecond = Double.nan
 
     func median(_ value: (ImportRound) -> Double) -> Double { percentile(rounds.map(value), 50) }
 
@@ -88,7 +90,8 @@ struct Results {
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
-            | peak RSS while moving the attachment: agent / server (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |\(roundsTable(docs: docs))
+            | peak RSS while moving the attachment: agent / server (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |
+            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(roundsTable(docs: docs))
 
             ### Clock estimators on the same jittered samples
 
@@ -136,6 +139,7 @@ struct Results {
             ("clock_min_delay_median_ms", clock.minDelayMedian), ("clock_min_delay_p95_ms", clock.minDelayP95),
             ("attachment_bytes", Double(attachmentBytes)), ("attachment_s", attachmentSeconds), ("curl_attachment_s", curlAttachmentSeconds),
             ("attachment_agent_peak_rss_bytes", Double(attachmentAgentRSS)), ("server_peak_rss_bytes", Double(serverRSS)),
+            ("kinto_import_docs_per_s", kintoImportDocsPerSecond), ("kinto_raw_batch_docs_per_s", kintoRawDocsPerSecond),
             ("clock_ema_median_ms", clock.emaMedian), ("clock_ema_p95_ms", clock.emaP95), ("clock_limit_median_ms", clock.limitMedian),
         ]
         func number(_ v: Double) -> String { v.isFinite ? String(v) : "null" }
