@@ -1,6 +1,7 @@
 import DocsyncEndpoint
 import DocsyncHTTP
 import DocsyncModel
+import Foundation
 import NIOCore
 
 extension KintoEndpoint {
@@ -8,7 +9,13 @@ extension KintoEndpoint {
     /// first, a page at a time. An idle poll costs one listing and one request per collection.
     public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
         var position = KintoCursor(cursor)
-        let collections = try await collectionIDs()
+        if takeLost() { return try reset("a write found the bucket gone") }
+        guard let collections = try await collectionIDs() else {
+            // No bucket: never made yet, or the server lost it (reset, restored from an older
+            // copy). When this folder had seen records there, everything is reconciled again.
+            _ = takeLost()
+            return try reset(position.since.isEmpty ? nil : "the bucket is gone")
+        }
         var changes: [JSONObject] = []
         var more = false
         for collection in collections {
@@ -18,6 +25,11 @@ extension KintoEndpoint {
             let reply = try await http.send(.GET, path)
             if reply.status == 404 { continue }  // gone meanwhile
             guard reply.ok, case .array(let records)? = reply.json.object?["data"] else { throw Self.refusal(reply) }
+            // The collection's own timestamp older than a record this folder saw: its history
+            // went back.
+            if let since = position.since[collection], let etag = Self.etag(reply), etag < since {
+                return try reset("collection \(collection) is older than what this folder saw")
+            }
             for case .object(let record) in records {
                 guard let id = record["id"]?.string, KintoForm.isKintoID(id), let modified = KintoForm.revision(record) else { continue }
                 changes.append(KintoForm.document(record, collection: collection))
@@ -31,10 +43,31 @@ extension KintoEndpoint {
         return PullReply(changes: changes, cursor: position.cursor, more: more)
     }
 
-    /// The ids of the bucket's collections (none while the bucket does not exist).
-    private func collectionIDs() async throws(EndpointError) -> [String] {
-        let reply = try await http.send(.GET, "\(bucketPath)/collections?_limit=10000")
-        if reply.status == 404 { return [] }  // no bucket yet
+    /// An empty reply; with a `reason`, one that says the server's history is behind this folder's
+    /// (the bucket and collections are made again before the next write).
+    private func reset(_ reason: String?) throws(EndpointError) -> PullReply {
+        guard reason != nil else { return PullReply(changes: [], cursor: nil) }
+        forgetPrepared()
+        return PullReply(changes: [], cursor: KintoCursor(nil).cursor, historyBehind: true)
+    }
+
+    /// A reply's `ETag` (a quoted timestamp in milliseconds).
+    static func etag(_ reply: HTTPTransport.Reply) -> Int64? {
+        reply.headers.first(name: "ETag").flatMap { Int64($0.trimmingCharacters(in: ["\""])) }
+    }
+
+    /// The ids of the bucket's collections; `nil` while the bucket does not exist.
+    private func collectionIDs() async throws(EndpointError) -> [String]? {
+        let reply: HTTPTransport.Reply
+        do throws(EndpointError) {
+            reply = try await http.send(.GET, "\(bucketPath)/collections?_limit=10000")
+        } catch .unauthorized(let why) {
+            // Kinto answers 403 for a bucket that does not exist as for one that is not ours:
+            // made here, it was missing; refused, the credential is wrong.
+            if try await bucketWasMissing() { return nil }
+            throw .unauthorized(why)
+        }
+        if reply.status == 404 { return nil }
         guard reply.ok, case .array(let list)? = reply.json.object?["data"] else { throw Self.refusal(reply) }
         return list.compactMap { $0.object?["id"]?.string }.filter(KintoForm.isKintoID).sorted()
     }
@@ -70,9 +103,23 @@ extension KintoEndpoint {
         }
     }
 
-    private func create(_ path: String) async throws(EndpointError) {
+    /// Whether the bucket had to be made again (the server lost it); forgets what was prepared.
+    func bucketWasMissing() async throws(EndpointError) -> Bool {
+        forgetPrepared()
+        let created = (try? await create(bucketPath)) ?? false
+        if created {
+            setBucketReady()
+            markLost()
+        }
+        return created
+    }
+
+    /// Makes `path` unless it exists; true when it was made.
+    @discardableResult
+    private func create(_ path: String) async throws(EndpointError) -> Bool {
         let reply = try await http.send(.PUT, path, body: .bytes(ByteBuffer(string: #"{"data":{}}"#)), headers: [("If-None-Match", "*")])
         guard reply.ok || reply.status == 412 else { throw Self.refusal(reply) }
+        return reply.status == 201
     }
 }
 

@@ -20,6 +20,8 @@ public final class KintoEndpoint: DocumentEndpoint {
         var batchMax: Int?
         var bucketReady = false
         var collections: Set<String> = []
+        /// A write found the bucket gone and made it again: the next pull says so.
+        var lost = false
     }
     private let state = Mutex(State())
 
@@ -29,6 +31,21 @@ public final class KintoEndpoint: DocumentEndpoint {
     func setBucketReady() { state.withLock { $0.bucketReady = true } }
     func knownCollections() -> Set<String> { state.withLock { $0.collections } }
     func addCollection(_ id: String) { _ = state.withLock { $0.collections.insert(id) } }
+    func markLost() { state.withLock { $0.lost = true } }
+    func takeLost() -> Bool {
+        state.withLock { state in
+            let lost = state.lost
+            state.lost = false
+            return lost
+        }
+    }
+    /// The bucket and collections are made again before the next write (the server lost them).
+    func forgetPrepared() {
+        state.withLock {
+            $0.bucketReady = false
+            $0.collections = []
+        }
+    }
 
     /// Records a pull asks for per collection and call.
     public static let pageSize = 1000
@@ -79,7 +96,13 @@ public final class KintoEndpoint: DocumentEndpoint {
         }
         guard !sending.isEmpty else { return PushReply(outcomes: outcomes) }
         try await prepare(Set(sending.map(\.change.docType)))
-        let responses = try await batch(sending.map(\.request))
+        var responses = try await batch(sending.map(\.request))
+        // A bucket the server lost refuses writes as a wrong credential would: made again (a
+        // create that finds it there changes nothing), the call is sent once more.
+        if responses.contains(where: { [401, 403].contains(Self.status($0)) }), try await bucketWasMissing() {
+            try await prepare(Set(sending.map(\.change.docType)))
+            responses = try await batch(sending.map(\.request))
+        }
         // A credential is the call's, not a document's: refused for one, refused for all.
         if let refused = responses.first(where: { [401, 403].contains(Self.status($0)) }) {
             throw .unauthorized("\(Self.status(refused)): \(Self.message(refused["body"]?.object))")

@@ -20,10 +20,10 @@ public final class KintoServer: Sendable {
         return "kinto"
     }
 
-    /// Starts one; returns once it serves.
-    public static func start() async throws -> KintoServer {
+    /// Starts one (on `port`, or a free one); returns once it serves.
+    public static func start(port: Int = 0) async throws -> KintoServer {
         let folder = try TempFolder("kinto")
-        try folder.write("kinto.ini", ini)
+        try folder.write("kinto.ini", ini.replacingOccurrences(of: "port = 0", with: "port = \(port)"))
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ProcessFailure("no Kinto at \(executable): run scripts/install-deps.sh (it installs Kinto into .venv-kinto/)")
         }
@@ -49,6 +49,14 @@ public final class KintoServer: Sendable {
 
     /// The `--endpoint` for `bucket`.
     public func endpoint(bucket: String) -> String { "kinto+" + url + "/buckets/" + bucket }
+
+    /// Stops this one and starts another on the same port: with the memory backend, a server that
+    /// lost everything.
+    public func restarted() async throws -> KintoServer {
+        let port = Int(url.split(separator: ":").last!.split(separator: "/").first!)!
+        await stop()
+        return try await Self.start(port: port)
+    }
 
     public func stop() async {
         await process.stop()
