@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // The document model: an order- and literal-preserving JSON value, identity and docType rules.
@@ -106,10 +107,18 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // The reference endpoint's store in PostgreSQL (postgres-nio), for several server processes.
+        .target(name: "DocsyncPostgres", dependencies: [
+            "DocsyncModel", "DocsyncServer",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(name: "docsync", dependencies: [
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
-            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "CGlibcExtras",
+            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -133,11 +142,13 @@ let package = Package(
         ]),
         .testTarget(name: "DocsyncTests", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
-            "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncTestSupport",
+            "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncPostgres",
+            "DocsyncTestSupport",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
     ],
     swiftLanguageModes: [.v6]

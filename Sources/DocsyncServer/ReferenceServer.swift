@@ -77,11 +77,18 @@ public struct ReferenceServer: Sendable {
     /// `https` with `--tls-cert`, else `http`.
     public var scheme: String { tlsConfiguration == nil ? "http" : "https" }
 
-    /// - Parameter wallClock: the server's UTC in Unix nanoseconds (tests skew it).
-    public init(configuration: Configuration, wallClock: @escaping @Sendable () -> Int64 = { SystemClockSeam().wallNanoseconds() }) throws {
+    /// - Parameters:
+    ///   - store: where documents live; by default the embedded SQLite store in the data folder
+    ///     (which keeps the uploads either way: a folder every node shares).
+    ///   - wallClock: the server's UTC in Unix nanoseconds (tests skew it).
+    public init(
+        configuration: Configuration, store: (any DocumentStore)? = nil,
+        wallClock: @escaping @Sendable () -> Int64 = { SystemClockSeam().wallNanoseconds() }
+    ) throws {
         self.configuration = configuration
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        self.store = try SQLiteDocumentStore(path: configuration.dataDirectory + "/documents.sqlite", maxDocumentBytes: configuration.maxDocumentBytes)
+        self.store = try store
+            ?? SQLiteDocumentStore(path: configuration.dataDirectory + "/documents.sqlite", maxDocumentBytes: configuration.maxDocumentBytes)
         self.blobs = try BlobDirectory(root: configuration.dataDirectory + "/uploads")
         self.wallClock = wallClock
         self.tlsConfiguration = try configuration.tls?.configuration()
@@ -100,7 +107,7 @@ public struct ReferenceServer: Sendable {
         let listening = self.listening
         let scheme = self.scheme
         let plain = configuration.connections.server
-        return Application(
+        var application = Application(
             router: router,
             server: try tlsConfiguration.map { try HTTPServerBuilder.tls(plain, tlsConfiguration: $0) } ?? plain,
             configuration: .init(
@@ -112,6 +119,8 @@ public struct ReferenceServer: Sendable {
                 await onRunning(host, port)
             },
             logger: logger)
+        if store.followsExternalChanges { application.addServices(ExternalChanges(store: store, feed: feed, logger: logger)) }
+        return application
     }
 
     func addRoutes(to router: Router<BasicRequestContext>) {

@@ -211,7 +211,7 @@ struct UploadRoutes: Sendable {
         let body = try await FileIO().loadFile(path: blobs.path(of: sha), context: context)
         var headers: HTTPFields = [.contentType: blob.contentType, .contentLength: String(blob.size)]
         if let name = context.parameters.get("name") {
-            headers[.contentDisposition] = "inline; filename=\"\(Self.sanitisedFileName(name.removingPercentEncoding))\""
+            headers[.contentDisposition] = "inline; filename=\"\(Self.sanitisedFileName(ReferenceServer.percentDecoded(name)))\""
         }
         return Response(status: .ok, headers: headers, body: body)
     }

@@ -6,11 +6,13 @@ import ServiceLifecycle
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the reference endpoint (PingPong routes, documents in embedded SQLite).",
+        abstract: "Run the reference endpoint (PingPong routes; documents in embedded SQLite, or PostgreSQL with --database).",
         discussion: "Prints the URL it listens on as its first line of output. With --port 0 it binds a free port.")
 
-    @Option(help: "Folder for the endpoint's data (created if missing).")
+    @Option(help: "Folder for the endpoint's data (created if missing): the SQLite store, and uploaded files (with --database, a folder every server shares).")
     var data: String
+
+    @OptionGroup var database: DatabaseOptions
 
     @OptionGroup var listen: ListenOptions
 
@@ -58,7 +60,8 @@ struct Serve: AsyncParsableCommand {
             maxUploadBytes: maxUploadSize, publicURL: publicURL)
         configuration.tokenFile = tokenFile.map(absolutePath)
         if let tlsCert, let tlsKey { configuration.tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey)) }
-        let server = try ReferenceServer(configuration: configuration)
+        let store = try await database.store(maxDocumentBytes: maxDocumentSize, logger: logger)
+        let server = try ReferenceServer(configuration: configuration, store: store)
         let scheme = server.scheme
         let app = try server.application(logger: logger) { host, port in emit("\(scheme)://\(host):\(port)") }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

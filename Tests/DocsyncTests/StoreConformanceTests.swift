@@ -1,4 +1,6 @@
 import DocsyncModel
+import DocsyncPostgres
+import Logging
 import DocsyncServer
 import DocsyncTestSupport
 import Testing
@@ -11,11 +13,23 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    static let all: [StoreFixture] = [sqlite]
+    static let all: [StoreFixture] = [sqlite, postgres]
 
     static let sqlite = StoreFixture(name: "sqlite") {
         let folder = try TempFolder("store")
         return (try SQLiteDocumentStore(path: folder.file("documents.sqlite")), { folder.remove() })
+    }
+
+    /// A database of its own on the test process's throw-away PostgreSQL cluster.
+    static let postgres = StoreFixture(name: "postgres") {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        var logger = Logger(label: "postgres")
+        logger.logLevel = .critical
+        let store = try await PostgresDocumentStore(
+            configuration: .init(host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: database, tls: .disable),
+            logger: logger)
+        return (store, { store.close() })
     }
 }
 

@@ -19,7 +19,33 @@ extension ReferenceServer {
     /// escape is kept as it came, and matches nothing.
     static func parameter(_ name: String, _ context: BasicRequestContext) -> String {
         let raw = context.parameters.get(name) ?? ""
-        return raw.removingPercentEncoding ?? raw
+        return percentDecoded(raw) ?? raw
+    }
+
+    /// `%XX` escapes decoded; `nil` for a malformed escape or bytes that are not UTF-8. Our own:
+    /// Foundation's `removingPercentEncoding` crashed under concurrent requests on Linux.
+    static func percentDecoded(_ text: String) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        func hex(_ c: UInt8?) -> UInt8? {
+            switch c {
+            case let c? where (0x30...0x39).contains(c): c - 0x30
+            case let c? where (0x41...0x46).contains(c): c - 0x41 + 10
+            case let c? where (0x61...0x66).contains(c): c - 0x61 + 10
+            default: nil
+            }
+        }
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// The `X-Docsync-Client` id a request names (an agent's own, so its writes are not echoed).

@@ -43,9 +43,21 @@ public protocol DocumentStore: Sendable {
     /// The latest change sequence.
     func latestSeq() async throws -> Int64
     func stats() async throws -> StoreStats
+
+    /// Whether other processes write to the same storage (several servers on one database): the
+    /// server then follows their writes to wake its long polls.
+    var followsExternalChanges: Bool { get }
+
+    /// Calls `published` with the change numbers other processes commit, as they do, until
+    /// cancelled.
+    func followExternalChanges(_ published: @escaping @Sendable (Int64) -> Void) async throws
 }
 
 extension DocumentStore {
+    /// A store only this process writes: its routes publish every change themselves.
+    public var followsExternalChanges: Bool { false }
+    public func followExternalChanges(_ published: @escaping @Sendable (Int64) -> Void) async throws {}
+
     public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false, client: String? = nil) async throws -> JSONObject {
         try await put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client)
     }

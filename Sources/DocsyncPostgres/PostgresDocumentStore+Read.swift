@@ -1,0 +1,123 @@
+import DocsyncModel
+import DocsyncServer
+import Logging
+import PostgresNIO
+
+extension PostgresDocumentStore {
+    public func sync(
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client writer: String?, measureDepth: Bool
+    ) async throws -> SyncOutcome {
+        let maxDocument = maxDocumentBytes
+        return try await transaction { connection in
+            var outcome = SyncOutcome()
+            var sent = Set<String>()
+            for value in documents {
+                let id = value.object?["id"]?.string
+                do {
+                    let object = try StoreRules.validate(value, requireID: true, measureDepth: measureDepth)
+                    var base: Int64?
+                    if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
+                    sent.insert(id!)
+                    outcome.stored.append(try await Self.put(
+                        object, now: now, ifMatch: base, mustCreate: false, writer: writer, maxBytes: maxDocument, on: connection, logger: self.logger))
+                } catch let error as StoreError {
+                    outcome.errors.append(StoreRules.batchError(id: id, error))
+                }
+            }
+            // Every number up to the counter's committed value is committed (writers take them in
+            // turn and hold the counter until they commit): the page stops there, so a write
+            // committing meanwhile is left for the next call instead of being skipped.
+            let latest = try await Self.latestSeq(connection, logger: self.logger)
+            var page = ChangePage(since: since, limit: limit, maxBytes: maxBytes, sent: sent)
+            // A client's own writes are left out in the query (no client: nothing is left out).
+            let rows = try await connection.query("""
+                SELECT id, body, seq FROM document WHERE seq > \(since) AND seq <= \(latest) AND (\(writer)::text IS NULL OR writer IS DISTINCT FROM \(writer))
+                ORDER BY seq LIMIT \(limit + 1)
+                """, logger: self.logger)
+            for try await (id, body, seq) in rows.decode((String, String, Int64).self) {
+                if !page.offer(id: id, body: body, seq: seq) { break }
+            }
+            if !outcome.stored.isEmpty { try await Self.notify(connection, logger: self.logger) }
+            outcome.changes = page.changes
+            outcome.more = page.more
+            outcome.cursor = page.cursor(latest: latest)
+            return outcome
+        }
+    }
+
+    static func latestSeq(_ connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        for try await seq in try await connection.query("SELECT seq FROM docsync_counter WHERE id = 1", logger: logger).decode(Int64.self) { return seq }
+        return 0
+    }
+
+    public func latestSeq() async throws -> Int64 {
+        try await client.withConnection { try await Self.latestSeq($0, logger: self.logger) }
+    }
+
+    public func get(id: String) async throws -> JSONValue? {
+        for try await body in try await client.query("SELECT body FROM document WHERE id = \(id)", logger: logger).decode(String.self) {
+            return try JSONParser.parse(body)
+        }
+        return nil
+    }
+
+    public func list(docType: String, includeDeleted: Bool) async throws -> [String] {
+        var bodies: [String] = []
+        let rows = includeDeleted
+            ? try await client.query("SELECT body FROM document WHERE doc_type = \(docType) ORDER BY id", logger: logger)
+            : try await client.query("SELECT body FROM document WHERE doc_type = \(docType) AND deleted_at IS NULL ORDER BY id", logger: logger)
+        for try await body in rows.decode(String.self) { bodies.append(body) }
+        return bodies
+    }
+
+    public func blob(sha256: String) async throws -> StoredBlob? {
+        let rows = try await client.query("SELECT sha256, size, content_type FROM blob WHERE sha256 = \(sha256)", logger: logger)
+        for try await (sha, size, type) in rows.decode((String, Int64, String).self) { return StoredBlob(sha256: sha, size: size, contentType: type) }
+        return nil
+    }
+
+    public func blobCount() async throws -> Int {
+        for try await n in try await client.query("SELECT COUNT(*) FROM blob", logger: logger).decode(Int64.self) { return Int(n) }
+        return 0
+    }
+
+    public func stats() async throws -> StoreStats {
+        let rows = try await client.query("""
+            SELECT (SELECT COUNT(*) FROM document), (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL),
+                   (SELECT seq FROM docsync_counter WHERE id = 1)
+            """, logger: logger)
+        for try await (n, t, s) in rows.decode((Int64, Int64, Int64).self) { return StoreStats(documents: Int(n), tombstones: Int(t), seq: s) }
+        return StoreStats(documents: 0, tombstones: 0, seq: 0)
+    }
+}
+
+/// The tables, made once per database: by whichever node starts first (an advisory lock keeps
+/// two nodes starting together from racing).
+enum PostgresSchema {
+    static func prepare(_ client: PostgresClient, logger: Logger) async throws -> String {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(7042771)", logger: logger)
+            for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+            for try await id in try await connection.query("SELECT value FROM docsync_meta WHERE key = 'store_id'", logger: logger).decode(String.self) {
+                return id
+            }
+            throw StoreError(500, "the store has no id")
+        }
+    }
+
+    static let statements = [
+        "CREATE TABLE IF NOT EXISTS docsync_meta (key text PRIMARY KEY, value text NOT NULL)",
+        "INSERT INTO docsync_meta (key, value) VALUES ('store_id', gen_random_uuid()::text) ON CONFLICT (key) DO NOTHING",
+        "CREATE TABLE IF NOT EXISTS docsync_counter (id int PRIMARY KEY, seq bigint NOT NULL)",
+        "INSERT INTO docsync_counter (id, seq) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+        """
+        CREATE TABLE IF NOT EXISTS document (
+            id text PRIMARY KEY, doc_type text NOT NULL,
+            body text NOT NULL,  -- the exact text: key order and number literals kept
+            rev bigint NOT NULL, seq bigint NOT NULL UNIQUE, updated_at bigint NOT NULL, deleted_at bigint,
+            created_at bigint NOT NULL, stored_at bigint NOT NULL, writer text)
+        """,
+        "CREATE INDEX IF NOT EXISTS document_type ON document (doc_type, id)",
+        "CREATE TABLE IF NOT EXISTS blob (sha256 text PRIMARY KEY, size bigint NOT NULL, content_type text NOT NULL, stored_at bigint NOT NULL)",
+    ]
+}

@@ -1,0 +1,144 @@
+import DocsyncModel
+import DocsyncPostgres
+import DocsyncServer
+import DocsyncTestSupport
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// Writes counted across tasks.
+final class WriteCount: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add() { count.withLock { $0 += 1 } }
+}
+
+/// Several reference endpoints on one PostgreSQL database (the test process's throw-away cluster).
+extension HeavySuites {
+@Suite(.serialized) struct PostgresNodesTests {
+    let token = "nodes-token"
+
+    /// A node: a reference endpoint in this process on a free port, over its own connection pool.
+    struct Node {
+        let url: String
+        let group: ServiceGroup
+        let data: TempFolder
+        let store: PostgresDocumentStore
+
+        func stop() async {
+            await group.triggerGracefulShutdown()
+            store.close()
+            data.remove()
+        }
+    }
+
+    func node(database: String, cluster: PostgresCluster) async throws -> Node {
+        var logger = Logger(label: "node")
+        logger.logLevel = .critical
+        let store = try await PostgresDocumentStore(
+            configuration: .init(host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: database, tls: .disable),
+            logger: logger)
+        let data = try TempFolder("node")
+        let server = try ReferenceServer(configuration: .init(port: 0, dataDirectory: data.path, token: token), store: store)
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = try server.application(logger: logger) { _, port in continuation.yield(port) }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        return Node(url: "http://127.0.0.1:\(port)", group: group, data: data, store: store)
+    }
+
+    @Test func aWriteOnOneNodeReachesAnAgentLongPollingTheOtherWithinASecond() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let (one, two) = (try await node(database: database, cluster: cluster), try await node(database: database, cluster: cluster))
+        let folder = try TempFolder("nodes-agent")
+        let agent = try await TestAgent.start(folder: folder, endpoint: two.url, token: token)
+        defer { Task { try? await agent.stop(); await one.stop(); await two.stop(); folder.remove() } }
+        let (api1, api2) = (APIClient(baseURL: one.url, token: token), APIClient(baseURL: two.url, token: token))
+        // The agent follows node 2: a first document through it, to see the long poll running.
+        _ = try await api2.request("PUT", "/api/document", body: #"{"id":"first","docType":"note"}"#)
+        #expect(await eventually { FileManager.default.fileExists(atPath: folder.file("note/first.json")) })
+        try await Task.sleep(for: .milliseconds(300))  // the agent back in its long poll on node 2
+        let start = ContinuousClock.now
+        let put = try await api1.request("PUT", "/api/document", body: #"{"id":"second","docType":"note","via":"node 1"}"#)
+        #expect(put.status == 200)
+        #expect(await eventually(timeout: .seconds(5)) { FileManager.default.fileExists(atPath: folder.file("note/second.json")) })
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(1), "a long poll on node 2 woke for node 1's write after \(elapsed)")
+    }
+
+    @Test func eightWritersOverTwoNodesAndAReaderThatMissesNothing() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let nodes = [try await node(database: database, cluster: cluster), try await node(database: database, cluster: cluster)]
+        defer { Task { for n in nodes { await n.stop() } } }
+        let (writers, each) = (8, 1_250)
+        let written = WriteCount()
+        // The reader follows node 2's change feed while the writers write through both nodes.
+        let (readerURL, token) = (nodes[1].url, self.token)
+        let total = writers * each
+        let reader = Task { @Sendable () -> (Set<String>, [Int64]) in
+            let api = APIClient(baseURL: readerURL, token: token)
+            var (cursor, seen, cursors): (Int64, Set<String>, [Int64]) = (0, [], [])
+            let deadline = ContinuousClock.now + .seconds(300)
+            while seen.count < total && ContinuousClock.now < deadline {
+                let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
+                guard let object = reply.json?.object, case .number(let c)? = object["cursor"], let next = Int64(c),
+                      case .array(let docs)? = object["documents"]?.object?["success"]
+                else { continue }
+                for case .object(let d) in docs { if let id = d["id"]?.string { seen.insert(id) } }
+                cursors.append(next)
+                cursor = next
+                if docs.isEmpty && written.value < total { try await Task.sleep(for: .milliseconds(5)) }
+            }
+            return (seen, cursors)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<writers {
+                let url = nodes[w % 2].url
+                group.addTask {
+                    let api = APIClient(baseURL: url, token: token)
+                    for i in 0..<each {
+                        let reply = try await api.request("PUT", "/api/document", body: #"{"id":"w\#(w)-\#(i)","docType":"load"}"#)
+                        guard reply.status == 200 else { throw ProcessFailure("write refused: \(reply.text)") }
+                        written.add()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let (seen, cursors) = try await reader.value
+        #expect(seen.count == writers * each, "the reader saw \(seen.count) of \(writers * each) writes")
+        #expect(cursors == cursors.sorted(), "the cursor never went back")
+        #expect(try await nodes[0].store.stats().documents == writers * each)
+    }
+
+    @Test func theBinaryServesFromPostgresAndKeepsPasswordsOffTheCommandLine() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let work = try TempFolder("pg-cli")
+        defer { work.remove() }
+        try work.write("token", token + "\n")
+        let url = "postgres://postgres@127.0.0.1:\(cluster.port)/\(database)"
+        let (refused, _, said) = try await runDocsync(
+            ["serve", "--data", work.file("data"), "--database", "postgres://postgres:secret@127.0.0.1:\(cluster.port)/\(database)"], logDirectory: work.path)
+        #expect(refused != 0 && said.contains("--database-password-file or PGPASSWORD"), "\(said)")
+        let server = try DocsyncProcess(
+            ["serve", "--data", work.file("data"), "--port", "0", "--token-file", work.file("token"), "--database", url],
+            logDirectory: work.path, name: "serve")
+        defer { Task { await server.stop() } }
+        let endpoint = try await server.firstLine()
+        try work.write("folder/notes/a.json", #"{"id":"a","docType":"note","n":1.50}"#)
+        let (status, _, stderr) = try await runDocsync(
+            ["sync", work.file("folder"), "--endpoint", endpoint, "--token-file", work.file("token")], logDirectory: work.path)
+        #expect(status == 0, "\(stderr.suffix(400))")
+        let stored = try await APIClient(baseURL: endpoint, token: token).request("GET", "/api/document/a")
+        #expect(stored.text.contains(#""n":1.50"#), "the exact text, in PostgreSQL: \(stored.text)")
+        #expect(!FileManager.default.fileExists(atPath: work.file("data/documents.sqlite")), "no SQLite store beside it")
+    }
+}
+}
