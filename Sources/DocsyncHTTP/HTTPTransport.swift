@@ -15,7 +15,12 @@ import Glibc
 /// (no answer, 401/403, 429/5xx) sorted into ``EndpointError``s. Each adapter reads the rest of
 /// the statuses itself: only it knows what its server means by them.
 public final class HTTPTransport: Sendable {
-    public let baseURL: String
+    /// The servers of one endpoint (several behind one store): requests go to one of them, and
+    /// to the next when it does not answer.
+    public let baseURLs: [String]
+    private let current = Mutex(0)
+    /// The server requests go to now.
+    public var baseURL: String { baseURLs[current.withLock { $0 }] }
     public let client: HTTPClient
     public let clock: ServerClock?
     /// Sent as `X-Docsync-Client`: a server that knows it leaves this client's writes out of the
@@ -27,10 +32,17 @@ public final class HTTPTransport: Sendable {
     /// Replies larger than this are refused rather than buffered.
     public static let maxReplyBytes = ProtocolLimits.maxReplyBytes
 
-    public init(baseURL: String, client: HTTPClient, clock: ServerClock?, clientID: String? = nil, requestTimeout: Duration = .seconds(30)) {
-        var url = baseURL
-        while url.hasSuffix("/") { url.removeLast() }
-        self.baseURL = url
+    public convenience init(baseURL: String, client: HTTPClient, clock: ServerClock?, clientID: String? = nil, requestTimeout: Duration = .seconds(30)) {
+        self.init(baseURLs: [baseURL], client: client, clock: clock, clientID: clientID, requestTimeout: requestTimeout)
+    }
+
+    public init(baseURLs: [String], client: HTTPClient, clock: ServerClock?, clientID: String? = nil, requestTimeout: Duration = .seconds(30)) {
+        precondition(!baseURLs.isEmpty, "an endpoint has at least one URL")
+        self.baseURLs = baseURLs.map { url in
+            var url = url
+            while url.hasSuffix("/") { url.removeLast() }
+            return url
+        }
         self.client = client
         self.clock = clock
         self.clientID = clientID
@@ -54,12 +66,35 @@ public final class HTTPTransport: Sendable {
         public var message: String { HTTPTransport.errorMessage(json, bytes: bytes, status: status) }
     }
 
-    /// Sends one request; `path` is appended to the base URL (or `url` replaces it).
+    /// Sends one request; `path` is appended to the base URL (or `url` replaces it). A server
+    /// that does not answer (refused, reset, timed out) is passed over for the next one, each
+    /// tried once; the one that answers is used from then on. A write that reached the server
+    /// that then failed is sent again: writes carry their base revision, so a repeated one is a
+    /// conflict with what it already stored, merged as such. `failover: false` for a body that
+    /// cannot be sent twice (a file streamed as it is read): it fails, and is retried later.
     public func send(
         _ method: HTTPMethod, _ path: String, url: String? = nil, body: HTTPClientRequest.Body? = nil, contentType: String = "application/json",
-        headers: [(String, String)] = [], timeout: TimeAmount? = nil
+        headers: [(String, String)] = [], timeout: TimeAmount? = nil, failover: Bool = true
     ) async throws(EndpointError) -> Reply {
-        var request = HTTPClientRequest(url: url ?? (baseURL + path))
+        let first = current.withLock { $0 }
+        var attempt = 0
+        while true {
+            let index = (first + attempt) % baseURLs.count
+            do throws(EndpointError) {
+                let reply = try await sendOnce(
+                    method, url: url ?? (baseURLs[index] + path), body: body, contentType: contentType, headers: headers, timeout: timeout)
+                if index != first { current.withLock { $0 = index } }
+                return reply
+            } catch .unreachable where failover && url == nil && attempt + 1 < baseURLs.count {
+                attempt += 1
+            }
+        }
+    }
+
+    private func sendOnce(
+        _ method: HTTPMethod, url: String, body: HTTPClientRequest.Body?, contentType: String, headers: [(String, String)], timeout: TimeAmount?
+    ) async throws(EndpointError) -> Reply {
+        var request = HTTPClientRequest(url: url)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let clientID { request.headers.add(name: "X-Docsync-Client", value: clientID) }
         request.method = method

@@ -185,7 +185,8 @@ public final class PingPongEndpoint: DocumentEndpoint {
         let multipart = MultipartUpload(
             fields: [("targetDocument", JSONWriter.string(.object(target)))], fileField: "file", upload: request, progress: progress)
         let reply = try await http.send(
-            .POST, "/api/app/upload", body: multipart.body, contentType: multipart.contentType, timeout: http.requestTimeout + multipart.extraTime)
+            .POST, "/api/app/upload", body: multipart.body, contentType: multipart.contentType, timeout: http.requestTimeout + multipart.extraTime,
+            failover: false)
         // The target document is not on the server yet (404), or its revision moved meanwhile (409): later.
         if reply.status == 404 || reply.status == 409 { throw .unavailable("\(reply.status): \(reply.message)", retryAfter: nil) }
         guard case .object(let document)? = try Self.data(reply) else { throw .badReply("no document under \"data\"") }

@@ -41,6 +41,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Documents imported into a real Kinto (from scripts/install-deps.sh) beside Kinto's raw batch rate; 0 skips.")
     var kintoDocs = 2_000
 
+    @Option(help: "Writes of the load run: 2 servers on one PostgreSQL database (a throw-away cluster), then 1 on SQLite; 0 skips.")
+    var nodeWrites = 20_000
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -54,6 +57,7 @@ struct Bench: AsyncParsableCommand {
             idleSeconds = 5
             baselineDocs = 200
             kintoDocs = min(kintoDocs, 200)
+            nodeWrites = min(nodeWrites, 800)
             attachmentMiB = attachmentMiB ?? 32
         }
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
@@ -106,6 +110,8 @@ struct Bench: AsyncParsableCommand {
         try await measureMoreRounds(docsDir: docsDir, work: work, results: &results)
         // 8. Kinto: the agent's import beside Kinto's raw batch rate.
         try await measureKinto(work: work, results: &results)
+        // 9. Several servers on PostgreSQL under load, beside one on SQLite.
+        try await measureNodes(work: work, results: &results)
 
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)

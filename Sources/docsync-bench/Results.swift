@@ -46,6 +46,8 @@ struct Results {
     var curlAttachmentSeconds = 0.0
     /// The peak of the attachment run's own server.
     var serverRSS = 0
+    var postgresLoad = LoadRun()
+    var sqliteLoad = LoadRun()
     var kintoImportDocsPerSecond = Double.nan
     var kintoRawDocsPerSecond = Double.nan
 
@@ -91,7 +93,7 @@ struct Results {
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
             | peak RSS while moving the attachment: agent / server (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |
-            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(roundsTable(docs: docs))
+            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(roundsTable(docs: docs))
 
             ### Clock estimators on the same jittered samples
 
@@ -104,6 +106,24 @@ struct Results {
             | limit: half the smallest delay seen | \(fmt(clock.limitMedian, 2)) | \(fmt(clock.limitP95, 2)) |
 
             EMA median error / min-delay median error: \(fmt(clock.emaMedian / clock.minDelayMedian))×
+            """
+    }
+
+    /// The load runs: several servers on PostgreSQL beside one on SQLite.
+    func loadTable() -> String {
+        guard postgresLoad.writes > 0 else { return "" }
+        func row(_ name: String, _ r: LoadRun) -> String {
+            "| \(name) | \(r.servers) | \(r.writes) | \(fmt(r.writesPerSecond, 0)) | \(fmt(percentile(r.latency, 50), 2)) / \(fmt(percentile(r.latency, 99), 2)) | \(r.stored) | \(r.readersExact ? "yes" : "NO") |"
+        }
+        return """
+
+
+            ### Load: \(Bench.loadWriters) writers creating documents through the servers in turn
+
+            | store | servers | writes | writes/s | latency p50 / p99, ms | stored | every reader saw each once |
+            |---|---:|---:|---:|---:|---:|---|
+            \(row("PostgreSQL", postgresLoad))
+            \(row("SQLite", sqliteLoad))
             """
     }
 
@@ -139,6 +159,8 @@ struct Results {
             ("clock_min_delay_median_ms", clock.minDelayMedian), ("clock_min_delay_p95_ms", clock.minDelayP95),
             ("attachment_bytes", Double(attachmentBytes)), ("attachment_s", attachmentSeconds), ("curl_attachment_s", curlAttachmentSeconds),
             ("attachment_agent_peak_rss_bytes", Double(attachmentAgentRSS)), ("server_peak_rss_bytes", Double(serverRSS)),
+            ("pg_2_servers_writes_per_s", postgresLoad.writesPerSecond), ("pg_2_servers_latency_p99_ms", percentile(postgresLoad.latency, 99)),
+            ("sqlite_1_server_writes_per_s", sqliteLoad.writesPerSecond), ("sqlite_1_server_latency_p99_ms", percentile(sqliteLoad.latency, 99)),
             ("kinto_import_docs_per_s", kintoImportDocsPerSecond), ("kinto_raw_batch_docs_per_s", kintoRawDocsPerSecond),
             ("clock_ema_median_ms", clock.emaMedian), ("clock_ema_p95_ms", clock.emaP95), ("clock_limit_median_ms", clock.limitMedian),
         ]

@@ -9,17 +9,24 @@ import Foundation
 
 /// The adapter an `--endpoint` URL selects — the one place that knows every adapter:
 /// - `http://HOST[:PORT]` or `https://…`: the PingPong routes (the reference endpoint, with its batch call);
+///   several comma-separated: servers of one store, tried in turn when one does not answer;
 /// - `syncrails+http://HOST[:PORT]/api/sync?resource=events` (or `syncrails+https`): the sync-rails
 ///   dialect; the resource (default `events`) is the docType it carries;
 /// - `kinto+http://HOST[:PORT]/v1/buckets/NAME` (or `kinto+https`): Kinto, one bucket for the folder.
 enum EndpointChoice {
-    case pingPong(base: String)
+    case pingPong(bases: [String])
     case syncRails(origin: String, path: String, resource: String)
     case kinto(api: String, bucket: String)
 
     init(url: String) throws {
         if url.hasPrefix("http://") || url.hasPrefix("https://") {
-            self = .pingPong(base: url)
+            // Several servers of one store, comma-separated: the agent goes on with the next
+            // when one does not answer.
+            let bases = url.split(separator: ",").map(String.init)
+            guard bases.allSatisfy({ $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
+                throw ValidationError("--endpoint: every URL of a list is http:// or https://, got '\(url)'")
+            }
+            self = .pingPong(bases: bases)
             return
         }
         if url.hasPrefix("syncrails+http://") || url.hasPrefix("syncrails+https://") {
@@ -57,9 +64,12 @@ enum EndpointChoice {
     /// Makes the adapter for one folder.
     func factory(client: HTTPClient) -> @Sendable (EndpointContext) -> any DocumentEndpoint {
         switch self {
-        case .pingPong(let base):
+        case .pingPong(let bases):
             return { context in
-                PingPongEndpoint(transport: Self.transport(base, client, context), token: context.credential)
+                PingPongEndpoint(
+                    transport: HTTPTransport(
+                        baseURLs: bases, client: client, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+                    token: context.credential)
             }
         case .syncRails(let origin, let path, let resource):
             return { context in

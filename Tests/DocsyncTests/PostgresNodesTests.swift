@@ -1,3 +1,4 @@
+import DocsyncAgent
 import DocsyncModel
 import DocsyncPostgres
 import DocsyncServer
@@ -139,6 +140,41 @@ extension HeavySuites {
         let stored = try await APIClient(baseURL: endpoint, token: token).request("GET", "/api/document/a")
         #expect(stored.text.contains(#""n":1.50"#), "the exact text, in PostgreSQL: \(stored.text)")
         #expect(!FileManager.default.fileExists(atPath: work.file("data/documents.sqlite")), "no SQLite store beside it")
+    }
+
+    @Test func aNodeKilledMidImportLosesNothingTheAgentGoesOnWithTheOther() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let work = try TempFolder("pg-kill")
+        defer { work.remove() }
+        try work.write("token", token + "\n")
+        let url = "postgres://postgres@127.0.0.1:\(cluster.port)/\(database)"
+        let nodes = try (1...2).map { n in
+            try DocsyncProcess(
+                ["serve", "--data", work.file("data"), "--port", "0", "--token-file", work.file("token"), "--database", url, "--log-level", "warning"],
+                logDirectory: work.path, name: "node\(n)")
+        }
+        defer { Task { for node in nodes { await node.stop() } } }
+        let urls = [try await nodes[0].firstLine(), try await nodes[1].firstLine()]
+        let count = 3_000
+        for i in 0..<count { try work.write("folder/items/g\(i / 100)/i\(i).json", #"{"id":"i\#(i)","docType":"item","n":\#(i)}"#) }
+        let agent = try DocsyncProcess(
+            ["watch", work.file("folder"), "--endpoint", urls.joined(separator: ","), "--token-file", work.file("token")],
+            logDirectory: work.path, name: "agent")
+        defer { Task { await agent.stop() } }
+        let survivor = APIClient(baseURL: urls[1], token: token)
+        func stored() async -> Int {
+            guard case .number(let n)? = (try? await survivor.request("GET", "/api/stats"))?.json?.object?["data"]?.object?["documents"] else { return -1 }
+            return Int(n) ?? -1
+        }
+        #expect(await eventually(timeout: .seconds(60)) { await stored() >= 300 })
+        nodes[0].signal(SIGKILL)  // the agent's first server, mid-import
+        let complete = await eventually(timeout: .seconds(120)) { await stored() == count }
+        let held = await stored()
+        #expect(complete, "\(held) of \(count); \(agent.stderr.suffix(600))")
+        #expect(await eventually { (try? await AgentStatus.read(root: work.file("folder")))?.counts.pending == 0 })
+        let page = try await survivor.request("GET", "/api/document/i0")
+        #expect(page.json?.object?["data"]?.object?["n"] == 0)
     }
 }
 }

@@ -1,0 +1,114 @@
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Synchronization
+
+/// One load run: writers spread over the servers, readers following each server's change feed.
+struct LoadRun {
+    var servers = 0
+    var writes = 0
+    var writesPerSecond = Double.nan
+    var latency: [Double] = []
+    /// Every reader saw every document exactly once (no miss, no repeat).
+    var readersExact = false
+    /// Documents the store holds afterwards.
+    var stored = 0
+}
+
+/// 9. Several servers on one PostgreSQL database under load, beside one server on SQLite: 8
+/// writers creating distinct documents through the servers in turn (`PUT /api/document`), and one
+/// reader per server following `/api/sync` from the start; afterwards the store must hold every
+/// document once and each reader must have seen each exactly once.
+extension Bench {
+    static let loadWriters = 8
+
+    func measureNodes(work: TempFolder, results: inout Results) async throws {
+        guard nodeWrites > 0 else { return }
+        log("load: \(nodeWrites) writes over 2 servers on PostgreSQL, then 1 server on SQLite")
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let url = "postgres://postgres@127.0.0.1:\(cluster.port)/\(database)"
+        let pgNodes = try (1...2).map { n in
+            try DocsyncProcess(
+                ["serve", "--data", work.file("nodes-data"), "--port", "0", "--token-file", work.file("token"), "--database", url, "--log-level", "warning"],
+                logDirectory: work.path, name: "pg-node\(n)")
+        }
+        let pgURLs = [try await pgNodes[0].firstLine(), try await pgNodes[1].firstLine()]
+        let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        results.postgresLoad = try await loadRun(urls: pgURLs, token: token)
+        for node in pgNodes { await node.stop() }
+        let sqliteNode = try DocsyncProcess(
+            ["serve", "--data", work.file("sqlite-node"), "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
+            logDirectory: work.path, name: "sqlite-node")
+        results.sqliteLoad = try await loadRun(urls: [try await sqliteNode.firstLine()], token: token)
+        await sqliteNode.stop()
+        log("load: PostgreSQL ×2 \(fmt(results.postgresLoad.writesPerSecond, 0))/s, SQLite ×1 \(fmt(results.sqliteLoad.writesPerSecond, 0))/s")
+    }
+
+    private func loadRun(urls: [String], token: String) async throws -> LoadRun {
+        let (writers, perWriter) = (Self.loadWriters, max(1, nodeWrites / Self.loadWriters))
+        let total = writers * perWriter
+        let done = LoadDone()
+        let readers = urls.map { url in Task { try await Self.follow(APIClient(baseURL: url, token: token), until: total, writing: done) } }
+        let start = now()
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for w in 0..<writers {
+                let api = APIClient(baseURL: urls[w % urls.count], token: token)
+                group.addTask {
+                    var latencies: [Double] = []
+                    for i in 0..<perWriter {
+                        let sent = now()
+                        let reply = try await api.request("PUT", "/api/document", body: #"{"id":"w\#(w)-\#(i)","docType":"load","n":\#(i)}"#)
+                        guard reply.status == 200 else { throw ProcessFailure("write refused: \(reply.text)") }
+                        latencies.append(Double(now() - sent) / 1e6)
+                    }
+                    return latencies
+                }
+            }
+            var all: [Double] = []
+            for try await l in group { all += l }
+            return all
+        }
+        var run = LoadRun(servers: urls.count, writes: total)
+        run.writesPerSecond = Double(total) / seconds(since: start)
+        run.latency = latencies
+        done.finish()
+        var exact = true
+        for reader in readers {
+            let seen = try await reader.value
+            exact = exact && seen.count == total && seen.allSatisfy { $0.value == 1 }
+        }
+        run.readersExact = exact
+        let stats = try await APIClient(baseURL: urls[0], token: token).request("GET", "/api/stats").json?.object?["data"]?.object
+        if case .number(let n)? = stats?["documents"] { run.stored = Int(n) ?? -1 }
+        return run
+    }
+
+    /// Follows one server's change feed from the start until `total` documents were seen (or the
+    /// writers are done and a last pass found nothing new): how often each id was seen.
+    static func follow(_ api: APIClient, until total: Int, writing: LoadDone) async throws -> [String: Int] {
+        var (cursor, seen): (Int64, [String: Int]) = (0, [:])
+        let deadline = ContinuousClock.now + .seconds(600)
+        while seen.count < total && ContinuousClock.now < deadline {
+            let finished = writing.isDone
+            let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
+            guard let object = reply.json?.object, case .number(let c)? = object["cursor"], let next = Int64(c),
+                  case .array(let docs)? = object["documents"]?.object?["success"]
+            else { continue }
+            for case .object(let d) in docs { if let id = d["id"]?.string { seen[id, default: 0] += 1 } }
+            cursor = next
+            if docs.isEmpty {
+                if finished { break }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        return seen
+    }
+}
+
+/// Whether the writers of a load run are done.
+final class LoadDone: Sendable {
+    private let done = Mutex(false)
+    var isDone: Bool { done.withLock { $0 } }
+    func finish() { done.withLock { $0 = true } }
+}
