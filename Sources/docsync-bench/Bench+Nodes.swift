@@ -13,14 +13,23 @@ struct LoadRun {
     var readersExact = false
     /// Documents the store holds afterwards.
     var stored = 0
+    /// Updates of the shared documents every writer also edits (through every server).
+    var hotWrites = 0
+    /// Each shared document's revisions, as the writes' replies gave them, were distinct and
+    /// end at its number of writes: revisions strictly increased whatever server took a write.
+    var revisionsIncreasing = false
 }
 
 /// 9. Several servers on one PostgreSQL database under load, beside one server on SQLite: 8
-/// writers creating distinct documents through the servers in turn (`PUT /api/document`), and one
-/// reader per server following `/api/sync` from the start; afterwards the store must hold every
-/// document once and each reader must have seen each exactly once.
+/// writers creating distinct documents through the servers in turn (`PUT /api/document`), every
+/// tenth write also updating one of a few shared documents, and one reader per server following
+/// `/api/sync` from the start; afterwards the store must hold every document once, each reader must
+/// have seen each created document exactly once, and each shared document's revisions must have
+/// gone up by one a write, whichever server took it.
 extension Bench {
     static let loadWriters = 8
+    /// Documents every writer also updates, so writes through different servers meet on one row.
+    static let hotDocuments = 4
 
     func measureNodes(work: TempFolder, results: inout Results) async throws {
         guard nodeWrites > 0 else { return }
@@ -51,32 +60,30 @@ extension Bench {
         let done = LoadDone()
         let readers = urls.map { url in Task { try await Self.follow(APIClient(baseURL: url, token: token), until: total, writing: done) } }
         let start = now()
-        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+        let replies = try await withThrowingTaskGroup(of: WriterReplies.self) { group in
             for w in 0..<writers {
                 let api = APIClient(baseURL: urls[w % urls.count], token: token)
-                group.addTask {
-                    var latencies: [Double] = []
-                    for i in 0..<perWriter {
-                        let sent = now()
-                        let reply = try await api.request("PUT", "/api/document", body: #"{"id":"w\#(w)-\#(i)","docType":"load","n":\#(i)}"#)
-                        guard reply.status == 200 else { throw ProcessFailure("write refused: \(reply.text)") }
-                        latencies.append(Double(now() - sent) / 1e6)
-                    }
-                    return latencies
-                }
+                group.addTask { try await Self.write(api, writer: w, count: perWriter) }
             }
-            var all: [Double] = []
-            for try await l in group { all += l }
+            var all = WriterReplies()
+            for try await r in group {
+                all.latencies += r.latencies
+                for (id, revs) in r.hotRevisions { all.hotRevisions[id, default: []] += revs }
+            }
             return all
         }
+        let latencies = replies.latencies
         var run = LoadRun(servers: urls.count, writes: total)
         run.writesPerSecond = Double(total) / seconds(since: start)
         run.latency = latencies
+        run.hotWrites = replies.hotRevisions.values.reduce(0) { $0 + $1.count }
+        run.revisionsIncreasing = replies.hotRevisions.values.allSatisfy { Set($0).count == $0.count && $0.max() == Int64($0.count) }
         done.finish()
         var exact = true
         for reader in readers {
             let seen = try await reader.value
-            exact = exact && seen.count == total && seen.allSatisfy { $0.value == 1 }
+            let created = seen.filter { !$0.key.hasPrefix("hot-") }
+            exact = exact && created.count == total && created.allSatisfy { $0.value == 1 }
         }
         run.readersExact = exact
         let stats = try await APIClient(baseURL: urls[0], token: token).request("GET", "/api/stats").json?.object?["data"]?.object
@@ -84,18 +91,42 @@ extension Bench {
         return run
     }
 
-    /// Follows one server's change feed from the start until `total` documents were seen (or the
+    /// One writer's documents, each tenth followed by an update of a shared one (no If-Match: the
+    /// writes race, and the store must still give each a revision of its own).
+    static func write(_ api: APIClient, writer w: Int, count: Int) async throws -> WriterReplies {
+        var replies = WriterReplies()
+        for i in 0..<count {
+            let sent = now()
+            let reply = try await api.request("PUT", "/api/document", body: #"{"id":"w\#(w)-\#(i)","docType":"load","n":\#(i)}"#)
+            guard reply.status == 200 else { throw ProcessFailure("write refused: \(reply.text)") }
+            replies.latencies.append(Double(now() - sent) / 1e6)
+            guard i % 10 == 9 else { continue }
+            let hot = "hot-\((w + i / 10) % hotDocuments)"
+            let update = try await api.request("PUT", "/api/document", body: #"{"id":"\#(hot)","docType":"load","by":\#(w)}"#)
+            guard update.status == 200, case .number(let rev)? = update.json?.object?["data"]?.object?[DocumentRules.revKey], let r = Int64(rev) else {
+                throw ProcessFailure("update refused: \(update.text)")
+            }
+            replies.hotRevisions[hot, default: []].append(r)
+        }
+        return replies
+    }
+
+    /// Follows one server's change feed from the start until `total` created documents were seen (or the
     /// writers are done and a last pass found nothing new): how often each id was seen.
     static func follow(_ api: APIClient, until total: Int, writing: LoadDone) async throws -> [String: Int] {
-        var (cursor, seen): (Int64, [String: Int]) = (0, [:])
+        var (cursor, seen, created): (Int64, [String: Int], Int) = (0, [:], 0)
         let deadline = ContinuousClock.now + .seconds(600)
-        while seen.count < total && ContinuousClock.now < deadline {
+        while created < total && ContinuousClock.now < deadline {
             let finished = writing.isDone
             let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
             guard let object = reply.json?.object, case .number(let c)? = object["cursor"], let next = Int64(c),
                   case .array(let docs)? = object["documents"]?.object?["success"]
             else { continue }
-            for case .object(let d) in docs { if let id = d["id"]?.string { seen[id, default: 0] += 1 } }
+            for case .object(let d) in docs {
+                guard let id = d["id"]?.string else { continue }
+                seen[id, default: 0] += 1
+                if seen[id] == 1 && !id.hasPrefix("hot-") { created += 1 }
+            }
             cursor = next
             if docs.isEmpty {
                 if finished { break }
@@ -104,6 +135,12 @@ extension Bench {
         }
         return seen
     }
+}
+
+/// What one writer's replies said: each create's latency, each shared document's revisions.
+struct WriterReplies: Sendable {
+    var latencies: [Double] = []
+    var hotRevisions: [String: [Int64]] = [:]
 }
 
 /// Whether the writers of a load run are done.

@@ -113,15 +113,15 @@ struct Results {
     func loadTable() -> String {
         guard postgresLoad.writes > 0 else { return "" }
         func row(_ name: String, _ r: LoadRun) -> String {
-            "| \(name) | \(r.servers) | \(r.writes) | \(fmt(r.writesPerSecond, 0)) | \(fmt(percentile(r.latency, 50), 2)) / \(fmt(percentile(r.latency, 99), 2)) | \(r.stored) | \(r.readersExact ? "yes" : "NO") |"
+            "| \(name) | \(r.servers) | \(r.writes) | \(fmt(r.writesPerSecond, 0)) | \(fmt(percentile(r.latency, 50), 2)) / \(fmt(percentile(r.latency, 99), 2)) | \(r.stored) | \(r.readersExact ? "yes" : "NO") | \(r.hotWrites): \(r.revisionsIncreasing ? "yes" : "NO") |"
         }
         return """
 
 
-            ### Load: \(Bench.loadWriters) writers creating documents through the servers in turn
+            ### Load: \(Bench.loadWriters) writers creating documents through the servers in turn, every tenth write also updating one of \(Bench.hotDocuments) shared documents
 
-            | store | servers | writes | writes/s | latency p50 / p99, ms | stored | every reader saw each once |
-            |---|---:|---:|---:|---:|---:|---|
+            | store | servers | creates | creates/s | create latency p50 / p99, ms | documents stored | every reader saw each create once | shared-document updates: revisions +1 each |
+            |---|---:|---:|---:|---:|---:|---|---|
             \(row("PostgreSQL", postgresLoad))
             \(row("SQLite", sqliteLoad))
             """
