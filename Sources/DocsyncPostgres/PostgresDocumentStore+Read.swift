@@ -11,6 +11,10 @@ extension PostgresDocumentStore {
         return try await transaction { connection in
             var outcome = SyncOutcome()
             var sent = Set<String>()
+            // The batch's documents locked before its first change number (see the type).
+            if documents.count > 1 {
+                try await Self.lockDocuments(documents.compactMap { $0.object?["id"]?.string }, connection, logger: self.logger)
+            }
             for value in documents {
                 let id = value.object?["id"]?.string
                 do {
@@ -19,7 +23,8 @@ extension PostgresDocumentStore {
                     if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
                     sent.insert(id!)
                     outcome.stored.append(try await Self.put(
-                        object, now: now, ifMatch: base, mustCreate: false, writer: writer, maxBytes: maxDocument, on: connection, logger: self.logger))
+                        object, now: now, ifMatch: base, mustCreate: false, writer: writer, maxBytes: maxDocument, notify: false, locked: documents.count > 1, on: connection,
+                        logger: self.logger))
                 } catch let error as StoreError {
                     outcome.errors.append(StoreRules.batchError(id: id, error))
                 }
@@ -96,7 +101,7 @@ extension PostgresDocumentStore {
 enum PostgresSchema {
     static func prepare(_ client: PostgresClient, logger: Logger) async throws -> String {
         try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(7042771)", logger: logger)
+            for try await _ in try await connection.query("SELECT pg_advisory_xact_lock(7042771)::text", logger: logger) {}
             for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
             for try await id in try await connection.query("SELECT value FROM docsync_meta WHERE key = 'store_id'", logger: logger).decode(String.self) {
                 return id

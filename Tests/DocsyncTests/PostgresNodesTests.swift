@@ -176,5 +176,50 @@ extension HeavySuites {
         let page = try await survivor.request("GET", "/api/document/i0")
         #expect(page.json?.object?["data"]?.object?["n"] == 0)
     }
+
+    /// Batches (their documents locked in one order, then the counter) and single writes (one
+    /// document, then the counter) on the same documents through two nodes at once: none fails or
+    /// waits on another in a circle, none is lost, and each document ends at one revision per write.
+    @Test func batchesAndSingleWritesOnTheSameDocumentsNeitherDeadlockNorLoseAWrite() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let nodes = [try await node(database: database, cluster: cluster), try await node(database: database, cluster: cluster)]
+        defer { Task { for n in nodes { await n.stop() } } }
+        let ids = (0..<12).map { "shared-\($0)" }
+        let counts = try await withThrowingTaskGroup(of: [String: Int].self) { group in
+            for w in 0..<8 {
+                let store = nodes[w % 2].store
+                group.addTask {
+                    var writes: [String: Int] = [:]
+                    var random = SystemRandomNumberGenerator()
+                    for round in 0..<40 {
+                        if w < 4 {
+                            // A batch of six in a shuffled order: the store must lock them in its own.
+                            let batch = Array(ids.shuffled(using: &random).prefix(6))
+                            let docs = batch.map { JSONValue.object(JSONObject([(key: "id", value: .string($0)), (key: "docType", value: "load"), (key: "by", value: .string("\(w)-\(round)"))])) }
+                            let outcome = try await store.sync(since: 0, documents: docs, now: 1, limit: 1, maxBytes: 1 << 20, client: "w\(w)", measureDepth: false)
+                            guard outcome.errors.isEmpty else { throw ProcessFailure("batch refused: \(outcome.errors)") }
+                            for id in batch { writes[id, default: 0] += 1 }
+                        } else {
+                            let id = ids.randomElement(using: &random)!
+                            _ = try await store.put(JSONObject([(key: "id", value: .string(id)), (key: "docType", value: "load")]), now: 1)
+                            writes[id, default: 0] += 1
+                        }
+                    }
+                    return writes
+                }
+            }
+            var all: [String: Int] = [:]
+            for try await writes in group { all.merge(writes, uniquingKeysWith: +) }
+            return all
+        }
+        for id in ids {
+            guard case .object(let doc)? = try await nodes[0].store.get(id: id), case .number(let rev)? = doc[DocumentRules.revKey] else {
+                Issue.record("\(id) is missing")
+                continue
+            }
+            #expect(Int(rev) == counts[id], "\(id): revision \(rev) after \(counts[id] ?? 0) writes")
+        }
+    }
 }
 }
