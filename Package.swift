@@ -83,7 +83,7 @@ let package = Package(
         ]),
         // Adapter: Kinto (buckets, collections, records; /v1/batch; _since; 412 conflicts).
         .target(name: "DocsyncKinto", dependencies: [
-            "DocsyncModel", "DocsyncEndpoint", "DocsyncHTTP",
+            "DocsyncModel", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncClock",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),

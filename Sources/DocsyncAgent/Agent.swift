@@ -111,7 +111,7 @@ public actor Agent {
         let gate = try PathGate(root: root)
         self.scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
-            queued: { pusher.wake() })
+            filesPerDocument: endpoint.capabilities.filesPerDocument, queued: { pusher.wake() })
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             uploading: uploading, reloadToken: reloadToken, uploadEnded: { pusher.wake() })

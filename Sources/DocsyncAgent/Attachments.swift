@@ -30,16 +30,27 @@ struct Attachments: Sendable {
     let root: String
     /// `root` with symlinks resolved: a referenced file must resolve to a path below it.
     let realRoot: String
+    /// Files the endpoint keeps per document (`nil`: any number): the first references in
+    /// document order are sent, the rest reported.
+    let filesPerDocument: Int?
 
-    init(root: String) {
+    init(root: String, filesPerDocument: Int? = nil) {
         self.root = root
         self.realRoot = Self.realPath(root) ?? root
+        self.filesPerDocument = filesPerDocument
     }
 
     /// Checks each reference of a document at `documentPath` and hashes the files, re-using the
     /// hash the index holds for an unchanged stat (a restart or a rename reads nothing).
     func observe(_ object: JSONObject, documentPath: String, knownHash: (String, FileStat) -> String?) -> [AttachmentObservation] {
-        FileReference.all(in: object, documentPath: documentPath).map { ref in
+        let references = FileReference.all(in: object, documentPath: documentPath)
+        let limit = filesPerDocument ?? references.count
+        let taken = references.prefix(limit).map(\.property)
+        return references.enumerated().map { n, ref in
+            if n >= limit {
+                return AttachmentObservation(
+                    property: ref.property, written: ref.written, path: nil, file: .failure(.beyondLimit(ref.written, limit: limit, taken: taken)))
+            }
             switch ref.resolved {
             case .failure(let problem):
                 return AttachmentObservation(property: ref.property, written: ref.written, path: nil, file: .failure(problem))

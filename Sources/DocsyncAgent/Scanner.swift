@@ -45,7 +45,7 @@ struct Scanner: Sendable {
 
     init(
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
-        queued: @escaping @Sendable () -> Void = {}
+        filesPerDocument: Int? = nil, queued: @escaping @Sendable () -> Void = {}
     ) {
         self.queued = queued
         self.root = root
@@ -55,7 +55,7 @@ struct Scanner: Sendable {
         self.maxFileSize = maxFileSize
         self.logger = logger
         self.walker = TreeWalker(root: root, ignore: ignore)
-        self.attachments = Attachments(root: root)
+        self.attachments = Attachments(root: root, filesPerDocument: filesPerDocument)
     }
 
     // MARK: - Gathering

@@ -226,11 +226,15 @@ actor Uploader {
                 guard var doc = try tx.document(id: upload.docID), case .number(let revText)? = stored[DocumentRules.revKey],
                       let rev = Int64(revText), rev > (doc.serverRev ?? 0)
                 else { return }
-                doc.serverRev = rev
                 if let local = try? JSONParser.parse(doc.body).object {
                     let base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(WireForm.body(stored, docType: doc.docType), local: local)
+                    // A server that changed more than the property (Kinto's attachment plugin adds
+                    // the file's metadata) holds a version the folder has not seen: the next pull
+                    // brings it, merged into the file like any server change.
+                    if Self.changedBesides(property, old: doc.base, new: base, docType: doc.docType) { return }
                     doc.base = JSONWriter.string(.object(base))
                 }
+                doc.serverRev = rev
                 try tx.upsertDocument(doc)
             }
             lastFailure = nil
@@ -239,6 +243,17 @@ actor Uploader {
         } catch {
             logger.error("cannot record a finished upload", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Whether the server's version after an upload differs from the one before it in more than
+    /// the uploaded property.
+    static func changedBesides(_ property: String, old: String?, new: JSONObject, docType: String) -> Bool {
+        guard let old, case .object(let oldObject)? = try? JSONParser.parse(old) else { return false }
+        var before = WireForm.body(oldObject, docType: docType)
+        var after = WireForm.body(new, docType: docType)
+        before[property] = nil
+        after[property] = nil
+        return !after.sameContent(as: before)
     }
 
     private func failed(_ job: Job, _ error: EndpointError) async {

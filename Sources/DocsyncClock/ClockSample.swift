@@ -3,16 +3,28 @@ public struct ClockSample: Sendable, Hashable {
     public enum Source: String, Sendable, Codable {
         /// `X-Sync-UTC` / `X-Sync-Duration` headers or `/api/time`: nanosecond resolution.
         case syncHeaders = "sync-headers"
+        /// A write's stamp in the server's own clock (Kinto's `last_modified`): millisecond
+        /// resolution, taken at an unknown instant while the request was served.
+        case writeStamp = "write-stamp"
         /// Only the `Date` header: one-second resolution, unknown server duration.
         case dateHeader = "date-header"
+
+        /// Nanoseconds one reading of the server's time can hide (its truncation).
+        public var resolution: Int64 {
+            switch self {
+            case .syncHeaders: 0
+            case .writeStamp: 1_000_000
+            case .dateHeader: 1_000_000_000
+            }
+        }
     }
 
     /// T1: boot-clock nanoseconds when the request was sent.
     public var sentAt: Int64
     /// T4: boot-clock nanoseconds when the reply arrived.
     public var receivedAt: Int64
-    /// T3: the server's UTC when it replied, Unix nanoseconds. For a `Date` header, the middle of
-    /// the second it names.
+    /// T3: the server's UTC when it replied, Unix nanoseconds. For a `Date` header or a write
+    /// stamp, the middle of the second or millisecond it names.
     public var serverUTC: Int64
     /// D: nanoseconds the server spent on the request (0 when unknown).
     public var serverDuration: Int64
@@ -33,10 +45,10 @@ public struct ClockSample: Sendable, Hashable {
     public var delay: Int64 { (receivedAt - sentAt) - serverDuration }
 
     /// How far the true offset can be from `offset` given this sample alone: half the wire time
-    /// (the split between request and reply is unknown), plus half a second for a `Date` header's
-    /// truncation to whole seconds.
+    /// (the split between request and reply is unknown), plus half the source's resolution (a
+    /// `Date` header's truncation to whole seconds, a write stamp's to milliseconds).
     public var bound: Int64 {
-        delay / 2 + (source == .dateHeader ? 500_000_000 : 0)
+        delay / 2 + source.resolution / 2
     }
 
     /// Samples no estimator should believe: a reply before the request, a server that claims to

@@ -21,9 +21,11 @@ public struct MinDelayFilter: ClockEstimator {
 
     public mutating func add(_ sample: ClockSample) {
         guard sample.isPlausible else { return }
-        // Once precise samples exist, a Date-header sample adds nothing but noise.
-        if sample.source == .dateHeader, samples.contains(where: { $0.source == .syncHeaders }) { return }
-        if sample.source == .syncHeaders { samples.removeAll { $0.source == .dateHeader } }
+        // Once finer samples exist, a coarser one (a Date header beside write stamps or sync
+        // headers) adds nothing but noise; a finer one retires the coarser ones.
+        let resolution = sample.source.resolution
+        if samples.contains(where: { $0.source.resolution < resolution }) { return }
+        samples.removeAll { $0.source.resolution > resolution }
         samples.append(sample)
         if samples.count > window { samples.removeFirst(samples.count - window) }
     }

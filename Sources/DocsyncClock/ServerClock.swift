@@ -85,6 +85,19 @@ public final class ServerClock: Sendable {
         add(sample: sample)
     }
 
+    /// Takes a write's stamp in the server's clock (Unix milliseconds, as Kinto's `last_modified`)
+    /// as a sample of the exchange that made it: the stamp was taken somewhere between `sentAt`
+    /// and `receivedAt`. A stamp outside 2000–2200 is dropped like a lying header.
+    public func observe(writeStampMilliseconds stamp: Int64, sentAt: Int64, receivedAt: Int64) {
+        let (nanoseconds, overflow) = stamp.multipliedReportingOverflow(by: 1_000_000)
+        guard !overflow, ClockSample.saneServerTimes.contains(nanoseconds) else {
+            return dropped("a write stamp of \(stamp) ms is outside 2000-2200")
+        }
+        let sample = ClockSample(sentAt: sentAt, receivedAt: receivedAt, serverUTC: nanoseconds + 500_000, serverDuration: 0, source: .writeStamp)
+        guard sample.isPlausible else { return dropped("a write stamp came back from an implausible exchange") }
+        add(sample: sample)
+    }
+
     /// Logs, once per clock, that a reply's time was not believed.
     private func dropped(_ why: String) {
         let first = state.withLock { s in

@@ -25,10 +25,13 @@ public struct EndpointCapabilities: Sendable, Equatable {
     /// Without it the last write wins on the server.
     public var detectsConflicts: Bool
     public var uploads: Bool
+    /// Files one document may carry (`nil`: any number). A reference beyond it is reported as a
+    /// bad reference of its property and not sent (Kinto's attachment plugin holds one a record).
+    public var filesPerDocument: Int?
 
     public init(
         documentsPerCall: Int, bytesPerCall: Int, callsInFlight: Int, pull: Pull, pullsWithPush: Bool, detectsConflicts: Bool,
-        uploads: Bool
+        uploads: Bool, filesPerDocument: Int? = nil
     ) {
         self.documentsPerCall = documentsPerCall
         self.bytesPerCall = bytesPerCall
@@ -37,5 +40,6 @@ public struct EndpointCapabilities: Sendable, Equatable {
         self.pullsWithPush = pullsWithPush
         self.detectsConflicts = detectsConflicts
         self.uploads = uploads
+        self.filesPerDocument = filesPerDocument
     }
 }

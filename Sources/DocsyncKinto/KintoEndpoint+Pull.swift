@@ -88,11 +88,7 @@ extension KintoEndpoint {
     /// The server's batch size, the bucket and `collections`, each made once (`If-None-Match: *`:
     /// one that exists already is fine).
     public func prepare(_ collections: Set<String>) async throws(EndpointError) {
-        if readBatchMax() == nil {
-            let hello = try await http.send(.GET, "/")
-            let max = hello.json.object?["settings"]?.object?["batch_max_requests"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } }
-            setBatchMax(min(Swift.max(max ?? Self.defaultBatch, 1), 1000))
-        }
+        if readBatchMax() == nil { try await hello() }
         if !isBucketReady() {
             try await create(bucketPath)
             setBucketReady()
@@ -101,6 +97,17 @@ extension KintoEndpoint {
             try await create("\(bucketPath)/collections/\(collection)")
             addCollection(collection)
         }
+    }
+
+    /// `GET /v1/`: the batch size (`settings.batch_max_requests`) and the attachment plugin
+    /// (`capabilities.attachments`, with the `base_url` its files are served from).
+    func hello() async throws(EndpointError) {
+        let hello = try await http.send(.GET, "/").json.object
+        let max = hello?["settings"]?.object?["batch_max_requests"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } }
+        let plugin = hello?["capabilities"]?.object?["attachments"]?.object
+        setHello(
+            batchMax: min(Swift.max(max ?? Self.defaultBatch, 1), 1000),
+            attachments: Attachments(available: plugin != nil, baseURL: plugin?["base_url"]?.string))
     }
 
     /// Whether the bucket had to be made again (the server lost it); forgets what was prepared.

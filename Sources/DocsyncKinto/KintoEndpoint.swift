@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DocsyncClock
 import DocsyncEndpoint
 import DocsyncHTTP
 import DocsyncModel
@@ -18,6 +19,8 @@ public final class KintoEndpoint: DocumentEndpoint {
     public let bucket: String
     private struct State {
         var batchMax: Int?
+        /// From `GET /v1/`: whether kinto-attachment is there, and where its files are served.
+        var attachments: Attachments?
         var bucketReady = false
         var collections: Set<String> = []
         /// A write found the bucket gone and made it again: the next pull says so.
@@ -26,7 +29,13 @@ public final class KintoEndpoint: DocumentEndpoint {
     private let state = Mutex(State())
 
     func readBatchMax() -> Int? { state.withLock { $0.batchMax } }
-    func setBatchMax(_ value: Int) { state.withLock { $0.batchMax = value } }
+    func setHello(batchMax: Int, attachments: Attachments) {
+        state.withLock {
+            $0.batchMax = batchMax
+            $0.attachments = attachments
+        }
+    }
+    func readAttachments() -> Attachments? { state.withLock { $0.attachments } }
     func isBucketReady() -> Bool { state.withLock { $0.bucketReady } }
     func setBucketReady() { state.withLock { $0.bucketReady = true } }
     func knownCollections() -> Set<String> { state.withLock { $0.collections } }
@@ -65,7 +74,8 @@ public final class KintoEndpoint: DocumentEndpoint {
     public var capabilities: EndpointCapabilities {
         EndpointCapabilities(
             documentsPerCall: state.withLock { $0.batchMax } ?? Self.defaultBatch, bytesPerCall: ProtocolLimits.agentBatchBytes,
-            callsInFlight: 4, pull: .poll, pullsWithPush: false, detectsConflicts: true, uploads: false)
+            callsInFlight: 4, pull: .poll, pullsWithPush: false, detectsConflicts: true,
+            uploads: state.withLock { $0.attachments?.available } ?? true, filesPerDocument: 1)
     }
 
     public func useCredential(_ credential: String) {
@@ -171,10 +181,26 @@ public final class KintoEndpoint: DocumentEndpoint {
     /// `POST /v1/batch`: the sub-responses, in the order of the requests.
     private func batch(_ requests: [JSONValue]) async throws(EndpointError) -> [JSONObject] {
         let body = JSONWriter.string(.object(JSONObject([(key: "requests", value: .array(requests))])))
+        let sentAt = http.clock?.seam.bootNanoseconds()
         let reply = try await http.send(.POST, "/batch", body: .bytes(ByteBuffer(string: body)))
         guard reply.ok else { throw Self.refusal(reply) }
         guard case .array(let list)? = reply.json.object?["responses"] else { throw .badReply("no \"responses\" in the batch reply") }
-        return list.compactMap(\.object)
+        let responses = list.compactMap(\.object)
+        if let clock = http.clock, let sentAt { Self.sampleStamps(of: responses, into: clock, sentAt: sentAt) }
+        return responses
+    }
+
+    /// Kinto has no time route, but each write's `last_modified` is its clock in milliseconds,
+    /// read while the call was served: a thousand times finer than the `Date` header. The
+    /// smallest stamp of a batch is taken (Kinto moves a stamp 1 ms on when a collection already
+    /// has one that late, so later writes of a burst can run ahead of its clock).
+    static func sampleStamps(of responses: [JSONObject], into clock: ServerClock, sentAt: Int64) {
+        let receivedAt = clock.seam.bootNanoseconds()
+        let stamps = responses.compactMap { r -> Int64? in
+            guard [200, 201].contains(status(r)), let record = r["body"]?.object?["data"]?.object else { return nil }
+            return KintoForm.revision(record)
+        }
+        if let earliest = stamps.min() { clock.observe(writeStampMilliseconds: earliest, sentAt: sentAt, receivedAt: receivedAt) }
     }
 
     /// A status the transport left to us, on a call that is not about one document: a batch

@@ -2,11 +2,14 @@ import Foundation
 
 /// A real Kinto server (from PyPI, installed by `scripts/install-deps.sh` into `.venv-kinto/`) on
 /// 127.0.0.1 and a free port, with the memory backend and Kinto's basicauth: each test gets a
-/// fresh one and stops it.
+/// fresh one and stops it. With `attachments`, the kinto-attachment plugin stores files in a
+/// folder that a static file server (Python's `http.server`, as Kinto serves none) publishes.
 public final class KintoServer: Sendable {
     public let url: String
     let process: DocsyncProcess
     let folder: TempFolder
+    /// The static server of the attachment folder, when there is one.
+    let files: DocsyncProcess?
 
     /// `$DOCSYNC_KINTO`, else `.venv-kinto/bin/kinto` in the checkout the tests were built in.
     public static var executable: String {
@@ -21,9 +24,21 @@ public final class KintoServer: Sendable {
     }
 
     /// Starts one (on `port`, or a free one); returns once it serves.
-    public static func start(port: Int = 0) async throws -> KintoServer {
+    public static func start(port: Int = 0, attachments: Bool = false) async throws -> KintoServer {
         let folder = try TempFolder("kinto")
-        try folder.write("kinto.ini", ini.replacingOccurrences(of: "port = 0", with: "port = \(port)"))
+        var settings = ini.replacingOccurrences(of: "port = 0", with: "port = \(port)")
+        let files = attachments ? try await fileServer(folder) : nil
+        if let files {
+            let plugin = """
+                kinto.includes = kinto_attachment
+                attachment.base_path = \(folder.file("attachments"))
+                attachment.base_url = \(files.url)
+                attachment.extensions = any
+
+                """
+            settings = settings.replacingOccurrences(of: "[server:main]", with: plugin + "[server:main]")
+        }
+        try folder.write("kinto.ini", settings)
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw ProcessFailure("no Kinto at \(executable): run scripts/install-deps.sh (it installs Kinto into .venv-kinto/)")
         }
@@ -32,19 +47,40 @@ public final class KintoServer: Sendable {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if let line = process.stderr.split(separator: "\n").first(where: { $0.hasPrefix("Serving on http://") }) {
-                return KintoServer(url: line.dropFirst("Serving on ".count) + "/v1", process: process, folder: folder)
+                return KintoServer(url: line.dropFirst("Serving on ".count) + "/v1", process: process, folder: folder, files: files?.process)
             }
             guard process.isRunning else { throw ProcessFailure("Kinto exited: \(process.stderr.suffix(2000))") }
             try await Task.sleep(for: .milliseconds(50))
         }
         process.signal(SIGKILL)
+        files?.process.signal(SIGKILL)
         throw ProcessFailure("Kinto did not start within 60 s: \(process.stderr.suffix(2000))")
     }
 
-    init(url: String, process: DocsyncProcess, folder: TempFolder) {
+    /// `python3 -m http.server` on a free port, serving `folder/attachments`.
+    static func fileServer(_ folder: TempFolder) async throws -> (process: DocsyncProcess, url: String) {
+        try FileManager.default.createDirectory(atPath: folder.file("attachments"), withIntermediateDirectories: true)
+        let process = try DocsyncProcess(
+            executable: "/usr/bin/python3", arguments: ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", folder.file("attachments")],
+            logDirectory: folder.path, name: "kinto-files")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
+            if let start = process.stdout.range(of: "(http://"), let end = process.stdout[start.upperBound...].firstIndex(of: ")") {
+                return (process, "http://" + process.stdout[start.upperBound..<end])
+            }
+            guard process.isRunning else { throw ProcessFailure("the file server exited: \(process.stderr.suffix(2000))") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        process.signal(SIGKILL)
+        throw ProcessFailure("the file server did not start within 30 s")
+    }
+
+    init(url: String, process: DocsyncProcess, folder: TempFolder, files: DocsyncProcess? = nil) {
         self.url = url
         self.process = process
         self.folder = folder
+        self.files = files
     }
 
     /// The `--endpoint` for `bucket`.
@@ -60,6 +96,7 @@ public final class KintoServer: Sendable {
 
     public func stop() async {
         await process.stop()
+        await files?.stop()
         folder.remove()
     }
 

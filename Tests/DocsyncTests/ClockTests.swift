@@ -94,6 +94,37 @@ func sample(at sentAt: Int64, truth: Int64, request: Int64, reply: Int64, work: 
         #expect(abs(e.offset - (truth + 1_795_000_000_000 * ms)) <= e.bound)
     }
 
+    @Test func aWriteStampGetsAMillisecondBoundAndRanksBetweenDateAndSyncHeaders() throws {
+        let seam = ManualClockSeam()
+        let clock = ServerClock(seam: seam)
+        let sentAt = seam.bootNanoseconds() - 20 * ms  // replied just now: no drift in the bound
+        let serverMs = (sentAt + 10 * ms + truth + 1_795_000_000_000 * ms) / ms
+        let header = HTTPDate.format(unixSeconds: serverMs / 1000)
+        clock.observe(headers: ReplyHeaders(syncUTC: nil, syncDuration: nil, date: header), sentAt: sentAt, receivedAt: sentAt + 20 * ms)
+        clock.observe(writeStampMilliseconds: serverMs, sentAt: sentAt, receivedAt: sentAt + 20 * ms)
+        let e = try #require(clock.estimate)
+        #expect(e.source == .writeStamp, "the finer reading of the same exchange wins")
+        #expect(e.bound == 10 * ms + ms / 2)
+        #expect(abs(e.offset - (truth + 1_795_000_000_000 * ms)) <= e.bound)
+        // A later Date header adds nothing; sync headers retire the write stamps.
+        clock.observe(headers: ReplyHeaders(syncUTC: nil, syncDuration: nil, date: header), sentAt: sentAt, receivedAt: sentAt + 2 * ms)
+        #expect(clock.estimate?.source == .writeStamp)
+        let utc = sentAt + 11 * ms + truth + 1_795_000_000_000 * ms
+        clock.observe(headers: ReplyHeaders(syncUTC: String(utc), syncDuration: "0", date: nil), sentAt: sentAt + 10 * ms, receivedAt: sentAt + 12 * ms)
+        #expect(clock.estimate?.source == .syncHeaders)
+    }
+
+    @Test func hostileWriteStampsAreDroppedWithoutATrap() {
+        let clock = ServerClock(seam: ManualClockSeam())
+        for stamp in [Int64.max, Int64.min, -1, 0, 7_258_118_400_000, Int64.max / 1_000_000 + 1] {
+            clock.observe(writeStampMilliseconds: stamp, sentAt: 1_000 * ms, receivedAt: 1_001 * ms)
+        }
+        // A sane stamp from an exchange that ended before it began.
+        clock.observe(writeStampMilliseconds: 1_795_000_000_000, sentAt: 2_000 * ms, receivedAt: 1_000 * ms)
+        #expect(clock.estimate == nil)
+        #expect(clock.droppedSamples == 7)
+    }
+
     @Test func httpDatesInAllThreeForms() {
         let expected: Int64 = 784_111_777
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == expected)

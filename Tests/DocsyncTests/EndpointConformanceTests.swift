@@ -158,4 +158,33 @@ import Testing
             #expect(clock.estimate != nil)
         }
     }
+
+    /// An endpoint that takes files stores the bytes sent and names them in the property; one
+    /// that does not says so, and no document changes.
+    @Test(arguments: EndpointFixture.all)
+    func aFileSentForAPropertyIsServedAtTheURLTheDocumentNames(_ fixture: EndpointFixture) async throws {
+        try await with(fixture) { live in
+            let a = live.client("client-a")
+            _ = try await a.push([live.change("f1", #""title":"with a file""#)], pullingAfter: nil)
+            let folder = try TempFolder("conformance-upload")
+            defer { folder.remove() }
+            let size = 300_000
+            let sha = try folder.writeRandom("scan.pdf", size: size, seed: 7)
+            let request = FileUploadRequest(
+                path: folder.file("scan.pdf"), size: Int64(size), fileName: "scan.pdf", targetID: "f1", targetDocType: live.docType, targetProperty: "scan")
+            guard a.capabilities.uploads else {
+                await #expect(throws: EndpointError.self) { _ = try await a.upload(request, progress: UploadProgress()) }
+                return
+            }
+            let progress = UploadProgress()
+            let stored = try await a.upload(request, progress: progress)
+            #expect(progress.sha256() == sha && progress.bytesSent == Int64(size))
+            #expect(stored["title"] == "with a file", "the document's other members stay: \(stored)")
+            let url = try #require(stored["scan"]?.string, "the property names the file: \(stored)")
+            let served = try await APIClient(baseURL: "", token: live.credential).download(url)
+            #expect(served.status == 200 && served.sha256 == sha && served.length == Int64(size), "\(url): \(served.status)")
+            let (pulled, _) = try await pullAll(live.client("client-b"), after: nil)
+            #expect(pulled["f1"]?["scan"]?.string == url, "another client sees the URL")
+        }
+    }
 }

@@ -48,7 +48,7 @@ struct EndpointFixture: Sendable, CustomTestStringConvertible {
 extension EndpointFixture {
     /// A real Kinto (memory backend) through the Kinto adapter; `user:password` credentials.
     static let kinto = EndpointFixture(name: "kinto") {
-        let server = try await KintoServer.start()
+        let server = try await KintoServer.start(attachments: true)
         // The bucket and collection made with the right credential, as a user's first sync does:
         // Kinto's basicauth takes any password, and a wrong one is another user.
         let owner = KintoEndpoint(transport: HTTPTransport(baseURL: server.url, client: agentClient, clock: nil), bucket: "folder", credential: "alice:secret")

@@ -33,14 +33,18 @@ extension HeavySuites {
         return out
     }
 
-    func agent(_ folder: TempFolder, _ server: KintoServer, credential: String? = nil, poll: Duration = .milliseconds(100)) async throws -> TestAgent {
+    func agent(
+        _ folder: TempFolder, _ server: KintoServer, credential: String? = nil, poll: Duration = .milliseconds(100), clock: ServerClock? = nil
+    ) async throws -> TestAgent {
         let url = server.url
         let adapter = AdapterMaker { context in
             KintoEndpoint(
                 transport: HTTPTransport(baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
                 bucket: "folder", credential: context.credential)
         }
-        return try await TestAgent.start(folder: folder, endpoint: server.endpoint(bucket: "folder"), token: credential ?? self.credential, adapter: adapter) {
+        return try await TestAgent.start(
+            folder: folder, endpoint: server.endpoint(bucket: "folder"), token: credential ?? self.credential, clock: clock, adapter: adapter
+        ) {
             $0.pollInterval = poll
         }
     }
@@ -154,6 +158,72 @@ extension HeavySuites {
         #expect(a.logs.count(containing: "token rejected by") == 1, "\(a.logs.all.filter { $0.contains("token rejected") })")
         #expect(a.logs.count(containing: "pulling failed") <= 1, "said once while it lasts")
         #expect(try await records(server, "note").isEmpty)
+    }
+
+    @Test func anAttachmentRoundTripsByteIdenticalAndOneRecordHoldsOne() async throws {
+        let server = try await KintoServer.start(attachments: true)
+        let folder = try TempFolder("kinto-attach")
+        let a = try await agent(folder, server)
+        defer { Task { try? await a.stop(); await server.stop(); folder.remove() } }
+        let sha = try folder.writeRandom("reports/scan.pdf", size: 1_500_000, seed: 1)
+        try folder.write("reports/r.json", #"{"id":"r","docType":"report","title":"q3","scan":{"$file":"scan.pdf"}}"#)
+
+        // The record names the file by its URL; the bytes served there are the file's.
+        #expect(await eventually(timeout: .seconds(30)) { (try? await records(server, "report"))?["r"]?["scan"]?.string != nil })
+        let record = try #require(try await records(server, "report")["r"])
+        let url = try #require(record["scan"]?.string)
+        let served = try await APIClient(baseURL: "", token: "").download(url, token: .some(nil))
+        #expect(served.status == 200 && served.sha256 == sha && served.length == 1_500_000)
+        #expect(record["attachment"]?.object?["hash"]?.string == sha, "the plugin's own metadata: \(record)")
+
+        // The plugin's metadata comes back into the file; the reference stays as the user wrote it.
+        #expect(await eventually { object(of: "r", in: folder)?["attachment"]?.object?["location"]?.string == url })
+        #expect(object(of: "r", in: folder)?["scan"] == .object(JSONObject([(key: "$file", value: .string("scan.pdf"))])))
+
+        // An edit keeps the attachment (sent back unchanged, as the plugin requires).
+        try carefulEdit(folder, "reports/r.json") { $0["title"] = "q4" }
+        #expect(await eventually { (try? await records(server, "report"))?["r"]?["title"] == "q4" })
+        #expect(try await records(server, "report")["r"]?["attachment"]?.object?["hash"]?.string == sha)
+
+        // New bytes: a new upload, a new URL serving them.
+        let sha2 = try folder.writeRandom("reports/scan.pdf", size: 200_000, seed: 2)
+        #expect(await eventually(timeout: .seconds(30)) { (try? await records(server, "report"))?["r"]?["attachment"]?.object?["hash"]?.string == sha2 })
+        let url2 = try #require(try await records(server, "report")["r"]?["scan"]?.string)
+        #expect(url2 != url)
+        #expect(try await APIClient(baseURL: "", token: "").download(url2, token: .some(nil)).sha256 == sha2)
+
+        // A second file in one record: reported for its property, not sent; the first stays.
+        try folder.writeRandom("reports/thumb.png", size: 1000, seed: 3)
+        try carefulEdit(folder, "reports/r.json") {
+            $0["thumb"] = .object(JSONObject([(key: "$file", value: .string("thumb.png"))]))
+            $0["title"] = "q5"
+        }
+        #expect(await eventually {
+            (try? await AgentStatus.read(root: folder.path))?.uploads.contains { $0.property == "thumb" && ($0.error ?? "").contains("one file per document") } == true
+        })
+        #expect(a.logs.all.contains { $0.contains("thumb") && $0.contains("one file per document") }, "said in the log too")
+        // The edit that added it arrives; the property holds no file there (null, or absent when a
+        // server change was merged in first: the folder owns it either way).
+        #expect(await eventually { (try? await records(server, "report"))?["r"]?["title"] == "q5" })
+        let final = try #require(try await records(server, "report")["r"])
+        #expect(final["thumb"] == nil || final["thumb"] == .null, "\(final)")
+        #expect(try await records(server, "report")["r"]?["attachment"]?.object?["hash"]?.string == sha2)
+    }
+
+    @Test func writesCalibrateTheClockToTheMillisecondWithAnHonestBound() async throws {
+        let server = try await KintoServer.start()
+        let folder = try TempFolder("kinto-clock")
+        let clock = ServerClock()
+        let a = try await agent(folder, server, clock: clock)
+        defer { Task { try? await a.stop(); await server.stop(); folder.remove() } }
+        try folder.write("notes/c.json", #"{"id":"c","docType":"note"}"#)
+        #expect(await eventually { (try? await records(server, "note"))?["c"] != nil })
+        let estimate = try #require(clock.estimate)
+        #expect(estimate.source == .writeStamp, "a write's last_modified beats the Date header's second")
+        #expect(estimate.bound < 250_000_000, "half a loopback round trip and half a millisecond, not half a second: \(estimate.bound) ns")
+        // Kinto runs on this machine: its clock is this wall clock, within the bound.
+        let error = abs(clock.nowNanoseconds() - Int64(Date().timeIntervalSince1970 * 1e9))
+        #expect(error <= clock.estimate!.bound + 5_000_000, "off by \(error) ns, bound \(estimate.bound) ns")
     }
 }
 }

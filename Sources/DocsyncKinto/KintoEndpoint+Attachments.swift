@@ -1,0 +1,61 @@
+import DocsyncEndpoint
+import DocsyncHTTP
+import DocsyncModel
+import NIOCore
+
+/// Files through Kinto's attachment plugin (kinto-attachment): the file goes to
+/// `POST …/records/ID/attachment` as the `attachment` part, the plugin stores it and writes its
+/// metadata (`location`, `hash`, `size`, …) into the record's `attachment` member; the document's
+/// property then gets the file's URL (one PATCH of that member alone). The plugin keeps one file a
+/// record, so the adapter declares one file per document; the engine reports any further
+/// reference. The `attachment` member comes back with the record and is kept in the file: a
+/// later write sends it unchanged, which is what the plugin asks (it refuses a changed one).
+extension KintoEndpoint {
+    struct Attachments: Sendable {
+        var available: Bool
+        /// Where the plugin's files are served; its `location`s are relative to it when not absolute.
+        var baseURL: String?
+    }
+
+    /// The member the plugin owns.
+    static let attachmentMember = "attachment"
+
+    public func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject {
+        let (docType, id, property) = (request.targetDocType, request.targetID, request.targetProperty)
+        guard KintoForm.isKintoID(docType), KintoForm.isKintoID(id) else {
+            throw .rejected("Kinto names collections and records with letters, digits, '_' and '-' only")
+        }
+        guard property != Self.attachmentMember else {
+            throw .rejected("\"\(property)\" is the attachment plugin's own member; give the file another property")
+        }
+        if readAttachments() == nil { try await hello() }
+        guard let plugin = readAttachments(), plugin.available else {
+            throw .unsupported("\(location) has no attachment plugin (kinto-attachment); files are not sent")
+        }
+        let record = "\(bucketPath)/collections/\(docType)/records/\(id)"
+        let multipart = MultipartUpload(fields: [], fileField: Self.attachmentMember, upload: request, progress: progress)
+        let reply = try await http.send(
+            .POST, record + "/attachment", body: multipart.body, contentType: multipart.contentType,
+            timeout: http.requestTimeout + multipart.extraTime, failover: false)
+        // The record is not there yet (its own write is still on the way): later.
+        if reply.status == 404 { throw .unavailable("404: \(reply.message)", retryAfter: nil) }
+        guard reply.ok else { throw .rejected("\(reply.status): \(reply.message)") }
+        guard let stored = reply.json.object?["location"]?.string, !stored.isEmpty else { throw .badReply("no \"location\" in the attachment reply") }
+        // The plugin hashes what it stored: other bytes than were sent are not taken as the file.
+        if let hash = reply.json.object?["hash"]?.string, hash != progress.sha256() {
+            throw .badReply("the server stored other bytes than were sent (SHA-256 \(hash.prefix(64)))")
+        }
+        let url = Self.absolute(stored, base: plugin.baseURL)
+        let patch = JSONWriter.string(.object(JSONObject([(key: "data", value: .object(JSONObject([(key: property, value: .string(url))])))])))
+        let patched = try await http.send(.PATCH, record, body: .bytes(ByteBuffer(string: patch)))
+        guard patched.ok, let data = patched.json.object?["data"]?.object else { throw Self.refusal(patched) }
+        return KintoForm.document(data, collection: docType)
+    }
+
+    /// `location` joined to the plugin's `base_url` unless it is a URL already.
+    static func absolute(_ location: String, base: String?) -> String {
+        if location.hasPrefix("http://") || location.hasPrefix("https://") { return location }
+        guard let base, !base.isEmpty else { return location }
+        return (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/" + (location.hasPrefix("/") ? String(location.dropFirst()) : location)
+    }
+}
