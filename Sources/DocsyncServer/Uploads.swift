@@ -20,9 +20,17 @@ struct BlobDirectory: Sendable {
     init(root: String) throws {
         self.root = root
         try FileManager.default.createDirectory(atPath: root + "/tmp", withIntermediateDirectories: true)
-        // Uploads cut short by a crash or a stop.
+        removeAbandoned()
+    }
+
+    /// Temporaries no upload has written to for an hour: cut short by a crash or a stop. Recent
+    /// ones are left, since servers sharing the folder may be receiving them now.
+    func removeAbandoned(olderThan seconds: Int = 3600) {
+        let cutoff = time(nil) - seconds
         for name in (try? FileManager.default.contentsOfDirectory(atPath: temporaryDirectory)) ?? [] {
-            unlink(temporaryDirectory + "/" + name)
+            var st = stat()
+            let path = temporaryDirectory + "/" + name
+            if lstat(path, &st) == 0, st.st_mtim.tv_sec < cutoff { unlink(path) }
         }
     }
 

@@ -84,6 +84,20 @@ import Testing
 
 /// The reference endpoint's FileUpload route, driven over real HTTP.
 @Suite struct UploadEndpointTests {
+    /// Servers sharing one uploads folder: one starting leaves the others' uploads in flight alone
+    /// and clears only what no upload has written to for an hour.
+    @Test func aServerStartingLeavesUploadsInFlightOnASharedFolderAlone() throws {
+        let folder = try TempFolder("shared-uploads")
+        defer { folder.remove() }
+        try folder.write("uploads/tmp/receiving", "half a file")
+        try folder.write("uploads/tmp/abandoned", "cut short")
+        var old = [timespec(tv_sec: time(nil) - 7200, tv_nsec: 0), timespec(tv_sec: time(nil) - 7200, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, folder.file("uploads/tmp/abandoned"), &old, 0) == 0)
+        _ = try BlobDirectory(root: folder.file("uploads"))
+        #expect(FileManager.default.fileExists(atPath: folder.file("uploads/tmp/receiving")))
+        #expect(!FileManager.default.fileExists(atPath: folder.file("uploads/tmp/abandoned")))
+    }
+
     @Test func anUploadSetsThePropertyAndServesTheSameBytesOnce() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
