@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         // The document model: an order- and literal-preserving JSON value, identity and docType rules.
@@ -45,6 +47,7 @@ let package = Package(
         .target(name: "DocsyncWatcher", dependencies: [
             "DocsyncModel", "DocsyncFiles",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         // Statements bound and read through SQLite's C API, for the rows read and written by the thousand.
         .target(name: "DocsyncSQL", dependencies: [
@@ -91,10 +94,12 @@ let package = Package(
         .target(name: "DocsyncAgent", dependencies: [
             "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
         ]),
         // The reference endpoint (`docsync serve`): Hummingbird 2 over an embedded SQLite store.
         .target(name: "DocsyncServer", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncSQL",
+            .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -117,6 +122,9 @@ let package = Package(
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
             "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -150,6 +150,7 @@ public actor Agent {
             await self.keepClockCalibrated()
         }
         let settling = Task { await self.keepStatsSettled() }
+        AgentMetrics.rescan("start")
         let summary = try await lock.run { try await scanner.fullScan() }
         logger.info(
             "watching \(options.root)",
@@ -190,6 +191,7 @@ public actor Agent {
                 return true
             }
             do {
+                if batch.overflow { AgentMetrics.rescan("overflow") }
                 let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
                 if s.queued + s.deleted > 0 { pusher.wake() }
                 uploader.wake()

@@ -101,7 +101,18 @@ actor Puller {
     /// One call: applies what changed since the stored cursor. Returns whether more is waiting.
     private func pullOnce(wait: Duration?) async throws(EndpointError) -> Bool {
         let cursor = (try? await index.read { try $0.meta("cursor") }).flatMap { $0.map(SyncCursor.init) }
-        let reply = try await endpoint.pull(after: cursor, wait: wait)
+        let started = ContinuousClock.now
+        let reply: PullReply
+        do throws(EndpointError) {
+            reply = try await endpoint.pull(after: cursor, wait: wait)
+        } catch {
+            if wait == nil { AgentMetrics.call("pull", since: started) }
+            AgentMetrics.pulled(documents: 0, ok: false)
+            throw error
+        }
+        // A long poll's time is the server's waiting, not the call's cost: only quick pulls are timed.
+        if wait == nil { AgentMetrics.call("pull", since: started) }
+        AgentMetrics.pulled(documents: reply.changes.count, ok: true)
         do {
             if try await Self.serverWasReplaced(reply, index: index, logger: logger) {
                 applier.scanner.queued()  // the pusher has everything to send again

@@ -75,6 +75,7 @@ extension Pusher {
             if case .failed = outcome { return nil }
             return Acknowledgement(entry, outcome: outcome)
         }
+        Self.count(results)
         return try await index.write { tx in
             var rejected: [(String, String)] = []
             let anyUploads = try tx.hasUploads()
@@ -106,6 +107,22 @@ extension Pusher {
             try tx.setMeta("last_error", report.transient.first.map { $0.1.description } ?? report.unauthorized?.description)
             return rejected
         }
+    }
+
+    /// The round's outcomes, counted for metrics.
+    static func count(_ results: [Sent]) {
+        var counts: [String: Int] = [:]
+        for (_, outcome) in results {
+            let name = switch outcome {
+            case .stored, .storedAsSent: "stored"
+            case .failed(.conflict): "conflict"
+            case .failed(.rejected), .failed(.unsupported): "rejected"
+            case .failed(.unauthorized): "unauthorized"
+            case .failed: "retried"
+            }
+            counts[name, default: 0] += 1
+        }
+        for (name, n) in counts { AgentMetrics.pushed(name, count: n) }
     }
 
     /// The pusher's state after a recorded round, said once to the user; what to do next.

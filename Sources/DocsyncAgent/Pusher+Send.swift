@@ -45,11 +45,14 @@ extension Pusher {
         let pullsToo = endpoint.capabilities.pullsWithPush && applier != nil
         let cursor = pullsToo ? (try? await index.read { try $0.meta("cursor") }).flatMap { $0.map(SyncCursor.init) } : nil
         let reply: PushReply
+        let started = ContinuousClock.now
         do throws(EndpointError) {
             reply = try await endpoint.push(changes, pullingAfter: cursor)
         } catch {
+            AgentMetrics.call("push", since: started)
             return entries.map { ($0, .failed(error)) }
         }
+        AgentMetrics.call("push", since: started)
         if let pulled = reply.pulled, let applier {
             // Another server, or this one restored: its changes since our cursor are not all it
             // has; the pull starts over instead (the acknowledgements below still hold).

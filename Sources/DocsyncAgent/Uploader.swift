@@ -175,11 +175,13 @@ actor Uploader {
             path: real, size: size, fileName: lastComponent(path), targetID: docID, targetDocType: job.docType,
             targetProperty: row.property)
         let result: Result<JSONObject, EndpointError>
+        let started = ContinuousClock.now
         do throws(EndpointError) {
             result = .success(try await endpoint.upload(request, progress: progress))
         } catch {
             result = .failure(error)
         }
+        AgentMetrics.call("upload", since: started)
         reporter.cancel()
         _ = await reporter.result
         if Task.isCancelled, case .failure = result {
@@ -239,6 +241,7 @@ actor Uploader {
             }
             lastFailure = nil
             succeededInRound += 1
+            AgentMetrics.uploaded(bytes: sent)
             logger.info("uploaded", metadata: ["doc.id": "\(job.upload.docID)", "property": "\(property)", "file.path": "\(job.upload.path ?? "")", "bytes": "\(sent)"])
         } catch {
             logger.error("cannot record a finished upload", metadata: ["error": "\(error)"])

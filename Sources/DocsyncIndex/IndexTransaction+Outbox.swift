@@ -196,6 +196,11 @@ extension IndexTransaction {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
     }
 
+    /// When the oldest waiting entry was queued (the stamp it was queued with), if any waits.
+    public func oldestQueuedAt() throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT MIN(queued_at) FROM outbox")
+    }
+
     public func lastOutboxError() throws -> String? {
         try String.fetchOne(db, sql: "SELECT last_error FROM outbox WHERE last_error IS NOT NULL ORDER BY attempts DESC, seq LIMIT 1")
     }

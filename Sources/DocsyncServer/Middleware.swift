@@ -1,6 +1,7 @@
 import DocsyncModel
 import HTTPTypes
 import Hummingbird
+import Metrics
 import NIOCore
 
 /// Requires `Authorization: Token token=<token>` (the seed's scheme) on every request, with one
@@ -43,6 +44,13 @@ struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         let elapsed = ContinuousClock.now - start
         let nanos = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        // By the route's pattern (`/api/document/{id}`), never the path a client chose.
+        let route = context.endpointPath ?? "unmatched"
+        Timer(
+            label: "docsync_server_request_duration_seconds",
+            dimensions: [("route", route), ("method", request.method.rawValue), ("code", String(response.status.code))],
+            preferredDisplayUnit: .seconds
+        ).recordNanoseconds(nanos)
         response.headers[Self.durationName] = String(nanos)
         response.headers[Self.utcName] = String(wallClock())
         response.headers[.cacheControl] = "no-store"

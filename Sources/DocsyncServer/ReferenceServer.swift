@@ -50,6 +50,9 @@ public struct ReferenceServer: Sendable {
         /// The scheme://host[:port] written into documents as the base of file URLs; `nil` = the
         /// address the server listens on (never the request's `Host`).
         public var publicURL: String?
+        /// The process's metrics in Prometheus's text format, served at `GET /metrics` (behind
+        /// the token like every route); `nil`: no such route.
+        public var metricsText: (@Sendable () -> ByteBuffer)?
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes,
@@ -133,6 +136,6 @@ public struct ReferenceServer: Sendable {
             store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes,
             publicURL: configuration.publicURL, listening: listening, pace: pace, now: now
         ).add(to: router)
-        ServiceRoutes(store: store, wallClock: wallClock).add(to: router)
+        ServiceRoutes(store: store, wallClock: wallClock, metricsText: configuration.metricsText).add(to: router)
     }
 }

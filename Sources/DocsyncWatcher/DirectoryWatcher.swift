@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Logging
+import Metrics
 import Synchronization
 import DocsyncFiles
 import DocsyncModel
@@ -120,7 +121,9 @@ final class WatchLoop: @unchecked Sendable {
     let ignore: IgnoreRules
     var aggregator: EventAggregator
     private var pathOf: [Int32: String] = [:]
-    private var wdOf: [String: Int32] = [:]
+    /// Folders to their watches; every change is reported as the `docsync_inotify_watches` gauge.
+    private var wdOf: [String: Int32] = [:] { didSet { watches.record(wdOf.count) } }
+    private let watches = Gauge(label: "docsync_inotify_watches")
     private var warnedLimit = false
     /// Folders whose watch the kernel refused (ENOSPC); their subfolders were not walked either.
     private var unwatched = Set<String>()

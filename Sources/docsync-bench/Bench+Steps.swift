@@ -16,12 +16,34 @@ extension Bench {
         results.rescanReadBytes = ProcessStats.read(pid: agent.pid)?.readBytes ?? -1
         log("rescan: \(fmt(results.rescanSeconds)) s")
         try await Task.sleep(for: .seconds(2))  // let the restart's own work finish
-        let idleBefore = ProcessStats.read(pid: agent.pid)!
-        try await Task.sleep(for: .seconds(idleSeconds))
-        let idleAfter = ProcessStats.read(pid: agent.pid)!
-        results.idleCPUmsPerMinute = Double(idleAfter.cpuNanoseconds(since: idleBefore)) / 1e6 * 60 / Double(idleSeconds)
-        results.idleWakeupsPerMinute = Double(idleAfter.wakeups(since: idleBefore)) * 60 / Double(idleSeconds)
+        (results.idleCPUmsPerMinute, results.idleWakeupsPerMinute) = try await idleCost(agent, scraping: nil)
         await agent.stop()
+        // The same agent with its metrics and status listener on, scraped as Prometheus would.
+        let listening = try DocsyncProcess(
+            ["watch", docsDir, "--endpoint", url, "--token-file", work.file("token"), "--metrics-addr", "127.0.0.1:0"],
+            logDirectory: work.path, name: "watch-metrics")
+        while !listening.stderr.contains("watching") || !listening.stderr.contains("/metrics") {
+            guard listening.isRunning else { throw ProcessFailure("agent exited: \(listening.stderr)") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let line = listening.stderr.split(separator: "\n").first { $0.contains("metrics at http://") } ?? ""
+        let address = line.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init) ?? ""
+        try await Task.sleep(for: .seconds(2))
+        (results.idleMetricsCPUmsPerMinute, _) = try await idleCost(listening, scraping: address)
+        await listening.stop()
+    }
+
+    /// CPU (ms) and wakeups per minute of an idle agent over `--idle-seconds`; with `scraping`, its
+    /// metrics are fetched every 15 s meanwhile (Prometheus's default interval).
+    func idleCost(_ agent: DocsyncProcess, scraping metrics: String?) async throws -> (Double, Double) {
+        let before = ProcessStats.read(pid: agent.pid)!
+        let end = ContinuousClock.now + .seconds(idleSeconds)
+        while ContinuousClock.now < end {
+            if let metrics { _ = try? await APIClient(baseURL: metrics, token: "").request("GET", "", token: .some(nil)) }
+            try await Task.sleep(until: min(end, ContinuousClock.now + .seconds(15)), clock: .continuous)
+        }
+        let after = ProcessStats.read(pid: agent.pid)!
+        return (Double(after.cpuNanoseconds(since: before)) / 1e6 * 60 / Double(idleSeconds), Double(after.wakeups(since: before)) * 60 / Double(idleSeconds))
     }
 
     /// 4b. A fresh agent on an empty folder, until its index records a file for every document

@@ -43,6 +43,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let logger = bootstrapLogging(logLevel)
+        MetricsExport.bootstrap()
         let dataDirectory = absolutePath(data)
         let token: String
         if tokenFile != nil {
@@ -59,6 +60,7 @@ struct Serve: AsyncParsableCommand {
             host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize,
             maxUploadBytes: maxUploadSize, publicURL: publicURL)
         configuration.tokenFile = tokenFile.map(absolutePath)
+        configuration.metricsText = { MetricsExport.text() }
         if let tlsCert, let tlsKey { configuration.tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey)) }
         let store = try await database.store(maxDocumentBytes: maxDocumentSize, logger: logger)
         let server = try ReferenceServer(configuration: configuration, store: store)

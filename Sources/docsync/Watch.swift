@@ -13,10 +13,23 @@ struct Watch: AsyncParsableCommand {
     @OptionGroup var endpoint: EndpointOptions
     @OptionGroup var tuning: AgentTuning
 
+    @Option(help: "Serve Prometheus metrics at /metrics and the live status at /status on HOST:PORT (no token: keep it on loopback or a trusted network).")
+    var metricsAddr: String?
+
+    func validate() throws {
+        if let metricsAddr { _ = try MetricsListener.parse(metricsAddr) }
+    }
+
     func run() async throws {
         let logger = bootstrapLogging(tuning.logLevel)
+        if metricsAddr != nil { MetricsExport.bootstrap() }
         try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
-            let group = ServiceGroup(services: [AgentService(agent: agent)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            var services: [any Service] = [AgentService(agent: agent)]
+            if let metricsAddr {
+                let (root, clock) = (await agent.options.root, await agent.clock)
+                services.append(try MetricsListener.application(address: metricsAddr, root: root, clock: clock, logger: logger))
+            }
+            let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             try await group.run()
         }
     }

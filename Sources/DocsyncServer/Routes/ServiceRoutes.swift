@@ -2,14 +2,29 @@ import DocsyncModel
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Metrics
 import NIOCore
 
-/// `GET /api/stats` and `GET /api/time`.
+/// `GET /api/stats`, `GET /api/time` and `GET /metrics`.
 struct ServiceRoutes: Sendable {
     let store: any DocumentStore
     let wallClock: @Sendable () -> Int64
+    let metricsText: (@Sendable () -> ByteBuffer)?
 
     func add(to router: Router<BasicRequestContext>) {
+        if let metricsText {
+            let store = self.store
+            router.get("/metrics") { _, _ -> Response in
+                let s = try await store.stats()
+                Gauge(label: "docsync_server_documents", dimensions: [("state", "live")]).record(s.documents - s.tombstones)
+                Gauge(label: "docsync_server_documents", dimensions: [("state", "tombstone")]).record(s.tombstones)
+                Gauge(label: "docsync_server_change_sequence").record(s.seq)
+                Gauge(label: "docsync_server_stored_files").record(try await store.blobCount())
+                var response = Response(status: .ok, body: .init(byteBuffer: metricsText()))
+                response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+                return response
+            }
+        }
         let (store, wallClock) = (self.store, self.wallClock)
         router.get("/api/stats") { _, _ in
             try await ReferenceServer.respond {

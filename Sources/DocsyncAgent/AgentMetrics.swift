@@ -1,0 +1,76 @@
+import DocsyncClock
+import DocsyncIndex
+import Foundation
+import Metrics
+
+/// What the agent counts, through swift-metrics: `docsync watch --metrics-addr` exports it in
+/// Prometheus's text format; without a metrics backend the calls cost a no-op. Names follow
+/// Prometheus's conventions (`_total` counters, base units, `_seconds`, `_bytes`).
+public enum AgentMetrics {
+    /// Documents the endpoint answered for, by what it said: `stored`, `conflict`, `rejected`,
+    /// `unauthorized`, `retried` (a transient failure; the document stays queued).
+    static func pushed(_ outcome: String, count: Int) {
+        guard count > 0 else { return }
+        Counter(label: "docsync_pushed_documents_total", dimensions: [("outcome", outcome)]).increment(by: count)
+    }
+
+    /// Pull calls by outcome (`ok`, `failed`), and the documents they brought.
+    static func pulled(documents: Int, ok: Bool) {
+        Counter(label: "docsync_pulls_total", dimensions: [("outcome", ok ? "ok" : "failed")]).increment()
+        if documents > 0 { Counter(label: "docsync_pulled_documents_total").increment(by: documents) }
+    }
+
+    /// How long one call to the endpoint took (`push`, `pull`, `upload`), answered or not.
+    static func call(_ call: String, since start: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - start
+        Timer(label: "docsync_endpoint_call_duration_seconds", dimensions: [("call", call)], preferredDisplayUnit: .seconds).record(duration: elapsed)
+    }
+
+    static func uploaded(bytes: Int64) {
+        Counter(label: "docsync_uploaded_bytes_total").increment(by: Int(bytes))
+    }
+
+    /// Conflict copies written (the losing side of a document changed on both sides at once).
+    static func conflictCopy() {
+        Counter(label: "docsync_conflict_copies_total").increment()
+    }
+
+    /// Full rescans of the tree, by why: `start`, `overflow` (the kernel's event queue), `retry`.
+    static func rescan(_ reason: String) {
+        Counter(label: "docsync_rescans_total", dimensions: [("reason", reason)]).increment()
+    }
+
+    /// Sets the gauges read from the index and the clock, for a scrape: documents by state, the
+    /// outbox's depth and its oldest entry's age, folders without a watch, the clock's offset
+    /// from this machine's wall clock and its bound.
+    public static func refresh(_ status: AgentStatus, outbox: OutboxSummary, clock: ServerClock?) {
+        let counts = status.counts
+        for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected)] {
+            Gauge(label: "docsync_documents", dimensions: [("state", state)]).record(n)
+        }
+        Gauge(label: "docsync_tombstones").record(counts.tombstones)
+        Gauge(label: "docsync_outbox_entries").record(outbox.entries)
+        Gauge(label: "docsync_outbox_oldest_age_seconds").record(outbox.oldestAgeSeconds)
+        Gauge(label: "docsync_unwatched_folders").record(status.unwatchedFolders)
+        if let clock, let estimate = clock.estimate {
+            let wallMinusBoot = clock.seam.wallNanoseconds() - clock.seam.bootNanoseconds()
+            Gauge(label: "docsync_clock_offset_seconds").record(Double(estimate.offset - wallMinusBoot) / 1e9)
+            Gauge(label: "docsync_clock_bound_seconds").record(Double(estimate.bound) / 1e9)
+        }
+    }
+}
+
+/// The outbox at a glance, for metrics.
+public struct OutboxSummary: Sendable {
+    public var entries: Int
+    public var oldestAgeSeconds: Double
+
+    /// Read from the folder's index; ages are on the server-calibrated clock the entries were
+    /// stamped with.
+    public static func read(root: String, now: Int64) async throws -> OutboxSummary {
+        try await Index.open(root: root).read { tx in
+            let oldest = try tx.oldestQueuedAt()
+            return OutboxSummary(entries: try tx.pendingCount(), oldestAgeSeconds: oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+        }
+    }
+}
