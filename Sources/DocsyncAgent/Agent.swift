@@ -28,6 +28,9 @@ public struct AgentOptions: Sendable {
     public var pollInterval: Duration = .seconds(10)
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
     public var watchLimit: Int?
+    /// Called once the first full scan has queued the folder's changes and the watches are in
+    /// place (a service manager's "ready").
+    public var onWatching: (@Sendable () -> Void)?
 
     public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
         self.root = root
@@ -158,6 +161,7 @@ public actor Agent {
                 "scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)", "scan.unchanged": "\(summary.unchanged)",
                 "scan.invalid": "\(summary.invalid)", "scan.bytes_read": "\(summary.bytesRead)",
             ])
+        options.onWatching?()
         pusher.wake()
         uploader.wake()
         settlerWake.signal()

@@ -36,6 +36,8 @@ public final class DocsyncProcess: @unchecked Sendable {
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["DOCSYNC_TOKEN"] = nil
+        // Whatever runs the tests (a systemd unit, the journal) is not the child's service manager.
+        for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM"] { env[key] = nil }
         for (k, v) in environment { env[k] = v }
         process.environment = env
         stdoutPath = logDirectory + "/\(name).out"

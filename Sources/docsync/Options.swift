@@ -59,6 +59,9 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
 
+    @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json.")
+    var logFormat: LogFormat = .text
+
     func validate() throws {
         guard maxFileSize > 0 else { throw ValidationError("--max-file-size must be positive") }
         guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be positive") }
@@ -74,13 +77,11 @@ struct AgentTuning: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// Sets up swift-log once per process: human-readable lines on stderr, stdout kept for output.
-func bootstrapLogging(_ level: Logger.Level) -> Logger {
-    LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = level
-        return handler
-    }
+/// Sets up swift-log once per process: lines on stderr (see ``LineLogHandler``), stdout kept for
+/// output.
+func bootstrapLogging(_ level: Logger.Level, format: LogFormat = .text) -> Logger {
+    let journal = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil
+    LoggingSystem.bootstrap { _ in LineLogHandler(logLevel: level, format: format, journal: journal) }
     var logger = Logger(label: "docsync")
     logger.logLevel = level
     return logger
@@ -106,10 +107,12 @@ func emit(_ line: String) {
 /// Runs `body` with an agent for `directory` and an HTTP client that is shut down afterwards,
 /// whatever `body` does: what `watch` and `sync` share.
 func withAgent<T>(
-    directory: String, endpoint: EndpointOptions, tuning: AgentTuning, logger: Logger, _ body: (Agent) async throws -> T
+    directory: String, endpoint: EndpointOptions, tuning: AgentTuning, logger: Logger, onWatching: (@Sendable () -> Void)? = nil,
+    _ body: (Agent) async throws -> T
 ) async throws -> T {
     var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint.endpoint, token: try endpoint.token(), tokenFile: endpoint.tokenFile)
     tuning.apply(to: &options)
+    options.onWatching = onWatching
     let client = try makeHTTPClient(caFile: endpoint.caFile.map(absolutePath))
     let result: T
     do {

@@ -41,8 +41,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
 
+    @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json.")
+    var logFormat: LogFormat = .text
+
     func run() async throws {
-        let logger = bootstrapLogging(logLevel)
+        let logger = bootstrapLogging(logLevel, format: logFormat)
         MetricsExport.bootstrap()
         let dataDirectory = absolutePath(data)
         let token: String
@@ -65,8 +68,15 @@ struct Serve: AsyncParsableCommand {
         let store = try await database.store(maxDocumentBytes: maxDocumentSize, logger: logger)
         let server = try ReferenceServer(configuration: configuration, store: store)
         let scheme = server.scheme
-        let app = try server.application(logger: logger) { host, port in emit("\(scheme)://\(host):\(port)") }
-        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let (listening, listens) = AsyncStream<String>.makeStream()
+        let app = try server.application(logger: logger) { host, port in
+            emit("\(scheme)://\(host):\(port)")
+            listens.yield("\(scheme)://\(host):\(port)")
+        }
+        var services: [any Service] = [app]
+        let systemd = SystemdNotifier()
+        if systemd.isActive { services.append(SystemdServeService(notifier: systemd, listening: listening)) }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 }

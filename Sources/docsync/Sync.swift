@@ -13,7 +13,7 @@ struct Sync: AsyncParsableCommand {
     @OptionGroup var tuning: AgentTuning
 
     func run() async throws {
-        let logger = bootstrapLogging(tuning.logLevel)
+        let logger = bootstrapLogging(tuning.logLevel, format: tuning.logFormat)
         let report = try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
             try await agent.syncOnce()
         }

@@ -19,7 +19,7 @@ struct Up: AsyncParsableCommand {
     @OptionGroup var tuning: AgentTuning
 
     func run() async throws {
-        let logger = bootstrapLogging(tuning.logLevel)
+        let logger = bootstrapLogging(tuning.logLevel, format: tuning.logFormat)
         let root = absolutePath(directory)
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let dataDirectory = root + "/.docsync/server"

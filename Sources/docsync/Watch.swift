@@ -21,10 +21,13 @@ struct Watch: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = bootstrapLogging(tuning.logLevel)
+        let logger = bootstrapLogging(tuning.logLevel, format: tuning.logFormat)
         if metricsAddr != nil { MetricsExport.bootstrap() }
-        try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
+        let systemd = SystemdNotifier()
+        let (ready, watching) = AsyncStream<Void>.makeStream()
+        try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger, onWatching: { watching.yield() }) { agent in
             var services: [any Service] = [AgentService(agent: agent)]
+            if systemd.isActive { services.append(SystemdAgentService(notifier: systemd, root: absolutePath(directory), ready: ready)) }
             if let metricsAddr {
                 let (root, clock) = (await agent.options.root, await agent.clock)
                 services.append(try MetricsListener.application(address: metricsAddr, root: root, clock: clock, logger: logger))
