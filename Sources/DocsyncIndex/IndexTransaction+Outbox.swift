@@ -196,6 +196,11 @@ extension IndexTransaction {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
     }
 
+    /// SQLite's `PRAGMA quick_check`: `["ok"]` for a sound file, else what is wrong.
+    public func quickCheck() throws -> [String] {
+        try String.fetchAll(db, sql: "PRAGMA quick_check")
+    }
+
     /// When the oldest waiting entry was queued (the stamp it was queued with), if any waits.
     public func oldestQueuedAt() throws -> Int64? {
         try Int64.fetchOne(db, sql: "SELECT MIN(queued_at) FROM outbox")
