@@ -196,6 +196,12 @@ extension IndexTransaction {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
     }
 
+    /// The files changed last (written here or pulled), newest first: path and mtime (ns).
+    public func recentFiles(limit: Int) throws -> [(path: String, mtimeNs: Int64)] {
+        try Row.fetchAll(db, sql: "SELECT path, mtime_ns FROM file WHERE mtime_ns > 0 ORDER BY mtime_ns DESC LIMIT ?", arguments: [limit])
+            .map { (path: $0[0], mtimeNs: $0[1]) }
+    }
+
     /// SQLite's `PRAGMA quick_check`: `["ok"]` for a sound file, else what is wrong.
     public func quickCheck() throws -> [String] {
         try String.fetchAll(db, sql: "PRAGMA quick_check")

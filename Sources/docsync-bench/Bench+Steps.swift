@@ -26,8 +26,9 @@ extension Bench {
             guard listening.isRunning else { throw ProcessFailure("agent exited: \(listening.stderr)") }
             try await Task.sleep(for: .milliseconds(2))
         }
-        let line = listening.stderr.split(separator: "\n").first { $0.contains("metrics at http://") } ?? ""
-        let address = line.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init) ?? ""
+        let line = listening.stderr.split(separator: "\n").first { $0.contains("status page at http://") } ?? ""
+        let page = line.split(separator: " ").first { $0.hasPrefix("http://") }.map { String($0.dropLast()) } ?? ""  // "http://H:P/,"
+        let address = page + "metrics"
         try await Task.sleep(for: .seconds(2))
         (results.idleMetricsCPUmsPerMinute, _) = try await idleCost(listening, scraping: address)
         await listening.stop()

@@ -28,8 +28,9 @@ enum MetricsExport {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 }
 
-/// `watch --metrics-addr HOST:PORT`: `/metrics` (Prometheus) and `/status` (what `status --json`
-/// prints, live) on a listener of their own. Meant for loopback or a trusted network: it carries
+/// `watch --metrics-addr HOST:PORT`: `/metrics` (Prometheus), `/status` (what `status --json`
+/// prints, live, with conflicts and the last changes) and `/`, a page a person opens, on a
+/// listener of their own. Meant for loopback or a trusted network: it carries
 /// no token, and says nothing a local `docsync status` would not.
 enum MetricsListener {
     static func application(address: String, root: String, clock: ServerClock, logger: Logger) throws -> some ApplicationProtocol {
@@ -41,15 +42,18 @@ enum MetricsListener {
             if let limit = watchLimit() { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
             return Response(status: .ok, headers: [.contentType: MetricsExport.contentType], body: .init(byteBuffer: MetricsExport.text()))
         }
+        let live = LiveStatus(root: root)
         router.get("status") { _, _ -> Response in
-            let status = try await AgentStatus.read(root: root)
-            let text = JSONWriter.string(status.json(now: SystemClockSeam().wallNanoseconds() / 1_000_000))
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+            let text = JSONWriter.string(try await live.json())
+            return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        }
+        router.get("/") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: StatusPage.html)))
         }
         return Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "docsync-agent"),
             onServerRunning: { channel in
-                logger.notice("metrics at http://\(host):\(channel.localAddress?.port ?? port)/metrics, status at /status")
+                logger.notice("status page at http://\(host):\(channel.localAddress?.port ?? port)/, metrics at /metrics, status at /status")
             },
             logger: logger)
     }

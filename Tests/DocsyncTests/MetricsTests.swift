@@ -63,9 +63,9 @@ extension HeavySuites {
     func metricsBase(_ agent: DocsyncProcess) async -> String? {
         var base: String?
         _ = await eventually {
-            guard let start = agent.stderr.range(of: "metrics at http://") else { return false }
+            guard let start = agent.stderr.range(of: "status page at http://") else { return false }
             let rest = agent.stderr[start.upperBound...]
-            guard let end = rest.range(of: "/metrics") else { return false }
+            guard let end = rest.range(of: "/,") else { return false }
             base = "http://" + rest[..<end.lowerBound]
             return true
         }

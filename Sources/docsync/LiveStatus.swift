@@ -1,0 +1,44 @@
+import DocsyncAgent
+import DocsyncClock
+import DocsyncIndex
+import DocsyncModel
+import Foundation
+import Synchronization
+
+/// What `/status` answers while the agent runs: `status --json`'s object, plus the folder, whether
+/// it is in sync, the conflict copies to resolve, and the files changed last.
+final class LiveStatus: Sendable {
+    let root: String
+    /// Conflict copies are found by walking the tree: at most every `conflictsEvery`, not each poll.
+    private let conflicts = Mutex<(at: ContinuousClock.Instant, copies: [String])?>(nil)
+    static let conflictsEvery: Duration = .seconds(5)
+
+    init(root: String) { self.root = root }
+
+    func json() async throws -> JSONValue {
+        let status = try await AgentStatus.read(root: root)
+        let recent = try await Index.open(root: root).read { try $0.recentFiles(limit: 10) }
+        guard case .object(var object) = status.json(now: SystemClockSeam().wallNanoseconds() / 1_000_000) else { return .null }
+        let copies = conflictCopies()
+        let c = status.counts
+        object["folder"] = .string(root)
+        object["in_sync"] = .bool(c.pending == 0 && c.invalid == 0 && c.rejected == 0 && status.offlineSince == nil && status.paused == nil && copies.isEmpty)
+        object["conflicts"] = .array(copies.map { copy in
+            .object(JSONObject([(key: "copy", value: .string(copy)), (key: "document", value: .string(ConflictCopy.documentPath(of: copy) ?? ""))]))
+        })
+        object["recent"] = .array(recent.map { file in
+            .object(JSONObject([
+                (key: "path", value: .string(file.path)),
+                (key: "time", value: .string(Timestamp(unixMilliseconds: file.mtimeNs / 1_000_000).rfc3339)),
+            ]))
+        })
+        return .object(object)
+    }
+
+    private func conflictCopies() -> [String] {
+        if let cached = conflicts.withLock({ $0 }), ContinuousClock.now - cached.at < Self.conflictsEvery { return cached.copies }
+        let copies = ConflictCopy.all(in: root)
+        conflicts.withLock { $0 = (ContinuousClock.now, copies) }
+        return copies
+    }
+}
