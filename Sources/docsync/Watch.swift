@@ -13,7 +13,7 @@ struct Watch: AsyncParsableCommand {
     @OptionGroup var endpoint: EndpointOptions
     @OptionGroup var tuning: AgentTuning
 
-    @Option(help: "Serve Prometheus metrics at /metrics and the live status at /status on HOST:PORT (no token: keep it on loopback or a trusted network).")
+    @Option(help: "Serve the status page at /, the live status at /status and Prometheus metrics at /metrics on HOST:PORT (no token: keep it on loopback or a trusted network).")
     var metricsAddr: String?
 
     func validate() throws {
