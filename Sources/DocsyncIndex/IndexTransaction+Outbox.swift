@@ -202,6 +202,11 @@ extension IndexTransaction {
             .map { (path: $0[0], mtimeNs: $0[1]) }
     }
 
+    /// Files the index records.
+    public func fileCount() throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM file") ?? 0
+    }
+
     /// SQLite's `PRAGMA quick_check`: `["ok"]` for a sound file, else what is wrong.
     public func quickCheck() throws -> [String] {
         try String.fetchAll(db, sql: "PRAGMA quick_check")

@@ -14,8 +14,11 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         let logger = bootstrapLogging(tuning.logLevel, format: tuning.logFormat)
+        let root = absolutePath(directory)
         let report = try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
-            try await agent.syncOnce()
+            let progress = Task { await ProgressTicker(root: root).run() }
+            defer { progress.cancel() }
+            return try await agent.syncOnce()
         }
         let s = report.scan
         emit("scanned: \(s.read) read, \(s.unchanged) unchanged, \(s.queued) changed, \(s.moved) moved, \(s.deleted) deleted, \(s.invalid) invalid")

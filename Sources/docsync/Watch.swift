@@ -33,6 +33,8 @@ struct Watch: AsyncParsableCommand {
                 services.append(try MetricsListener.application(address: metricsAddr, root: root, clock: clock, logger: logger))
             }
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            let progress = Task { await ProgressTicker(root: absolutePath(directory)).run() }
+            defer { progress.cancel() }
             try await group.run()
         }
     }
