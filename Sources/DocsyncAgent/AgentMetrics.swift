@@ -67,8 +67,8 @@ public struct OutboxSummary: Sendable {
 
     /// Read from the folder's index; ages are on the server-calibrated clock the entries were
     /// stamped with.
-    public static func read(root: String, now: Int64) async throws -> OutboxSummary {
-        try await Index.open(root: root).read { tx in
+    public static func read(_ index: Index, now: Int64) async throws -> OutboxSummary {
+        try await index.read { tx in
             let oldest = try tx.oldestQueuedAt()
             return OutboxSummary(entries: try tx.pendingCount(), oldestAgeSeconds: oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
         }

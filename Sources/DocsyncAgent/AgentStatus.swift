@@ -24,8 +24,12 @@ public struct AgentStatus: Sendable {
     public var clock: Calibration?
 
     public static func read(root: String) async throws -> AgentStatus {
-        let index = try Index.open(root: root)
-        return try await index.read { tx in
+        try await read(Index.open(root: root))
+    }
+
+    /// From an index already open (a listener asked every few seconds keeps one).
+    public static func read(_ index: Index) async throws -> AgentStatus {
+        try await index.read { tx in
             AgentStatus(
                 counts: try tx.statusCounts(),
                 offlineSince: try tx.meta("offline_since").flatMap { Int64($0) },

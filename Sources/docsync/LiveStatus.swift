@@ -13,11 +13,24 @@ final class LiveStatus: Sendable {
     private let conflicts = Mutex<(at: ContinuousClock.Instant, copies: [String])?>(nil)
     static let conflictsEvery: Duration = .seconds(5)
 
+    /// The folder's index, opened at the first request and kept: opening it costs more than a scrape.
+    private let opened = Mutex<Index?>(nil)
+
     init(root: String) { self.root = root }
 
+    func index() throws -> Index {
+        try opened.withLock { opened in
+            if let index = opened { return index }
+            let index = try Index.open(root: root)
+            opened = index
+            return index
+        }
+    }
+
     func json() async throws -> JSONValue {
-        let status = try await AgentStatus.read(root: root)
-        let recent = try await Index.open(root: root).read { try $0.recentFiles(limit: 10) }
+        let index = try index()
+        let status = try await AgentStatus.read(index)
+        let recent = try await index.read { try $0.recentFiles(limit: 10) }
         guard case .object(var object) = status.json(now: SystemClockSeam().wallNanoseconds() / 1_000_000) else { return .null }
         let copies = conflictCopies()
         let c = status.counts

@@ -36,13 +36,14 @@ enum MetricsListener {
     static func application(address: String, root: String, clock: ServerClock, logger: Logger) throws -> some ApplicationProtocol {
         let (host, port) = try parse(address)
         let router = Router(context: BasicRequestContext.self)
+        let live = LiveStatus(root: root)
         router.get("metrics") { _, _ -> Response in
-            let status = try await AgentStatus.read(root: root)
-            AgentMetrics.refresh(status, outbox: try await OutboxSummary.read(root: root, now: clock.now()), clock: clock)
+            let index = try live.index()
+            let status = try await AgentStatus.read(index)
+            AgentMetrics.refresh(status, outbox: try await OutboxSummary.read(index, now: clock.now()), clock: clock)
             if let limit = watchLimit() { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
             return Response(status: .ok, headers: [.contentType: MetricsExport.contentType], body: .init(byteBuffer: MetricsExport.text()))
         }
-        let live = LiveStatus(root: root)
         router.get("status") { _, _ -> Response in
             let text = JSONWriter.string(try await live.json())
             return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(string: text)))
