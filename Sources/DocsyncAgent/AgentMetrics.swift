@@ -42,35 +42,23 @@ public enum AgentMetrics {
 
     /// Sets the gauges read from the index and the clock, for a scrape: documents by state, the
     /// outbox's depth and its oldest entry's age, folders without a watch, the clock's offset
-    /// from this machine's wall clock and its bound.
-    public static func refresh(_ status: AgentStatus, outbox: OutboxSummary, clock: ServerClock?) {
-        let counts = status.counts
+    /// from this machine's wall clock and its bound. One read transaction, counts only.
+    public static func refresh(_ index: Index, clock: ServerClock) async throws {
+        let now = clock.now()
+        let (counts, unwatched, pending, oldest) = try await index.read { tx in
+            (try tx.statusCounts(), try tx.meta("unwatched_folders").flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt())
+        }
         for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected)] {
             Gauge(label: "docsync_documents", dimensions: [("state", state)]).record(n)
         }
         Gauge(label: "docsync_tombstones").record(counts.tombstones)
-        Gauge(label: "docsync_outbox_entries").record(outbox.entries)
-        Gauge(label: "docsync_outbox_oldest_age_seconds").record(outbox.oldestAgeSeconds)
-        Gauge(label: "docsync_unwatched_folders").record(status.unwatchedFolders)
-        if let clock, let estimate = clock.estimate {
+        Gauge(label: "docsync_outbox_entries").record(pending)
+        Gauge(label: "docsync_outbox_oldest_age_seconds").record(oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+        Gauge(label: "docsync_unwatched_folders").record(unwatched)
+        if let estimate = clock.estimate {
             let wallMinusBoot = clock.seam.wallNanoseconds() - clock.seam.bootNanoseconds()
             Gauge(label: "docsync_clock_offset_seconds").record(Double(estimate.offset - wallMinusBoot) / 1e9)
             Gauge(label: "docsync_clock_bound_seconds").record(Double(estimate.bound) / 1e9)
-        }
-    }
-}
-
-/// The outbox at a glance, for metrics.
-public struct OutboxSummary: Sendable {
-    public var entries: Int
-    public var oldestAgeSeconds: Double
-
-    /// Read from the folder's index; ages are on the server-calibrated clock the entries were
-    /// stamped with.
-    public static func read(_ index: Index, now: Int64) async throws -> OutboxSummary {
-        try await index.read { tx in
-            let oldest = try tx.oldestQueuedAt()
-            return OutboxSummary(entries: try tx.pendingCount(), oldestAgeSeconds: oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
         }
     }
 }

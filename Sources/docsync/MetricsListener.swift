@@ -38,9 +38,7 @@ enum MetricsListener {
         let router = Router(context: BasicRequestContext.self)
         let live = LiveStatus(root: root)
         router.get("metrics") { _, _ -> Response in
-            let index = try live.index()
-            let status = try await AgentStatus.read(index)
-            AgentMetrics.refresh(status, outbox: try await OutboxSummary.read(index, now: clock.now()), clock: clock)
+            try await AgentMetrics.refresh(live.index(), clock: clock)
             if let limit = watchLimit() { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
             return Response(status: .ok, headers: [.contentType: MetricsExport.contentType], body: .init(byteBuffer: MetricsExport.text()))
         }
