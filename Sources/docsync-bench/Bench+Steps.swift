@@ -30,6 +30,7 @@ extension Bench {
         let page = line.split(separator: " ").first { $0.hasPrefix("http://") }.map { String($0.dropLast()) } ?? ""  // "http://H:P/,"
         let address = page + "metrics"
         try await Task.sleep(for: .seconds(2))
+        (results.idleListeningCPUmsPerMinute, _) = try await idleCost(listening, scraping: nil)
         (results.idleMetricsCPUmsPerMinute, _) = try await idleCost(listening, scraping: address)
         await listening.stop()
     }

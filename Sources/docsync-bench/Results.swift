@@ -37,6 +37,7 @@ struct Results {
     var idleCPUmsPerMinute = 0.0
     var idleWakeupsPerMinute = 0.0
     var idleMetricsCPUmsPerMinute = 0.0
+    var idleListeningCPUmsPerMinute = 0.0
     var rawDocsPerSecond = 0.0
     var baselineImportDocsPerSecond = 0.0
     var baselineLatency: [Double] = []
@@ -91,6 +92,7 @@ struct Results {
             | pull: agent CPU seconds / peak RSS | \(fmt(pullAgentCPU, 2)) / \(pullAgentRSS >> 20) MiB | | |
             | idle CPU, ms per minute (observed \(idleSeconds) s; per-thread schedstat) | \(fmt(idleCPUmsPerMinute, 2)) | | |
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
+            | idle CPU with `--metrics-addr` on, not scraped, ms per minute | \(fmt(idleListeningCPUmsPerMinute, 2)) | | |
             | idle CPU with `--metrics-addr`, scraped every 15 s, ms per minute | \(fmt(idleMetricsCPUmsPerMinute, 2)) | | |
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
@@ -157,6 +159,7 @@ struct Results {
             ("pull_agent_peak_rss_bytes", Double(pullAgentRSS)), ("raw_pull_docs_per_s", rawPullDocsPerSecond),
             ("idle_cpu_ms_per_min", idleCPUmsPerMinute), ("idle_wakeups_per_min", idleWakeupsPerMinute),
             ("idle_metrics_cpu_ms_per_min", idleMetricsCPUmsPerMinute),
+            ("idle_listening_cpu_ms_per_min", idleListeningCPUmsPerMinute),
             ("raw_ingest_docs_per_s", rawDocsPerSecond), ("raw_batch_ingest_docs_per_s", rawBatchDocsPerSecond), ("curl_loop_import_docs_per_s", baselineImportDocsPerSecond),
             ("curl_loop_latency_p50_ms", percentile(baselineLatency, 50)), ("curl_loop_latency_p99_ms", percentile(baselineLatency, 99)),
             ("clock_min_delay_median_ms", clock.minDelayMedian), ("clock_min_delay_p95_ms", clock.minDelayP95),
