@@ -4,6 +4,10 @@ import DocsyncClock
 import DocsyncModel
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HTTPTypes
+import NIOPosix
+import ServiceLifecycle
 import Logging
 import Metrics
 import NIOCore
@@ -30,31 +34,47 @@ enum MetricsExport {
 
 /// `watch --metrics-addr HOST:PORT`: `/metrics` (Prometheus), `/status` (what `status --json`
 /// prints, live, with conflicts and the last changes) and `/`, a page a person opens, on a
-/// listener of their own. Meant for loopback or a trusted network: it carries
-/// no token, and says nothing a local `docsync status` would not.
+/// listener of their own. HummingbirdCore's server without the application layer: three fixed
+/// routes need no router, and the application's once-a-second date timer would triple the idle
+/// agent's CPU.
 enum MetricsListener {
-    static func application(address: String, root: String, clock: ServerClock, logger: Logger) throws -> some ApplicationProtocol {
+    static func application(address: String, root: String, clock: ServerClock, logger: Logger) throws -> some Service {
         let (host, port) = try parse(address)
-        let router = Router(context: BasicRequestContext.self)
         let live = LiveStatus(root: root)
-        router.get("metrics") { _, _ -> Response in
-            try await AgentMetrics.refresh(live.index(), clock: clock)
-            if let limit = watchLimit() { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
-            return Response(status: .ok, headers: [.contentType: MetricsExport.contentType], body: .init(byteBuffer: MetricsExport.text()))
-        }
-        router.get("status") { _, _ -> Response in
-            let text = JSONWriter.string(try await live.json())
-            return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(string: text)))
-        }
-        router.get("/") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: StatusPage.html)))
-        }
-        return Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "docsync-agent"),
+        return Server(
+            childChannelSetup: HTTP1Channel(responder: { request, writer, _ in
+                let (status, type, body) = await respond(to: request, live: live, clock: clock)
+                var head = HTTPResponse(status: status)
+                head.headerFields[.contentType] = type
+                head.headerFields[.contentLength] = String(body.readableBytes)
+                head.headerFields[.cacheControl] = "no-store"
+                try await writer.write(response: head, body: ResponseBody(byteBuffer: body))
+            }),
+            configuration: .init(address: .hostname(host, port: port), serverName: "docsync-agent"),
             onServerRunning: { channel in
                 logger.notice("status page at http://\(host):\(channel.localAddress?.port ?? port)/, metrics at /metrics, status at /status")
             },
-            logger: logger)
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
+    }
+
+    static func respond(to request: Request, live: LiveStatus, clock: ServerClock) async -> (HTTPResponse.Status, String, ByteBuffer) {
+        guard request.method == .get else { return (.methodNotAllowed, "text/plain", ByteBuffer(string: "GET only\n")) }
+        do {
+            switch request.uri.path {
+            case "/metrics":
+                try await AgentMetrics.refresh(live.index(), clock: clock)
+                if let limit = watchLimit() { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
+                return (.ok, MetricsExport.contentType, MetricsExport.text())
+            case "/status":
+                return (.ok, "application/json", ByteBuffer(string: JSONWriter.string(try await live.json())))
+            case "/":
+                return (.ok, "text/html; charset=utf-8", ByteBuffer(string: StatusPage.html))
+            default:
+                return (.notFound, "text/plain", ByteBuffer(string: "not found\n"))
+            }
+        } catch {
+            return (.internalServerError, "text/plain", ByteBuffer(string: "\(error)\n"))
+        }
     }
 
     /// `HOST:PORT` (port 0: any free one).
