@@ -26,6 +26,8 @@ arch="$(dpkg --print-architecture)"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 install -Dm755 "$binary" "$stage/usr/bin/docsync"
+# Symbols are most of a release binary's size; the package ships without them.
+[ "${1:-}" = "--binary" ] || strip --strip-unneeded "$stage/usr/bin/docsync"
 PREFIX="$stage/usr" DOCSYNC_BIN="$binary" scripts/install-extras.sh > /dev/null
 gzip -9n "$stage"/usr/share/man/man1/*.1
 # Debian's places for completions: bash-completion's, zsh's vendor folder, fish's vendor folder.
@@ -43,7 +45,7 @@ Package: docsync
 Version: $version
 Architecture: $arch
 Maintainer: docsync developers <docsync@localhost>
-Depends: libc6, libsqlite3-0, libstdc++6
+Depends: libc6, libsqlite3-0, libstdc++6, zlib1g
 Recommends: inotify-tools
 Installed-Size: $size
 Section: utils
