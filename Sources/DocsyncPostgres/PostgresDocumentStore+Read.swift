@@ -18,9 +18,7 @@ extension PostgresDocumentStore {
             for value in documents {
                 let id = value.object?["id"]?.string
                 do {
-                    let object = try StoreRules.validate(value, requireID: true, measureDepth: measureDepth)
-                    var base: Int64?
-                    if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
+                    let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
                     sent.insert(id!)
                     outcome.stored.append(try await Self.put(
                         object, now: now, ifMatch: base, mustCreate: false, writer: writer, maxBytes: maxDocument, notify: false, locked: documents.count > 1, on: connection,

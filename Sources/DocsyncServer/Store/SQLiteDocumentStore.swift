@@ -151,9 +151,7 @@ public struct SQLiteDocumentStore: DocumentStore {
             for value in documents {
                 let id = value.object?["id"]?.string
                 do {
-                    let object = try StoreRules.validate(value, requireID: true, measureDepth: measureDepth)
-                    var base: Int64?
-                    if case .number(let rev)? = object[DocumentRules.revKey] { base = Int64(rev) }
+                    let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
                     sent.insert(id!)
                     outcome.stored.append(try Self.put(
                         object, now: now, ifMatch: base, mustCreate: false, client: client, seq: seq + 1, maxBytes: maxDocumentBytes, db: db))

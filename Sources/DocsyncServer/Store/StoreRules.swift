@@ -102,6 +102,14 @@ public enum StoreRules {
         return object
     }
 
+    /// One document of a batch call, validated, and the revision it is based on (its `rev`, if
+    /// it names one: the write is then refused unless that is still the stored revision).
+    public static func batchDocument(_ value: JSONValue, measureDepth: Bool) throws(StoreError) -> (object: JSONObject, base: Int64?) {
+        let object = try validate(value, requireID: true, measureDepth: measureDepth)
+        guard case .number(let rev)? = object[DocumentRules.revKey] else { return (object, nil) }
+        return (object, Int64(rev))
+    }
+
     /// The error entry of a batch call for a document it could not store.
     public static func batchError(id: String?, _ error: StoreError) -> JSONObject {
         var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
