@@ -7,19 +7,6 @@ import DocsyncTestSupport
 import Foundation
 import Testing
 
-/// A port nobody listens on right now (bound and released), for a server restarted at one address.
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 /// A server that loses or rewinds its data under a running agent (issue 21, findings 9 and 10).
 extension HeavySuites {
 @Suite(.serialized) struct ServerReplacedTests {
