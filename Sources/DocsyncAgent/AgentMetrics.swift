@@ -56,8 +56,7 @@ public enum AgentMetrics {
         Gauge(label: "docsync_outbox_oldest_age_seconds").record(oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
         Gauge(label: "docsync_unwatched_folders").record(unwatched)
         if let estimate = clock.estimate {
-            let wallMinusBoot = clock.seam.wallNanoseconds() - clock.seam.bootNanoseconds()
-            Gauge(label: "docsync_clock_offset_seconds").record(Double(estimate.offset - wallMinusBoot) / 1e9)
+            Gauge(label: "docsync_clock_offset_seconds").record(Double(clock.wallOffset(estimate)) / 1e9)
             Gauge(label: "docsync_clock_bound_seconds").record(Double(estimate.bound) / 1e9)
         }
     }

@@ -168,6 +168,12 @@ public final class ServerClock: Sendable {
         return seam.wallNanoseconds()
     }
 
+    /// What `estimate` says of the server's clock against this machine's wall clock: server minus
+    /// local, nanoseconds (what `docsync clock`, `doctor` and the metrics report).
+    public func wallOffset(_ estimate: ClockEstimate) -> Int64 {
+        estimate.offset + seam.bootNanoseconds() - seam.wallNanoseconds()
+    }
+
     /// The server's current time, to the millisecond.
     public func now() -> DocsyncClockTimestamp { nowNanoseconds() / 1_000_000 }
 

@@ -42,8 +42,7 @@ struct ClockCommand: AsyncParsableCommand {
         }
         try await client.shutdown()
         let estimate = clock.estimate
-        let seam = clock.seam
-        let offsetNs = estimate.map { $0.offset + seam.bootNanoseconds() - seam.wallNanoseconds() } ?? 0
+        let offsetNs = estimate.map(clock.wallOffset) ?? 0
         func ms(_ ns: Int64) -> JSONValue { .number(String(Double(ns) / 1_000_000)) }
         if json {
             let object: JSONValue = .object(JSONObject([
