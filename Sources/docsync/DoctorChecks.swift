@@ -37,13 +37,16 @@ struct Finding: Sendable {
     }
 }
 
-/// The checks, each on its own: the tree and the kernel's limits, the disk, the index, the endpoint.
-enum DoctorChecks {
-    /// Reads a number from `/proc/sys/fs/inotify/NAME`.
-    static func sysctl(_ name: String) -> Int? {
+/// The kernel's inotify settings (`doctor` checks them, the metrics report the watch limit).
+enum InotifySettings {
+    /// The number in `/proc/sys/fs/inotify/NAME`.
+    static func value(_ name: String) -> Int? {
         (try? String(contentsOfFile: "/proc/sys/fs/inotify/\(name)", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
+}
 
+/// The checks, each on its own: the tree and the kernel's limits, the disk, the index, the endpoint.
+enum DoctorChecks {
     /// The watches the tree needs (one a folder) against `fs.inotify.max_user_watches`, and the
     /// document files that cannot be read.
     static func tree(root: String, watchLimit: Int?) -> [Finding] {
@@ -51,7 +54,7 @@ enum DoctorChecks {
         var folders = 0  // the walk reports the root too
         let files = walker.walk(onDirectory: { _ in folders += 1 }).filter { DocumentRules.isDocumentName(String($0.path.split(separator: "/").last ?? "")) }
         var findings: [Finding] = []
-        if let limit = watchLimit ?? sysctl("max_user_watches") {
+        if let limit = watchLimit ?? InotifySettings.value("max_user_watches") {
             let advice = "sudo sysctl fs.inotify.max_user_watches=\(max(524_288, folders * 2)) (and in /etc/sysctl.d/ to keep it); until then folders without a watch are rescanned every 30 s"
             if folders > limit {
                 findings.append(Finding(check: "inotify watches", verdict: .fail, detail: "the tree has \(folders) folders; fs.inotify.max_user_watches is \(limit)", advice: advice))
@@ -61,7 +64,7 @@ enum DoctorChecks {
                 findings.append(Finding(check: "inotify watches", verdict: .ok, detail: "\(folders) \(folders == 1 ? "folder" : "folders"), limit \(limit)"))
             }
         }
-        if let queue = sysctl("max_queued_events"), queue < 16_384 {
+        if let queue = InotifySettings.value("max_queued_events"), queue < 16_384 {
             findings.append(Finding(
                 check: "inotify queue", verdict: .warn, detail: "fs.inotify.max_queued_events is \(queue): a burst of changes overflows it into a full rescan",
                 advice: "sudo sysctl fs.inotify.max_queued_events=16384"))
@@ -120,7 +123,7 @@ enum DoctorChecks {
         }
         for _ in 0..<4 { try? await api.sampleClock() }
         if let estimate = clock.estimate {
-            let offset = Double(estimate.offset + clock.seam.bootNanoseconds() - clock.seam.wallNanoseconds()) / 1e9
+            let offset = Double(clock.wallOffset(estimate)) / 1e9
             let bound = Double(estimate.bound) / 1e9
             let detail = "offset \(String(format: "%.3f", offset)) s ± \(String(format: "%.3f", bound)) s (\(estimate.source.rawValue))"
             let far = abs(offset) > 60

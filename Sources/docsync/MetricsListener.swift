@@ -63,7 +63,7 @@ enum MetricsListener {
             switch request.uri.path {
             case "/metrics":
                 try await AgentMetrics.refresh(live.index(), clock: clock)
-                if let limit = watchLimit() { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
+                if let limit = InotifySettings.value("max_user_watches") { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
                 return (.ok, MetricsExport.contentType, MetricsExport.text())
             case "/status":
                 return (.ok, "application/json", ByteBuffer(string: JSONWriter.string(try await live.json())))
@@ -83,12 +83,5 @@ enum MetricsListener {
               colon > address.startIndex
         else { throw ValidationError("--metrics-addr takes HOST:PORT, e.g. 127.0.0.1:9464") }
         return (String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
-    }
-
-    /// `fs.inotify.max_user_watches`.
-    static func watchLimit() -> Int? {
-        (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8)).flatMap {
-            Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
     }
 }
