@@ -1,4 +1,5 @@
 import DocsyncAgent
+import DocsyncIndex
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -64,13 +65,15 @@ struct SystemdAgentService: Service {
         try? await cancelWhenGracefulShutdown {
             var readiness = ready.makeAsyncIterator()
             guard await readiness.next() != nil else { return }
-            notifier.notify("READY=1\nSTATUS=\(await Self.summary(root))")
+            // Opened once the agent has made it; every beat reads it (a stuck index stops the beats).
+            let index = try? Index.open(root: root)
+            notifier.notify("READY=1\nSTATUS=\(await Self.summary(index))")
             let watchdog = SystemdNotifier.watchdogInterval()
             let beat = min(watchdog ?? .seconds(10), .seconds(10))
             var last = ""
             while !Task.isCancelled {
                 try await Task.sleep(for: beat)
-                let status = await Self.summary(root)
+                let status = await Self.summary(index)
                 var message = watchdog != nil ? "WATCHDOG=1" : ""
                 if status != last { message += (message.isEmpty ? "" : "\n") + "STATUS=\(status)" }
                 last = status
@@ -81,8 +84,8 @@ struct SystemdAgentService: Service {
     }
 
     /// One line for `systemctl status`: the counts `docsync status` starts with.
-    static func summary(_ root: String) async -> String {
-        guard let status = try? await AgentStatus.read(root: root) else { return "starting" }
+    static func summary(_ index: Index?) async -> String {
+        guard let index, let status = try? await AgentStatus.read(index) else { return "starting" }
         let c = status.counts
         var line = "\(c.synced) synced, \(c.pending) pending"
         if c.invalid > 0 { line += ", \(c.invalid) invalid" }
