@@ -45,7 +45,7 @@ public final class PostgresDocumentStore: DocumentStore {
     deinit { running.cancel() }
 
     /// Stops the connection pool.
-    public func close() { running.cancel() }
+    public func close() async { running.cancel() }
 
     /// `body` in a transaction; its own error comes out as it was thrown (a refusal stays a
     /// ``StoreError``), not wrapped in postgres-nio's.

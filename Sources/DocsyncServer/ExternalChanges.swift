@@ -15,3 +15,14 @@ struct ExternalChanges: Service {
         }
     }
 }
+
+/// Closes the store once the server has stopped: the application shuts its services down in the
+/// reverse of their order, and this one comes before the HTTP server, so it goes last.
+struct StoreCloser: Service {
+    let store: any DocumentStore
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await store.close()
+    }
+}

@@ -122,6 +122,7 @@ public struct ReferenceServer: Sendable {
                 await onRunning(host, port)
             },
             logger: logger)
+        application.addServices(StoreCloser(store: store))
         if store.followsExternalChanges { application.addServices(ExternalChanges(store: store, feed: feed, logger: logger)) }
         return application
     }

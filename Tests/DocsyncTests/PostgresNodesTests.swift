@@ -30,7 +30,6 @@ extension HeavySuites {
 
         func stop() async {
             await group.triggerGracefulShutdown()
-            store.close()
             data.remove()
         }
     }

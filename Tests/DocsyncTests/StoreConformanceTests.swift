@@ -17,7 +17,8 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
 
     static let sqlite = StoreFixture(name: "sqlite") {
         let folder = try TempFolder("store")
-        return (try SQLiteDocumentStore(path: folder.file("documents.sqlite")), { folder.remove() })
+        let store = try SQLiteDocumentStore(path: folder.file("documents.sqlite"))
+        return (store, { await store.close(); folder.remove() })
     }
 
     /// A database of its own on the test process's throw-away PostgreSQL cluster.
@@ -29,7 +30,7 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
         let store = try await PostgresDocumentStore(
             configuration: .init(host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: database, tls: .disable),
             logger: logger)
-        return (store, { store.close() })
+        return (store, { await store.close() })
     }
 }
 

@@ -51,6 +51,10 @@ public protocol DocumentStore: Sendable {
     /// Calls `published` with the change numbers other processes commit, as they do, until
     /// cancelled.
     func followExternalChanges(_ published: @escaping @Sendable (Int64) -> Void) async throws
+
+    /// Lets go of the storage (connections, file handles) once the server has stopped: the files
+    /// may be copied or replaced as soon as the server's run returns.
+    func close() async
 }
 
 extension DocumentStore {

@@ -67,6 +67,13 @@ public struct SQLiteDocumentStore: DocumentStore {
         storage = try StorageGuard(path: path)
     }
 
+    /// Closes the pool's connections, which checkpoints the WAL into the database file. A pool
+    /// left to its last reference closed whenever that went, and its checkpoint could unlink the
+    /// `-wal` of a copy put in the same place meanwhile (a restore).
+    public func close() async {
+        try? writer.close()
+    }
+
     /// A transaction, once the database file is known to be still where it was opened.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try storage.check()
