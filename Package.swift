@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
     ],
     targets: [
         // The document model: an order- and literal-preserving JSON value, identity and docType rules.
@@ -118,7 +119,12 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // `watch --config`: several folders in one YAML file (Yams), checked with line numbers.
+        .target(name: "DocsyncConfig", dependencies: [
+            .product(name: "Yams", package: "Yams"),
+        ]),
         .executableTarget(name: "docsync", dependencies: [
+            "DocsyncConfig",
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
             "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -151,7 +157,7 @@ let package = Package(
         .testTarget(name: "DocsyncTests", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
             "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncPostgres",
-            "DocsyncTestSupport",
+            "DocsyncTestSupport", "DocsyncConfig",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -8,10 +8,10 @@ trap 'rm -rf "$prefix"' EXIT
 PREFIX="$prefix" DOCSYNC_BIN="${DOCSYNC_BIN:-$root/.build/debug/docsync}" "$root/scripts/install-extras.sh"
 page="$prefix/share/man/man1/docsync.1"
 grep -q '^\.Dt DOCSYNC 1' "$page" || { echo "no docsync(1) man page" >&2; exit 1; }
-for command in up watch sync status doctor conflicts resolve serve clock; do
+for command in up init watch sync status doctor conflicts resolve serve clock; do
   [ -f "$prefix/share/man/man1/docsync.$command.1" ] || { echo "no man page for docsync $command" >&2; exit 1; }
 done
-grep -q 'Fl -metrics-addr' "$prefix/share/man/man1/docsync.watch.1" || { echo "docsync.watch.1 lacks --metrics-addr" >&2; exit 1; }
+grep -q 'Fl -metrics-addr' "$prefix/share/man/man1/docsync.watch.1" && grep -q 'Fl -config' "$prefix/share/man/man1/docsync.watch.1" || { echo "docsync.watch.1 lacks --metrics-addr or --config" >&2; exit 1; }
 completion="$prefix/share/bash-completion/completions/docsync"
 words="$(bash -c "source '$completion'; COMP_WORDS=(docsync do); COMP_CWORD=1; COMP_LINE='docsync do'; COMP_POINT=10; _docsync; printf '%s\n' \"\${COMPREPLY[@]}\"")"
 echo "$words" | grep -qx doctor || { echo "bash completes 'docsync do' to: $words" >&2; exit 1; }

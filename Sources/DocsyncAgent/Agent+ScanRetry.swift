@@ -26,7 +26,7 @@ extension Agent {
             await stopSignal.wait(timeout: options.retryPolicy.delay(afterFailures: failures, unit: Double.random(in: 0..<1)))
             if stopRequested { break }
             do {
-                AgentMetrics.rescan("retry")
+                metrics.rescan("retry")
                 let summary = try await lock.run { try await scanner.fullScan() }
                 try? await index.write { try $0.setMeta("scan_error", nil) }
                 logger.notice("the folder scanned cleanly again", metadata: ["scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)"])

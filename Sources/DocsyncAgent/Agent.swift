@@ -26,6 +26,11 @@ public struct AgentOptions: Sendable {
     public var unwatchedRescan: Duration = .seconds(30)
     /// How often an endpoint without a long poll is asked for changes.
     public var pollInterval: Duration = .seconds(10)
+    /// The folder's name in metrics (the `folder` label) and the status page; by default the
+    /// folder's own name.
+    public var name: String?
+    /// Ignore rules in `.docsyncignore`'s form, added to the folder's own (a config's `ignore:`).
+    public var extraIgnore: [String] = []
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
     public var watchLimit: Int?
     /// Called once the first full scan has queued the folder's changes and the watches are in
@@ -66,6 +71,7 @@ public actor Agent {
     let applier: ChangeApplier
     let lock = TreeLock()
     let ignore: IgnoreRules
+    public nonisolated let metrics: AgentMetrics
     let endpoint: any DocumentEndpoint
     private var watcher: DirectoryWatcher?
     private(set) var stopRequested = false
@@ -97,7 +103,9 @@ public actor Agent {
         self.clock = clock
         self.logger = logger
         self.index = try Index.open(root: root)
-        let ignore = TreeWalker.ignoreRules(root: root)
+        let ignore = TreeWalker.ignoreRules(root: root, extra: options.extraIgnore)
+        let metrics = AgentMetrics(folder: options.name ?? Self.defaultName(root: root))
+        self.metrics = metrics
         self.ignore = ignore
         let endpoint = try makeEndpoint(
             EndpointContext(clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token))
@@ -109,7 +117,8 @@ public actor Agent {
             return token
         }
         let pusher = Pusher(
-            index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy, reloadToken: reloadToken)
+            index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy, reloadToken: reloadToken,
+            metrics: metrics)
         self.pusher = pusher
         let gate = try PathGate(root: root)
         self.scanner = Scanner(
@@ -117,11 +126,16 @@ public actor Agent {
             filesPerDocument: endpoint.capabilities.filesPerDocument, queued: { pusher.wake() })
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
-            uploading: uploading, reloadToken: reloadToken, uploadEnded: { pusher.wake() })
-        self.applier = ChangeApplier(root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger)
+            uploading: uploading, reloadToken: reloadToken, metrics: metrics, uploadEnded: { pusher.wake() })
+        self.applier = ChangeApplier(root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger, metrics: metrics)
         self.puller = Puller(
             endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger,
-            pollInterval: options.pollInterval)
+            pollInterval: options.pollInterval, metrics: metrics)
+    }
+
+    /// A folder's name when none is given: its last path component (`/` for the root).
+    public static func defaultName(root: String) -> String {
+        root.split(separator: "/").last.map(String.init) ?? "/"
     }
 
     /// Watches and pushes until ``stop()``: reconciles the tree with the index first (what changed
@@ -132,7 +146,7 @@ public actor Agent {
         try await index.write { try $0.rescheduleAll(at: 0) }  // deadlines of another run or boot: due now
         let watcher = DirectoryWatcher(
             root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore,
-            unwatchedRescan: options.unwatchedRescan, watchLimit: options.watchLimit, logger: logger)
+            unwatchedRescan: options.unwatchedRescan, watchLimit: options.watchLimit, folderLabel: metrics.folder, logger: logger)
         self.watcher = watcher
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
         if stopRequested { watcher.stop() }
@@ -153,7 +167,7 @@ public actor Agent {
             await self.keepClockCalibrated()
         }
         let settling = Task { await self.keepStatsSettled() }
-        AgentMetrics.rescan("start")
+        metrics.rescan("start")
         let summary = try await lock.run { try await scanner.fullScan() }
         logger.info(
             "watching \(options.root)",
@@ -195,7 +209,7 @@ public actor Agent {
                 return true
             }
             do {
-                if batch.overflow { AgentMetrics.rescan("overflow") }
+                if batch.overflow { metrics.rescan("overflow") }
                 let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
                 if s.queued + s.deleted > 0 { pusher.wake() }
                 uploader.wake()

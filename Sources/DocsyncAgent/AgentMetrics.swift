@@ -5,59 +5,66 @@ import Metrics
 
 /// What the agent counts, through swift-metrics: `docsync watch --metrics-addr` exports it in
 /// Prometheus's text format; without a metrics backend the calls cost a no-op. Names follow
-/// Prometheus's conventions (`_total` counters, base units, `_seconds`, `_bytes`).
-public enum AgentMetrics {
+/// Prometheus's conventions (`_total` counters, base units, `_seconds`, `_bytes`). Every series
+/// carries the folder's name as its `folder` label: one process may sync several folders.
+public struct AgentMetrics: Sendable {
+    public let folder: String
+
+    public init(folder: String) { self.folder = folder }
+
+    func labels(_ extra: (String, String)...) -> [(String, String)] { [("folder", folder)] + extra }
+
     /// Documents the endpoint answered for, by what it said: `stored`, `conflict`, `rejected`,
     /// `unauthorized`, `retried` (a transient failure; the document stays queued).
-    static func pushed(_ outcome: String, count: Int) {
+    func pushed(_ outcome: String, count: Int) {
         guard count > 0 else { return }
-        Counter(label: "docsync_pushed_documents_total", dimensions: [("outcome", outcome)]).increment(by: count)
+        Counter(label: "docsync_pushed_documents_total", dimensions: labels(("outcome", outcome))).increment(by: count)
     }
 
     /// Pull calls by outcome (`ok`, `failed`), and the documents they brought.
-    static func pulled(documents: Int, ok: Bool) {
-        Counter(label: "docsync_pulls_total", dimensions: [("outcome", ok ? "ok" : "failed")]).increment()
-        if documents > 0 { Counter(label: "docsync_pulled_documents_total").increment(by: documents) }
+    func pulled(documents: Int, ok: Bool) {
+        Counter(label: "docsync_pulls_total", dimensions: labels(("outcome", ok ? "ok" : "failed"))).increment()
+        if documents > 0 { Counter(label: "docsync_pulled_documents_total", dimensions: labels()).increment(by: documents) }
     }
 
     /// How long one call to the endpoint took (`push`, `pull`, `upload`), answered or not.
-    static func call(_ call: String, since start: ContinuousClock.Instant) {
+    func call(_ call: String, since start: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - start
-        Timer(label: "docsync_endpoint_call_duration_seconds", dimensions: [("call", call)], preferredDisplayUnit: .seconds).record(duration: elapsed)
+        Timer(label: "docsync_endpoint_call_duration_seconds", dimensions: labels(("call", call)), preferredDisplayUnit: .seconds).record(duration: elapsed)
     }
 
-    static func uploaded(bytes: Int64) {
-        Counter(label: "docsync_uploaded_bytes_total").increment(by: Int(bytes))
+    func uploaded(bytes: Int64) {
+        Counter(label: "docsync_uploaded_bytes_total", dimensions: labels()).increment(by: Int(bytes))
     }
 
     /// Conflict copies written (the losing side of a document changed on both sides at once).
-    static func conflictCopy() {
-        Counter(label: "docsync_conflict_copies_total").increment()
+    func conflictCopy() {
+        Counter(label: "docsync_conflict_copies_total", dimensions: labels()).increment()
     }
 
     /// Full rescans of the tree, by why: `start`, `overflow` (the kernel's event queue), `retry`.
-    static func rescan(_ reason: String) {
-        Counter(label: "docsync_rescans_total", dimensions: [("reason", reason)]).increment()
+    func rescan(_ reason: String) {
+        Counter(label: "docsync_rescans_total", dimensions: labels(("reason", reason))).increment()
     }
 
     /// Sets the gauges read from the index and the clock, for a scrape: documents by state, the
     /// outbox's depth and its oldest entry's age, folders without a watch, the clock's offset
     /// from this machine's wall clock and its bound. One read transaction, counts only.
-    public static func refresh(_ index: Index, clock: ServerClock) async throws {
+    public func refresh(_ index: Index, clock: ServerClock) async throws {
         let now = clock.now()
         let (counts, unwatched, pending, oldest) = try await index.read { tx in
             (try tx.statusCounts(), try tx.meta("unwatched_folders").flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt())
         }
         for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected)] {
-            Gauge(label: "docsync_documents", dimensions: [("state", state)]).record(n)
+            Gauge(label: "docsync_documents", dimensions: labels(("state", state))).record(n)
         }
-        Gauge(label: "docsync_tombstones").record(counts.tombstones)
-        Gauge(label: "docsync_outbox_entries").record(pending)
-        Gauge(label: "docsync_outbox_oldest_age_seconds").record(oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
-        Gauge(label: "docsync_unwatched_folders").record(unwatched)
+        Gauge(label: "docsync_tombstones", dimensions: labels()).record(counts.tombstones)
+        Gauge(label: "docsync_outbox_entries", dimensions: labels()).record(pending)
+        Gauge(label: "docsync_outbox_oldest_age_seconds", dimensions: labels()).record(oldest.map { Double(max(0, now - $0)) / 1000 } ?? 0)
+        Gauge(label: "docsync_unwatched_folders", dimensions: labels()).record(unwatched)
         if let estimate = clock.estimate {
-            Gauge(label: "docsync_clock_offset_seconds").record(Double(clock.wallOffset(estimate)) / 1e9)
-            Gauge(label: "docsync_clock_bound_seconds").record(Double(estimate.bound) / 1e9)
+            Gauge(label: "docsync_clock_offset_seconds", dimensions: labels()).record(Double(clock.wallOffset(estimate)) / 1e9)
+            Gauge(label: "docsync_clock_bound_seconds", dimensions: labels()).record(Double(estimate.bound) / 1e9)
         }
     }
 }

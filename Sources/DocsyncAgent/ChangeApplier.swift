@@ -28,6 +28,7 @@ struct ChangeApplier: Sendable {
     let clock: ServerClock
     let scanner: Scanner
     let logger: Logger
+    let metrics: AgentMetrics
     /// Conflict copies kept per document; older ones are removed.
     static let conflictCopiesKept = 5
 
@@ -327,7 +328,7 @@ struct ChangeApplier: Sendable {
         func name(_ n: Int) -> String { stem + stamp + (n == 1 ? "" : "-\(n)") + ".json" }
         while try !FileSystem.replace(GatedFile(folder, name(n)), with: bytes, ifItHolds: nil) { n += 1 }
         copies.append(name(n))
-        AgentMetrics.conflictCopy()
+        metrics.conflictCopy()
         for old in copies.sorted(by: { age($0) < age($1) }).dropLast(Self.conflictCopiesKept) {
             if let copy = try? GatedFile(folder, old) { FileSystem.remove(copy) }
         }

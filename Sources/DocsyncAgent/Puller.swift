@@ -22,10 +22,13 @@ actor Puller {
     /// Ends a backoff or poll wait early when the agent stops: a retry delay can be a minute long.
     private let stopped = WakeSignal()
 
+    let metrics: AgentMetrics
+
     init(
         endpoint: any DocumentEndpoint, index: Index, applier: ChangeApplier, lock: TreeLock, policy: RetryPolicy, logger: Logger,
-        wait: Int = 25, pollInterval: Duration = .seconds(10)
+        wait: Int = 25, pollInterval: Duration = .seconds(10), metrics: AgentMetrics
     ) {
+        self.metrics = metrics
         self.endpoint = endpoint
         self.index = index
         self.applier = applier
@@ -106,13 +109,13 @@ actor Puller {
         do throws(EndpointError) {
             reply = try await endpoint.pull(after: cursor, wait: wait)
         } catch {
-            if wait == nil { AgentMetrics.call("pull", since: started) }
-            AgentMetrics.pulled(documents: 0, ok: false)
+            if wait == nil { metrics.call("pull", since: started) }
+            metrics.pulled(documents: 0, ok: false)
             throw error
         }
         // A long poll's time is the server's waiting, not the call's cost: only quick pulls are timed.
-        if wait == nil { AgentMetrics.call("pull", since: started) }
-        AgentMetrics.pulled(documents: reply.changes.count, ok: true)
+        if wait == nil { metrics.call("pull", since: started) }
+        metrics.pulled(documents: reply.changes.count, ok: true)
         do {
             if try await Self.serverWasReplaced(reply, index: index, logger: logger) {
                 applier.scanner.queued()  // the pusher has everything to send again

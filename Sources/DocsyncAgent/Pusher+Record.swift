@@ -75,7 +75,7 @@ extension Pusher {
             if case .failed = outcome { return nil }
             return Acknowledgement(entry, outcome: outcome)
         }
-        Self.count(results)
+        count(results)
         return try await index.write { tx in
             var rejected: [(String, String)] = []
             let anyUploads = try tx.hasUploads()
@@ -110,7 +110,7 @@ extension Pusher {
     }
 
     /// The round's outcomes, counted for metrics.
-    static func count(_ results: [Sent]) {
+    func count(_ results: [Sent]) {
         var counts: [String: Int] = [:]
         for (_, outcome) in results {
             let name = switch outcome {
@@ -122,7 +122,7 @@ extension Pusher {
             }
             counts[name, default: 0] += 1
         }
-        for (name, n) in counts { AgentMetrics.pushed(name, count: n) }
+        for (name, n) in counts { metrics.pushed(name, count: n) }
     }
 
     /// The pusher's state after a recorded round, said once to the user; what to do next.

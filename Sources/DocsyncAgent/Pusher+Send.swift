@@ -49,10 +49,10 @@ extension Pusher {
         do throws(EndpointError) {
             reply = try await endpoint.push(changes, pullingAfter: cursor)
         } catch {
-            AgentMetrics.call("push", since: started)
+            metrics.call("push", since: started)
             return entries.map { ($0, .failed(error)) }
         }
-        AgentMetrics.call("push", since: started)
+        metrics.call("push", since: started)
         if let pulled = reply.pulled, let applier {
             // Another server, or this one restored: its changes since our cursor are not all it
             // has; the pull starts over instead (the acknowledgements below still hold).

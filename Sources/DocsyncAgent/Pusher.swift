@@ -48,10 +48,13 @@ actor Pusher {
     var paused: String?
     var lastError: String?
 
+    let metrics: AgentMetrics
+
     init(
         index: Index, endpoint: any DocumentEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy = RetryPolicy(),
-        reloadToken: @escaping @Sendable () -> String? = { nil }
+        reloadToken: @escaping @Sendable () -> String? = { nil }, metrics: AgentMetrics
     ) {
+        self.metrics = metrics
         self.index = index
         self.endpoint = endpoint
         self.clock = clock

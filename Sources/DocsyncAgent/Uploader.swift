@@ -37,10 +37,14 @@ actor Uploader {
     /// Uploads in flight at once: enough to overlap two files, few enough not to starve documents.
     static let concurrency = 2
 
+    let metrics: AgentMetrics
+
     init(
         root: String, index: Index, endpoint: any DocumentEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy,
-        uploading: DocumentSet, reloadToken: @escaping @Sendable () -> String? = { nil }, uploadEnded: @escaping @Sendable () -> Void
+        uploading: DocumentSet, reloadToken: @escaping @Sendable () -> String? = { nil }, metrics: AgentMetrics,
+        uploadEnded: @escaping @Sendable () -> Void
     ) {
+        self.metrics = metrics
         self.reloadToken = reloadToken
         self.root = root
         self.realRoot = Attachments.realPath(root) ?? root
@@ -181,7 +185,7 @@ actor Uploader {
         } catch {
             result = .failure(error)
         }
-        AgentMetrics.call("upload", since: started)
+        metrics.call("upload", since: started)
         reporter.cancel()
         _ = await reporter.result
         if Task.isCancelled, case .failure = result {
@@ -241,7 +245,7 @@ actor Uploader {
             }
             lastFailure = nil
             succeededInRound += 1
-            AgentMetrics.uploaded(bytes: sent)
+            metrics.uploaded(bytes: sent)
             logger.info("uploaded", metadata: ["doc.id": "\(job.upload.docID)", "property": "\(property)", "file.path": "\(job.upload.path ?? "")", "bytes": "\(sent)"])
         } catch {
             logger.error("cannot record a finished upload", metadata: ["error": "\(error)"])

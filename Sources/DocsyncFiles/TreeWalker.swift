@@ -18,10 +18,12 @@ public struct TreeWalker: Sendable {
         self.ignore = ignore
     }
 
-    /// Reads `<root>/.docsyncignore` (empty rules when there is none).
-    public static func ignoreRules(root: String) -> IgnoreRules {
-        guard let text = try? String(contentsOfFile: root + "/.docsyncignore", encoding: .utf8) else { return IgnoreRules() }
-        return IgnoreRules(text: text)
+    /// Reads `<root>/.docsyncignore` (empty rules when there is none), followed by `extra` lines
+    /// in the same form (a config file's `ignore:` list).
+    public static func ignoreRules(root: String, extra: [String] = []) -> IgnoreRules {
+        let text = (try? String(contentsOfFile: root + "/.docsyncignore", encoding: .utf8)) ?? ""
+        let lines = extra.isEmpty ? text : text + "\n" + extra.joined(separator: "\n")
+        return lines.isEmpty ? IgnoreRules() : IgnoreRules(text: lines)
     }
 
     /// Whether a path is left alone: a built-in ignore on any component, or the user's rules.

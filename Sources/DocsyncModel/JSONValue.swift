@@ -25,6 +25,12 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    /// The elements of an array value, else `nil`.
+    public var elements: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
     public var isNull: Bool {
         if case .null = self { return true }
         return false

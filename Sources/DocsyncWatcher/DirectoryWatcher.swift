@@ -35,11 +35,14 @@ public final class DirectoryWatcher: Sendable {
     /// Test seam: act as if the kernel refused watches beyond this many (ENOSPC), as a low
     /// `fs.inotify.max_user_watches` does; tests cannot lower the system's limit for themselves.
     public let watchLimit: Int?
+    /// The `folder` label of the `docsync_inotify_watches` gauge (several folders in one process).
+    let folderLabel: String
 
     public init(
         root: String, settle: Duration = .milliseconds(5), maxDelay: Duration = .milliseconds(100), ignore: IgnoreRules = IgnoreRules(),
-        unwatchedRescan: Duration = .seconds(30), watchLimit: Int? = nil, logger: Logger
+        unwatchedRescan: Duration = .seconds(30), watchLimit: Int? = nil, folderLabel: String = "", logger: Logger
     ) {
+        self.folderLabel = folderLabel
         self.unwatchedRescan = unwatchedRescan
         self.watchLimit = watchLimit
         self.root = root
@@ -67,6 +70,7 @@ public final class DirectoryWatcher: Sendable {
         for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let loop = WatchLoop(
             root: root, fd: fd, wake: pipeFDs[0], logger: logger, suspended: suspended, ignore: ignore,
+            watches: Gauge(label: "docsync_inotify_watches", dimensions: [("folder", folderLabel)]),
             aggregator: EventAggregator(
                 settleNanoseconds: Self.nanoseconds(settle), maxDelayNanoseconds: Self.nanoseconds(maxDelay)))
         loop.watchLimit = watchLimit
@@ -123,7 +127,7 @@ final class WatchLoop: @unchecked Sendable {
     private var pathOf: [Int32: String] = [:]
     /// Folders to their watches; every change is reported as the `docsync_inotify_watches` gauge.
     private var wdOf: [String: Int32] = [:] { didSet { watches.record(wdOf.count) } }
-    private let watches = Gauge(label: "docsync_inotify_watches")
+    private let watches: Gauge
     private var warnedLimit = false
     /// Folders whose watch the kernel refused (ENOSPC); their subfolders were not walked either.
     private var unwatched = Set<String>()
@@ -138,7 +142,11 @@ final class WatchLoop: @unchecked Sendable {
         IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF
             | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
-    init(root: String, fd: Int32, wake: Int32, logger: Logger, suspended: SharedFlag, ignore: IgnoreRules, aggregator: EventAggregator) {
+    init(
+        root: String, fd: Int32, wake: Int32, logger: Logger, suspended: SharedFlag, ignore: IgnoreRules, watches: Gauge,
+        aggregator: EventAggregator
+    ) {
+        self.watches = watches
         self.ignore = ignore
         self.root = root
         self.fd = fd

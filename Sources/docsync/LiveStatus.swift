@@ -5,10 +5,14 @@ import DocsyncModel
 import Foundation
 import Synchronization
 
-/// What `/status` answers while the agent runs: `status --json`'s object, plus the folder, whether
-/// it is in sync, the conflict copies to resolve, and the files changed last.
+/// One folder's part of what `/status` answers while the agent runs: `status --json`'s object,
+/// plus the folder's name and path, whether it is in sync, the conflict copies to resolve, and the
+/// files changed last. Its metrics are refreshed from the same index at each scrape.
 final class LiveStatus: Sendable {
+    let name: String
     let root: String
+    let clock: ServerClock
+    let metrics: AgentMetrics
     /// Conflict copies are found by walking the tree: at most every `conflictsEvery`, not each poll.
     private let conflicts = Mutex<(at: ContinuousClock.Instant, copies: [String])?>(nil)
     static let conflictsEvery: Duration = .seconds(5)
@@ -16,7 +20,12 @@ final class LiveStatus: Sendable {
     /// The folder's index, opened at the first request and kept: opening it costs more than a scrape.
     private let opened = Mutex<Index?>(nil)
 
-    init(root: String) { self.root = root }
+    init(name: String, root: String, clock: ServerClock, metrics: AgentMetrics) {
+        self.name = name
+        self.root = root
+        self.clock = clock
+        self.metrics = metrics
+    }
 
     func index() throws -> Index {
         try opened.withLock { opened in
@@ -34,6 +43,7 @@ final class LiveStatus: Sendable {
         guard case .object(var object) = status.json(now: SystemClockSeam().wallNanoseconds() / 1_000_000) else { return .null }
         let copies = conflictCopies()
         let c = status.counts
+        object["name"] = .string(name)
         object["folder"] = .string(root)
         object["in_sync"] = .bool(c.pending == 0 && c.invalid == 0 && c.rejected == 0 && status.offlineSince == nil && status.paused == nil && copies.isEmpty)
         object["conflicts"] = .array(copies.map { copy in

@@ -32,18 +32,19 @@ enum MetricsExport {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 }
 
-/// `watch --metrics-addr HOST:PORT`: `/metrics` (Prometheus), `/status` (what `status --json`
-/// prints, live, with conflicts and the last changes) and `/`, a page a person opens, on a
-/// listener of their own. HummingbirdCore's server without the application layer: three fixed
+/// `watch --metrics-addr HOST:PORT`: `/metrics` (Prometheus, every series with its `folder`
+/// label), `/status` (per folder what `status --json` prints, live, with conflicts and the last
+/// changes) and `/`, a page a person opens, on a listener of their own, one for all the folders
+/// the process syncs. HummingbirdCore's server without the application layer: three fixed
 /// routes need no router, and the application's once-a-second date timer would triple the idle
 /// agent's CPU.
 enum MetricsListener {
-    static func application(address: String, root: String, clock: ServerClock, logger: Logger) throws -> some Service {
+    static func application(address: String, folders: [LiveStatus], logger: Logger) throws -> some Service {
         let (host, port) = try parse(address)
-        let live = LiveStatus(root: root)
+        let live = folders
         return Server(
             childChannelSetup: HTTP1Channel(responder: { request, writer, _ in
-                let (status, type, body) = await respond(to: request, live: live, clock: clock)
+                let (status, type, body) = await respond(to: request, live: live)
                 var head = HTTPResponse(status: status)
                 head.headerFields[.contentType] = type
                 head.headerFields[.contentLength] = String(body.readableBytes)
@@ -57,16 +58,16 @@ enum MetricsListener {
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }
 
-    static func respond(to request: Request, live: LiveStatus, clock: ServerClock) async -> (HTTPResponse.Status, String, ByteBuffer) {
+    static func respond(to request: Request, live: [LiveStatus]) async -> (HTTPResponse.Status, String, ByteBuffer) {
         guard request.method == .get else { return (.methodNotAllowed, "text/plain", ByteBuffer(string: "GET only\n")) }
         do {
             switch request.uri.path {
             case "/metrics":
-                try await AgentMetrics.refresh(live.index(), clock: clock)
+                for folder in live { try await folder.metrics.refresh(folder.index(), clock: folder.clock) }
                 if let limit = InotifySettings.value("max_user_watches") { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
                 return (.ok, MetricsExport.contentType, MetricsExport.text())
             case "/status":
-                return (.ok, "application/json", ByteBuffer(string: JSONWriter.string(try await live.json())))
+                return (.ok, "application/json", ByteBuffer(string: JSONWriter.string(try await json(live))))
             case "/":
                 return (.ok, "text/html; charset=utf-8", ByteBuffer(string: StatusPage.html))
             default:
@@ -75,6 +76,14 @@ enum MetricsListener {
         } catch {
             return (.internalServerError, "text/plain", ByteBuffer(string: "\(error)\n"))
         }
+    }
+
+    /// `/status`: whether every folder is in sync, and each folder's status in the config's order.
+    static func json(_ live: [LiveStatus]) async throws -> JSONValue {
+        var folders: [JSONValue] = []
+        for folder in live { folders.append(try await folder.json()) }
+        let inSync = folders.allSatisfy { $0.object?["in_sync"] == .bool(true) }
+        return .object(JSONObject([(key: "in_sync", value: .bool(inSync)), (key: "folders", value: .array(folders))]))
     }
 
     /// `HOST:PORT` (port 0: any free one).

@@ -45,33 +45,53 @@ struct ListenOptions: ParsableArguments {
     var port = 8080
 }
 
-/// Logging and limits shared by the commands that run the agent.
+/// Logging and limits shared by the commands that run the agent. Each is optional so that, with
+/// `watch --config`, a flag given overrides the file and a flag not given leaves it.
 struct AgentTuning: ParsableArguments {
-    @Option(help: "Largest document file synced, in bytes.")
-    var maxFileSize: Int = 16 << 20
+    @Option(help: "Largest document file synced, in bytes (default: 16 MiB).")
+    var maxFileSize: Int?
 
-    @Option(help: "Seconds one request to the endpoint may take before it is retried.")
-    var requestTimeout: Double = 30
+    @Option(help: "Seconds one request to the endpoint may take before it is retried (default: 30).")
+    var requestTimeout: Double?
 
-    @Option(help: "Seconds between pulls from an endpoint without a long poll (sync-rails).")
-    var pollInterval: Double = 10
+    @Option(help: "Seconds between pulls from an endpoint without a long poll, e.g. sync-rails (default: 10).")
+    var pollInterval: Double?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error.")
-    var logLevel: Logger.Level = .info
+    @Option(help: "Log level: trace, debug, info, notice, warning, error (default: info).")
+    var logLevel: Logger.Level?
 
-    @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json.")
-    var logFormat: LogFormat = .text
+    @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json (default: text).")
+    var logFormat: LogFormat?
 
     func validate() throws {
-        guard maxFileSize > 0 else { throw ValidationError("--max-file-size must be positive") }
-        guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be positive") }
-        guard (0.1...86_400).contains(pollInterval) else { throw ValidationError("--poll-interval must be between 0.1 and 86400 seconds") }
+        guard (maxFileSize ?? 1) > 0 else { throw ValidationError("--max-file-size must be positive") }
+        guard (requestTimeout ?? 1) > 0 else { throw ValidationError("--request-timeout must be positive") }
+        guard (0.1...86_400).contains(pollInterval ?? 10) else { throw ValidationError("--poll-interval must be between 0.1 and 86400 seconds") }
     }
 
+    /// The flags given, over what `options` holds (the defaults, or a config file's values).
     func apply(to options: inout AgentOptions) {
-        options.maxFileSize = maxFileSize
-        options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000))
-        options.pollInterval = .milliseconds(Int64(pollInterval * 1000))
+        if let maxFileSize { options.maxFileSize = maxFileSize }
+        if let requestTimeout { options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000)) }
+        if let pollInterval { options.pollInterval = .milliseconds(Int64(pollInterval * 1000)) }
+    }
+
+    /// Logging as the flags say, else the environment (`DOCSYNC_LOG_LEVEL`, `DOCSYNC_LOG_FORMAT`),
+    /// else `file` (a config's), else info as text.
+    func logging(file: (level: String?, format: String?) = (nil, nil), environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws -> (Logger.Level, LogFormat)
+    {
+        let levelText = environment["DOCSYNC_LOG_LEVEL"].flatMap { $0.isEmpty ? nil : $0 } ?? file.level
+        let formatText = environment["DOCSYNC_LOG_FORMAT"].flatMap { $0.isEmpty ? nil : $0 } ?? file.format
+        let level = try logLevel ?? levelText.map { text in
+            guard let level = Logger.Level(rawValue: text) else { throw ValidationError("unknown log level \"\(text)\" (trace, debug, info, notice, warning, error)") }
+            return level
+        } ?? .info
+        let format = try logFormat ?? formatText.map { text in
+            guard let format = LogFormat(rawValue: text) else { throw ValidationError("unknown log format \"\(text)\" (text, json)") }
+            return format
+        } ?? .text
+        return (level, format)
     }
 }
 
@@ -105,23 +125,12 @@ func emit(_ line: String) {
 }
 
 /// Runs `body` with an agent for `directory` and an HTTP client that is shut down afterwards,
-/// whatever `body` does: what `watch` and `sync` share.
+/// whatever `body` does (`sync`).
 func withAgent<T>(
-    directory: String, endpoint: EndpointOptions, tuning: AgentTuning, logger: Logger, onWatching: (@Sendable () -> Void)? = nil,
-    _ body: (Agent) async throws -> T
+    directory: String, endpoint: EndpointOptions, tuning: AgentTuning, logger: Logger, _ body: (Agent) async throws -> T
 ) async throws -> T {
-    var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint.endpoint, token: try endpoint.token(), tokenFile: endpoint.tokenFile)
-    tuning.apply(to: &options)
-    options.onWatching = onWatching
-    let client = try makeHTTPClient(caFile: endpoint.caFile.map(absolutePath))
-    let result: T
-    do {
-        let makeEndpoint = try EndpointChoice(url: endpoint.endpoint).factory(client: client)
-        result = try await body(try Agent(options: options, endpoint: makeEndpoint, logger: logger))
-    } catch {
-        try? await client.shutdown()
-        throw error
-    }
-    try await client.shutdown()
-    return result
+    let plan = try WatchPlan.single(
+        directory: directory, endpoint: endpoint.endpoint, tokenFile: endpoint.tokenFile, caFile: endpoint.caFile, tuning: tuning, metricsAddr: nil,
+        environment: [:])
+    return try await withAgents(plan, logger: logger) { agents in try await body(agents[0]) }
 }

@@ -13,7 +13,8 @@ struct Sync: AsyncParsableCommand {
     @OptionGroup var tuning: AgentTuning
 
     func run() async throws {
-        let logger = bootstrapLogging(tuning.logLevel, format: tuning.logFormat)
+        let (level, format) = try tuning.logging()
+        let logger = bootstrapLogging(level, format: format)
         let root = absolutePath(directory)
         let report = try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
             let progress = Task { await ProgressTicker(root: root).run() }

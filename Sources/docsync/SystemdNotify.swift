@@ -56,7 +56,8 @@ struct SystemdNotifier: Sendable {
 /// `STOPPING=1` when asked to stop.
 struct SystemdAgentService: Service {
     let notifier: SystemdNotifier
-    let root: String
+    /// The folders the process syncs; READY=1 goes out once every one is watched.
+    let folders: [LiveStatus]
     let ready: AsyncStream<Void>
 
     func run() async throws {
@@ -64,16 +65,14 @@ struct SystemdAgentService: Service {
         // told, and STOPPING=1 goes out as the agent starts to stop.
         try? await cancelWhenGracefulShutdown {
             var readiness = ready.makeAsyncIterator()
-            guard await readiness.next() != nil else { return }
-            // Opened once the agent has made it; every beat reads it (a stuck index stops the beats).
-            let index = try? Index.open(root: root)
-            notifier.notify("READY=1\nSTATUS=\(await Self.summary(index))")
+            for _ in folders { guard await readiness.next() != nil else { return } }
+            notifier.notify("READY=1\nSTATUS=\(await Self.summary(folders))")
             let watchdog = SystemdNotifier.watchdogInterval()
             let beat = min(watchdog ?? .seconds(10), .seconds(10))
             var last = ""
             while !Task.isCancelled {
                 try await Task.sleep(for: beat)
-                let status = await Self.summary(index)
+                let status = await Self.summary(folders)
                 var message = watchdog != nil ? "WATCHDOG=1" : ""
                 if status != last { message += (message.isEmpty ? "" : "\n") + "STATUS=\(status)" }
                 last = status
@@ -83,7 +82,17 @@ struct SystemdAgentService: Service {
         notifier.notify("STOPPING=1\nSTATUS=stopping")
     }
 
-    /// One line for `systemctl status`: the counts `docsync status` starts with.
+    /// One line for `systemctl status`: the counts `docsync status` starts with, per folder when
+    /// there are several. Each folder's index is opened once and kept (a stuck index stops the beats).
+    static func summary(_ folders: [LiveStatus]) async -> String {
+        var parts: [String] = []
+        for folder in folders {
+            let line = await summary(try? folder.index())
+            parts.append(folders.count > 1 ? "\(folder.name): \(line)" : line)
+        }
+        return parts.joined(separator: "; ")
+    }
+
     static func summary(_ index: Index?) async -> String {
         guard let index, let status = try? await AgentStatus.read(index) else { return "starting" }
         let c = status.counts

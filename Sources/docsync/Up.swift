@@ -19,7 +19,8 @@ struct Up: AsyncParsableCommand {
     @OptionGroup var tuning: AgentTuning
 
     func run() async throws {
-        let logger = bootstrapLogging(tuning.logLevel, format: tuning.logFormat)
+        let (level, format) = try tuning.logging()
+        let logger = bootstrapLogging(level, format: format)
         let root = absolutePath(directory)
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let dataDirectory = root + "/.docsync/server"

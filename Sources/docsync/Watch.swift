@@ -5,35 +5,68 @@ import ServiceLifecycle
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Watch a folder and keep the endpoint in step with it until SIGINT/SIGTERM.")
+        abstract: "Watch a folder, or every folder of a config file, and keep the endpoints in step until SIGINT/SIGTERM.")
 
-    @Argument(help: "The synced folder.")
-    var directory: String
+    @Argument(help: "The synced folder (without --config).")
+    var directory: String?
 
-    @OptionGroup var endpoint: EndpointOptions
+    @Option(help: "A config file naming several folders, each with its endpoint and token file (see `docsync init`); flags given override it.")
+    var config: String?
+
+    @Option(help: "The endpoint: http(s)://HOST:PORT (PingPong routes, the reference endpoint), kinto+http(s)://HOST:PORT/v1/buckets/NAME or syncrails+http(s)://HOST:PORT/api/sync?resource=events.")
+    var endpoint: String?
+
+    @Option(help: "A file whose first line is the token (else the DOCSYNC_TOKEN environment variable).")
+    var tokenFile: String?
+
+    @Option(help: "PEM certificates to trust for an https:// endpoint, instead of the system's (a self-signed server).")
+    var caFile: String?
+
     @OptionGroup var tuning: AgentTuning
 
-    @Option(help: "Serve the status page at /, the live status at /status and Prometheus metrics at /metrics on HOST:PORT (no token: keep it on loopback or a trusted network).")
+    @Option(help: "Serve the status page at /, the live status at /status and Prometheus metrics at /metrics on HOST:PORT (no token: keep it on loopback or a trusted network). Also DOCSYNC_METRICS_ADDR.")
     var metricsAddr: String?
 
     func validate() throws {
+        if config != nil {
+            if directory != nil || endpoint != nil || tokenFile != nil || caFile != nil {
+                throw ValidationError("with --config the folders, endpoints and token files come from the file: drop DIR, --endpoint, --token-file and --ca-file")
+            }
+        } else {
+            guard directory != nil else { throw ValidationError("name the folder to watch, or pass --config FILE") }
+            guard let endpoint else { throw ValidationError("--endpoint is required without --config") }
+            _ = try EndpointChoice(url: endpoint)
+        }
         if let metricsAddr { _ = try MetricsListener.parse(metricsAddr) }
     }
 
+    func plan() throws -> WatchPlan {
+        if let config { return try WatchPlan.config(config, tuning: tuning, metricsAddr: metricsAddr) }
+        return try WatchPlan.single(
+            directory: directory ?? ".", endpoint: endpoint ?? "", tokenFile: tokenFile, caFile: caFile, tuning: tuning, metricsAddr: metricsAddr)
+    }
+
     func run() async throws {
-        let logger = bootstrapLogging(tuning.logLevel, format: tuning.logFormat)
-        if metricsAddr != nil { MetricsExport.bootstrap() }
+        let plan = try plan()
+        let logger = bootstrapLogging(plan.level, format: plan.format)
+        if plan.metricsAddr != nil { MetricsExport.bootstrap() }
         let systemd = SystemdNotifier()
         let (ready, watching) = AsyncStream<Void>.makeStream()
-        try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger, onWatching: { watching.yield() }) { agent in
-            var services: [any Service] = [AgentService(agent: agent)]
-            if systemd.isActive { services.append(SystemdAgentService(notifier: systemd, root: absolutePath(directory), ready: ready)) }
-            if let metricsAddr {
+        try await withAgents(plan, logger: logger, onWatching: { watching.yield() }) { agents in
+            var folders: [LiveStatus] = []
+            for agent in agents {
                 let (root, clock) = (await agent.options.root, await agent.clock)
-                services.append(try MetricsListener.application(address: metricsAddr, root: root, clock: clock, logger: logger))
+                folders.append(LiveStatus(name: agent.metrics.folder, root: root, clock: clock, metrics: agent.metrics))
             }
+            var services: [any Service] = agents.map { AgentService(agent: $0) }
+            if systemd.isActive { services.append(SystemdAgentService(notifier: systemd, folders: folders, ready: ready)) }
+            if let address = plan.metricsAddr { services.append(try MetricsListener.application(address: address, folders: folders, logger: logger)) }
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-            let progress = Task { await ProgressTicker(root: absolutePath(directory)).run() }
+            let progress = Task {
+                await withDiscardingTaskGroup { tickers in
+                    for folder in folders { tickers.addTask { await ProgressTicker(root: folder.root).run() } }
+                }
+            }
             defer { progress.cancel() }
             try await group.run()
         }

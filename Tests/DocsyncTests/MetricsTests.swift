@@ -83,6 +83,8 @@ extension HeavySuites {
         for i in 0..<5 { try s.docs.write("notes/n\(i).json", #"{"docType":"note","n":\#(i)}"#) }
 
         #expect(await eventually { (try? await scrape(base + "/metrics"))?.value("docsync_documents", ["state": "synced"]) == 5 })
+        let folderName = String(s.docs.path.split(separator: "/").last ?? "")
+        #expect((try await scrape(base + "/metrics")).value("docsync_documents", ["state": "synced", "folder": folderName]) == 5, "the folder label")
         let synced = try await scrape(base + "/metrics")
         #expect((synced.value("docsync_pushed_documents_total", ["outcome": "stored"]) ?? 0) >= 5)
         #expect((synced.value("docsync_endpoint_call_duration_seconds_count", ["call": "push"]) ?? 0) >= 1)
@@ -96,8 +98,10 @@ extension HeavySuites {
         // A broken file: counted as invalid, and /status says why.
         try s.docs.write("notes/broken.json", "{not json")
         #expect(await eventually { (try? await scrape(base + "/metrics"))?.value("docsync_documents", ["state": "invalid"]) == 1 })
-        let status = try #require(try await APIClient(baseURL: base, token: "").request("GET", "/status", token: .some(nil)).json?.object)
-        #expect(status["invalid"] == 1)
+        let live = try #require(try await APIClient(baseURL: base, token: "").request("GET", "/status", token: .some(nil)).json?.object)
+        let status = try #require(live["folders"]?.elements?.first?.object)
+        #expect(status["invalid"] == 1 && status["name"]?.string == s.docs.path.split(separator: "/").last.map(String.init))
+        #expect(live["in_sync"] == .bool(false))
         #expect(JSONWriter.string(status["invalid_files"] ?? .null).contains("notes/broken.json"), "\(status)")
 
         // The server's own metrics, behind its token.

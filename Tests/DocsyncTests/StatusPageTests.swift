@@ -41,11 +41,15 @@ extension HeavySuites {
         try s.docs.write("notes/broken.json", "{\"docType\": \"note\", oops}")
         try s.docs.write("notes/a.sync-conflict-20261124-120000.json", #"{"docType":"note","title":"theirs"}"#)
         let api = APIClient(baseURL: page, token: "")
-        #expect(await eventually { (try? await api.request("GET", "status", token: .some(nil)).json?.object)?["synced"] == 1 })
+        func folder() async -> JSONObject? {
+            let live = try? await api.request("GET", "status", token: .some(nil)).json?.object
+            return live?["folders"]?.elements?.first?.object
+        }
+        #expect(await eventually { await folder()?["synced"] == 1 })
         // The server goes away: the next change waits.
         await s.server.stop()
         try s.docs.write("notes/late.json", #"{"docType":"note","title":"late"}"#)
-        #expect(await eventually { (try? await api.request("GET", "status", token: .some(nil)).json?.object)?["pending"] == 1 })
+        #expect(await eventually { await folder()?["pending"] == 1 })
 
         let dom = try await chromium(["--dump-dom"], url: page, work: s.work)
         #expect(dom.contains("needs attention"), "\(dom.prefix(1500))")

@@ -1,0 +1,119 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DocsyncAgent
+import DocsyncConfig
+import DocsyncHTTP
+import Foundation
+import Logging
+
+/// The folders one `watch` runs: the folder on the command line, or every folder of a config
+/// file. A setting comes from the flag when one is given, else the environment, else the file,
+/// else its default.
+struct WatchPlan {
+    struct Folder {
+        var options: AgentOptions
+        var caFile: String?
+    }
+
+    var folders: [Folder]
+    var level: Logger.Level
+    var format: LogFormat
+    var metricsAddr: String?
+
+    /// One folder, from the command line.
+    static func single(
+        directory: String, endpoint: String, tokenFile: String?, caFile: String?, tuning: AgentTuning, metricsAddr: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> WatchPlan {
+        var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint, token: try resolveToken(file: tokenFile), tokenFile: tokenFile)
+        tuning.apply(to: &options)
+        let (level, format) = try tuning.logging(environment: environment)
+        let address = metricsAddr ?? environment["DOCSYNC_METRICS_ADDR"].flatMap { $0.isEmpty ? nil : $0 }
+        if let address { _ = try MetricsListener.parse(address) }
+        return WatchPlan(folders: [Folder(options: options, caFile: caFile.map(absolutePath))], level: level, format: format, metricsAddr: address)
+    }
+
+    /// Every folder of the config file at `path`, the flags laid over each.
+    static func config(
+        _ path: String, tuning: AgentTuning, metricsAddr: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> WatchPlan {
+        let config: AgentConfig
+        do {
+            config = try AgentConfig.load(path)
+        } catch let error as ConfigError {
+            throw ValidationError(error.description)
+        }
+        let (level, format) = try tuning.logging(file: (config.logLevel, config.logFormat), environment: environment)
+        let folders = try config.folders.map { try folder($0, file: config.file, tuning: tuning) }
+        let address = metricsAddr ?? environment["DOCSYNC_METRICS_ADDR"].flatMap { $0.isEmpty ? nil : $0 } ?? config.metricsAddr
+        if let address {
+            do { _ = try MetricsListener.parse(address) } catch { throw ValidationError("\(config.file): metrics_addr: \(error)") }
+        }
+        return WatchPlan(folders: folders, level: level, format: format, metricsAddr: address)
+    }
+
+    /// One entry of the file, checked as the command line's folder would be: its endpoint, that
+    /// the folder exists, and its token.
+    static func folder(_ entry: AgentConfig.Folder, file: String, tuning: AgentTuning) throws -> Folder {
+        let place = "\(file): folder \"\(entry.name)\""
+        do {
+            _ = try EndpointChoice(url: entry.endpoint)
+        } catch {
+            throw ValidationError("\(place): \(error)")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: entry.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("\(place): \(entry.path) is not a folder (create it, or correct `path:`)")
+        }
+        let token: String
+        do {
+            token = try resolveToken(file: entry.tokenFile)
+        } catch {
+            throw ValidationError("\(place): \(error)")
+        }
+        var options = AgentOptions(root: entry.path, endpointURL: entry.endpoint, token: token, tokenFile: entry.tokenFile)
+        options.name = entry.name
+        options.extraIgnore = entry.ignore
+        if let bytes = entry.maxFileSize { options.maxFileSize = bytes }
+        if let seconds = entry.requestTimeout { options.requestTimeout = .milliseconds(Int64(seconds * 1000)) }
+        if let seconds = entry.pollInterval { options.pollInterval = .milliseconds(Int64(seconds * 1000)) }
+        tuning.apply(to: &options)
+        return Folder(options: options, caFile: entry.caFile)
+    }
+}
+
+/// Runs `body` with an agent for every folder of `plan`, each with an HTTP client of its own (its
+/// own CA file), shut down afterwards whatever `body` does.
+func withAgents<T>(
+    _ plan: WatchPlan, logger: Logger, onWatching: (@Sendable () -> Void)? = nil, _ body: ([Agent]) async throws -> T
+) async throws -> T {
+    var clients: [HTTPClient] = []
+    func shutdown() async { for client in clients { try? await client.shutdown() } }
+    let result: T
+    do {
+        var agents: [Agent] = []
+        for folder in plan.folders {
+            var options = folder.options
+            options.onWatching = onWatching
+            let client = try makeHTTPClient(caFile: folder.caFile)
+            clients.append(client)
+            let makeEndpoint = try EndpointChoice(url: options.endpointURL).factory(client: client)
+            agents.append(try Agent(options: options, endpoint: makeEndpoint, logger: plan.folders.count > 1 ? logger.folder(folder) : logger))
+        }
+        result = try await body(agents)
+    } catch {
+        await shutdown()
+        throw error
+    }
+    await shutdown()
+    return result
+}
+
+extension Logger {
+    /// With several folders in one process, each folder's lines say which folder they are about.
+    func folder(_ folder: WatchPlan.Folder) -> Logger {
+        var logger = self
+        logger[metadataKey: "folder"] = .string(folder.options.name ?? Agent.defaultName(root: folder.options.root))
+        return logger
+    }
+}
