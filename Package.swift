@@ -121,6 +121,7 @@ let package = Package(
         ]),
         // `watch --config`: several folders in one YAML file (Yams), checked with line numbers.
         .target(name: "DocsyncConfig", dependencies: [
+            "DocsyncModel",
             .product(name: "Yams", package: "Yams"),
         ]),
         .executableTarget(name: "docsync", dependencies: [

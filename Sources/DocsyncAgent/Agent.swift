@@ -29,6 +29,8 @@ public struct AgentOptions: Sendable {
     /// The folder's name in metrics (the `folder` label) and the status page; by default the
     /// folder's own name.
     public var name: String?
+    /// The docTypes this folder syncs (`--types`, `--exclude-types`).
+    public var selection = TypeSelection.all
     /// Ignore rules in `.docsyncignore`'s form, added to the folder's own (a config's `ignore:`).
     public var extraIgnore: [String] = []
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
@@ -73,6 +75,7 @@ public actor Agent {
     let ignore: IgnoreRules
     public nonisolated let metrics: AgentMetrics
     let endpoint: any DocumentEndpoint
+    let endpointMaker: (make: @Sendable (EndpointContext) throws -> any DocumentEndpoint, context: EndpointContext)
     private var watcher: DirectoryWatcher?
     private(set) var stopRequested = false
     private let calibratorWake = WakeSignal()
@@ -88,7 +91,7 @@ public actor Agent {
     ///   - clock: the server clock (tests give one with a seam); by default one that logs
     ///     through `logger` (a wall-clock step, headers it does not believe).
     public init(
-        options: AgentOptions, endpoint makeEndpoint: (EndpointContext) throws -> any DocumentEndpoint, clock: ServerClock? = nil,
+        options: AgentOptions, endpoint makeEndpoint: @escaping @Sendable (EndpointContext) throws -> any DocumentEndpoint, clock: ServerClock? = nil,
         logger: Logger
     ) throws {
         let clock = clock ?? ServerClock(logger: logger)
@@ -107,8 +110,12 @@ public actor Agent {
         let metrics = AgentMetrics(folder: options.name ?? Self.defaultName(root: root))
         self.metrics = metrics
         self.ignore = ignore
-        let endpoint = try makeEndpoint(
-            EndpointContext(clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token))
+        let context = EndpointContext(
+            clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
+            selection: options.selection)
+        let endpoint = try makeEndpoint(context)
+        // A second adapter, for the docTypes a grown selection adds, is made from these.
+        self.endpointMaker = (makeEndpoint, context)
         let tokenFile = options.tokenFile
         let initialToken = options.token
         self.endpoint = endpoint
@@ -123,11 +130,12 @@ public actor Agent {
         let gate = try PathGate(root: root)
         self.scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
-            filesPerDocument: endpoint.capabilities.filesPerDocument, queued: { pusher.wake() })
+            filesPerDocument: endpoint.capabilities.filesPerDocument, selection: options.selection, queued: { pusher.wake() })
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             uploading: uploading, reloadToken: reloadToken, metrics: metrics, uploadEnded: { pusher.wake() })
-        self.applier = ChangeApplier(root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger, metrics: metrics)
+        self.applier = ChangeApplier(
+            root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger, metrics: metrics, selection: options.selection)
         self.puller = Puller(
             endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger,
             pollInterval: options.pollInterval, metrics: metrics)
@@ -161,7 +169,10 @@ public actor Agent {
         if !restored { await refreshCalibration() }
         let pushing = Task { await pusher.run() }
         let uploading = Task { await uploader.run() }
-        let pulling = Task { await puller.run() }
+        let pulling = Task {
+            await self.catchUpOnSelection(retrying: true)
+            await puller.run()
+        }
         let calibrating = Task {
             if restored { await self.refreshCalibration() }
             await self.keepClockCalibrated()
@@ -352,7 +363,8 @@ public actor Agent {
         // An upload makes a new revision; a document change queued behind it goes out now.
         if failure == nil, (try await index.read { try $0.pendingCount(kind: "put") }) > 0 { failure = await pusher.drain() }
         if failure == nil, endpoint.capabilities.pull != .none {
-            failure = await puller.pullAll()
+            failure = await catchUpOnSelection(retrying: false)
+            if failure == nil { failure = await puller.pullAll() }
         }
         await saveCalibration()
         let counts = try await index.read { try $0.statusCounts() }

@@ -55,7 +55,8 @@ public struct AgentMetrics: Sendable {
         let (counts, unwatched, pending, oldest) = try await index.read { tx in
             (try tx.statusCounts(), try tx.meta("unwatched_folders").flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt())
         }
-        for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected)] {
+        for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected),
+                              ("excluded", counts.excluded)] {
             Gauge(label: "docsync_documents", dimensions: labels(("state", state))).record(n)
         }
         Gauge(label: "docsync_tombstones", dimensions: labels()).record(counts.tombstones)

@@ -61,6 +61,7 @@ public struct AgentStatus: Sendable {
             ("pending", .number(String(counts.pending))),
             ("invalid", .number(String(counts.invalid))),
             ("rejected", .number(String(counts.rejected))),
+            ("excluded", .number(String(counts.excluded))),
             ("live", .number(String(counts.live))),
             ("tombstones", .number(String(counts.tombstones))),
             ("offline_since", ts(offlineSince)),
@@ -103,6 +104,7 @@ public struct AgentStatus: Sendable {
     /// The human form.
     public func text(now: Int64) -> String {
         var lines = ["synced: \(counts.synced), pending: \(counts.pending), invalid: \(counts.invalid), rejected: \(counts.rejected), tombstones: \(counts.tombstones)"]
+        if counts.excluded > 0 { lines.append("\(counts.excluded) files of docTypes this folder does not sync (--types, --exclude-types): not sent") }
         if let paused { lines.append("paused: \(paused)") }
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let pullError { lines.append("pulling fails, retrying: \(pullError)") }

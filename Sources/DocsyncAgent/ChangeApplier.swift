@@ -29,6 +29,8 @@ struct ChangeApplier: Sendable {
     let scanner: Scanner
     let logger: Logger
     let metrics: AgentMetrics
+    /// The docTypes this folder syncs: a document of another is not applied, whatever sent it.
+    var selection: TypeSelection
     /// Conflict copies kept per document; older ones are removed.
     static let conflictCopiesKept = 5
 
@@ -42,6 +44,12 @@ struct ChangeApplier: Sendable {
     /// Applies documents from the server (pulled changes, or the current version a 409 sent back).
     func apply(_ documents: [JSONObject]) async throws -> Summary {
         var summary = Summary()
+        var documents = documents
+        if !selection.isAll {
+            let count = documents.count
+            documents.removeAll { !selection.contains($0["docType"]?.string ?? "") }
+            summary.skipped += count - documents.count
+        }
         for remote in try await applyNew(documents, summary: &summary) {
             do {
                 try await apply(remote, summary: &summary)

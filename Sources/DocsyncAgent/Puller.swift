@@ -158,12 +158,11 @@ actor Puller {
         return true
     }
 
-    /// Applies a reply's changes under the tree lock, then stores its cursor (unless the endpoint
-    /// orders it before the stored one: replies to calls in flight together come back in any order).
-    static func apply(
-        _ reply: PullReply, endpoint: any DocumentEndpoint, applier: ChangeApplier, index: Index, lock: TreeLock, logger: Logger
-    ) async throws {
-        var docs = reply.changes
+    /// Applies `changes` under the tree lock, again while some wait for their files to settle.
+    /// Returns `false` when some still wait (they come again with the next pull: the cursor stays).
+    @discardableResult
+    static func applyChanges(_ changes: [JSONObject], applier: ChangeApplier, lock: TreeLock, logger: Logger) async throws -> Bool {
+        var docs = changes
         var attempts = 0
         while !docs.isEmpty {
             let batch = docs
@@ -174,7 +173,7 @@ actor Puller {
                 // Files moving on disk right now: let the watcher's batch reach the index first.
                 if attempts > 50 {
                     logger.warning("some pulled changes wait for their files to settle", metadata: ["pull.deferred": "\(docs.count)"])
-                    return  // the cursor stays: they come again with the next pull
+                    return false
                 }
                 try? await Task.sleep(for: .milliseconds(150))
             }
@@ -184,7 +183,15 @@ actor Puller {
                                                  "pull.merged": "\(summary.merged)", "pull.conflicts": "\(summary.conflicts)"])
             }
         }
-        guard let cursor = reply.cursor else { return }
+        return true
+    }
+
+    /// Applies a reply's changes under the tree lock, then stores its cursor (unless the endpoint
+    /// orders it before the stored one: replies to calls in flight together come back in any order).
+    static func apply(
+        _ reply: PullReply, endpoint: any DocumentEndpoint, applier: ChangeApplier, index: Index, lock: TreeLock, logger: Logger
+    ) async throws {
+        guard try await applyChanges(reply.changes, applier: applier, lock: lock, logger: logger), let cursor = reply.cursor else { return }
         try await index.write { tx in
             let old = try tx.meta("cursor").map(SyncCursor.init)
             if old.map({ endpoint.orders(cursor, after: $0) }) ?? true { try tx.setMeta("cursor", cursor.text) }

@@ -127,7 +127,7 @@ extension Scanner {
     }
 
     struct CommitResult: Sendable {
-        var queued = 0, moved = 0, deleted = 0, unchanged = 0, invalid = 0, idsAssigned = 0
+        var queued = 0, moved = 0, deleted = 0, unchanged = 0, invalid = 0, excluded = 0, idsAssigned = 0
         var claimed = Set<String>()
     }
 
@@ -136,7 +136,7 @@ extension Scanner {
     func commit(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>) async throws -> CommitResult {
         // Ids have to be written into files before the transaction that records them: a crash in
         // between leaves a file with an id the index does not know yet, which the next scan adopts.
-        let maxFileSize = self.maxFileSize
+        let selection = self.selection
         var result: RecordResult
         var assigned = 0
         let everyFileHasAnID = !observed.contains { o in
@@ -162,7 +162,7 @@ extension Scanner {
             result = try await index.write { [prepared] tx in
                 try Self.record(
                     prepared, rows: ChunkRows(prepared, tx: tx), vanished: vanished, movable: claimedVanished, stamp: stamp,
-                    maxFileSize: maxFileSize, tx: tx)
+                    selection: selection, tx: tx)
             }
         }
         result.counts.idsAssigned = assigned
@@ -180,13 +180,13 @@ extension Scanner {
     /// Records the chunk if no file in it needs an id written first; `nil` (nothing written) if one does.
     func planAndRecord(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>) async throws -> RecordResult? {
         let stamp = clock.now()
-        let maxFileSize = self.maxFileSize
+        let selection = self.selection
         return try await index.write { tx in
             // One set of look-ups serves planning and recording: nothing changes in between.
             let rows = try ChunkRows(observed, tx: tx)
             guard !(try self.planIDs(observed, rows: rows, vanished: claimedVanished).contains(true)) else { return nil }
             return try Self.record(
-                observed, rows: rows, vanished: vanished, movable: claimedVanished, stamp: stamp, maxFileSize: maxFileSize, tx: tx)
+                observed, rows: rows, vanished: vanished, movable: claimedVanished, stamp: stamp, selection: selection, tx: tx)
         }
     }
 

@@ -11,7 +11,7 @@ import Logging
 extension Scanner {
 
     static func record(
-        _ observed: [Observed], rows: ChunkRows, vanished: Set<String>, movable: Set<String>, stamp: Int64, maxFileSize: Int,
+        _ observed: [Observed], rows: ChunkRows, vanished: Set<String>, movable: Set<String>, stamp: Int64, selection: TypeSelection,
         tx: IndexTransaction
     ) throws -> RecordResult {
         var r = RecordResult()
@@ -32,6 +32,17 @@ extension Scanner {
                     path: o.path, docID: previous?.docID, docType: previous?.docType, hash: o.hash.isEmpty ? nil : o.hash,
                     stat: o.stat, state: .invalid, error: reason))
                 r.counts.invalid += 1
+                continue
+            }
+            guard selection.contains(document.docType) else {
+                // Another folder's docType: reported, not sent. The row holds no document, so
+                // deleting the file deletes nothing on the server; it is judged again at every
+                // full scan, and is synced once the selection takes its type.
+                rows.changing(path: o.path, id: previous?.docID)
+                try tx.upsertFile(FileRow(
+                    path: o.path, docID: nil, docType: document.docType, hash: o.hash, stat: o.stat, state: .excluded,
+                    error: "docType \"\(document.docType)\" is not synced by this folder (--types, --exclude-types)"))
+                r.counts.excluded += 1
                 continue
             }
             claimedIDs.insert(document.id)

@@ -35,6 +35,8 @@ struct Scanner: Sendable {
     /// Writes into the tree (an id written into a file) go through it.
     let gate: PathGate
     let attachments: Attachments
+    /// The docTypes this folder syncs: a file of another is recorded as `excluded`, not queued.
+    let selection: TypeSelection
     /// Told after each committed chunk that queued work, so pushing starts while a long scan
     /// (an initial import) is still reading.
     let queued: @Sendable () -> Void
@@ -45,8 +47,9 @@ struct Scanner: Sendable {
 
     init(
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
-        filesPerDocument: Int? = nil, queued: @escaping @Sendable () -> Void = {}
+        filesPerDocument: Int? = nil, selection: TypeSelection = .all, queued: @escaping @Sendable () -> Void = {}
     ) {
+        self.selection = selection
         self.queued = queued
         self.root = root
         self.gate = gate

@@ -19,6 +19,9 @@ public struct AgentConfig: Sendable, Equatable {
         public var caFile: String?
         /// `.docsyncignore` rules added to the folder's own file.
         public var ignore: [String] = []
+        /// Only these docTypes (`nil`: every one), less `excludeTypes`.
+        public var types: [String]?
+        public var excludeTypes: [String] = []
         public var maxFileSize: Int?
         public var requestTimeout: Double?
         public var pollInterval: Double?
@@ -38,7 +41,8 @@ public struct AgentConfig: Sendable, Equatable {
 
     public static let topKeys: Set<String> = ["log_level", "log_format", "metrics_addr", "folders"]
     public static let folderKeys: Set<String> = [
-        "name", "path", "endpoint", "token_file", "ca_file", "ignore", "max_file_size", "request_timeout", "poll_interval",
+        "name", "path", "endpoint", "token_file", "ca_file", "ignore", "types", "exclude_types", "max_file_size", "request_timeout",
+        "poll_interval",
     ]
 
     /// Reads and checks `path`: an error names the file, the line and what is wrong.

@@ -44,6 +44,9 @@ public enum ConfigTemplate {
             # ignore:
             #   - drafts/
             #   - "*.tmp.json"
+            # Only these docTypes are synced (the others are neither pulled nor pushed):
+            # types: [note, invoice]
+            # exclude_types: [scratch]
             # max_file_size: 16777216   # bytes
             # request_timeout: 30       # seconds
             # poll_interval: 10         # seconds, for endpoints without a long poll

@@ -1,3 +1,4 @@
+import DocsyncModel
 import Foundation
 import Yams
 
@@ -43,6 +44,16 @@ struct NodeReader {
         return value
     }
 
+    /// A list of docTypes (a plain text is one).
+    func docTypes(_ node: Node, at place: String) throws -> [String] {
+        let nodes = if case .sequence = node { try sequence(node, at: place) } else { [node] }
+        return try nodes.map { item in
+            let type = try string(item, at: place)
+            if let problem = DocumentRules.docTypeProblem(type) { throw fail(item, "\(place): \"\(type)\" is not a docType: \(problem)") }
+            return type
+        }
+    }
+
     func path(_ node: Node, at place: String) throws -> String {
         ConfigPaths.absolute(try string(node, at: place), base: base)
     }
@@ -63,6 +74,8 @@ struct NodeReader {
         folder.ignore = try keys["ignore"].map { list in
             try sequence(list, at: "\(place).ignore").map { try string($0, at: "\(place).ignore") }
         } ?? []
+        folder.types = try keys["types"].map { try docTypes($0, at: "\(place).types") }
+        folder.excludeTypes = try keys["exclude_types"].map { try docTypes($0, at: "\(place).exclude_types") } ?? []
         folder.maxFileSize = try keys["max_file_size"].map { Int(try number($0, at: "\(place).max_file_size", in: 1...Double(1 << 40))) }
         folder.requestTimeout = try keys["request_timeout"].map { try number($0, at: "\(place).request_timeout", in: 0.001...86_400) }
         folder.pollInterval = try keys["poll_interval"].map { try number($0, at: "\(place).poll_interval", in: 0.1...86_400) }

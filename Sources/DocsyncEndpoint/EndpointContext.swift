@@ -1,4 +1,5 @@
 import DocsyncClock
+import DocsyncModel
 
 /// What the agent hands an adapter when it makes one for a folder.
 public struct EndpointContext: Sendable {
@@ -10,8 +11,12 @@ public struct EndpointContext: Sendable {
     public var requestTimeout: Duration
     /// The token (or `user:password`), from a file or the environment.
     public var credential: String
+    /// The docTypes the folder syncs: an adapter whose server can filter asks for these alone
+    /// (the engine drops any other that arrives).
+    public var selection: TypeSelection
 
-    public init(clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String) {
+    public init(clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String, selection: TypeSelection = .all) {
+        self.selection = selection
         self.clientID = clientID
         self.clock = clock
         self.requestTimeout = requestTimeout

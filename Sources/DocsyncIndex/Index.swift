@@ -84,7 +84,7 @@ public struct Index: Sendable {
                     size INTEGER NOT NULL,
                     mtime_ns INTEGER NOT NULL,
                     inode INTEGER NOT NULL,
-                    state TEXT NOT NULL,              -- 'ok' | 'invalid'
+                    state TEXT NOT NULL,              -- 'ok' | 'invalid' | 'excluded' (a docType not synced here)
                     error TEXT                        -- why it is invalid
                 );
                 CREATE UNIQUE INDEX file_doc_id ON file(doc_id) WHERE doc_id IS NOT NULL;

@@ -172,11 +172,12 @@ public struct IndexTransaction {
                  AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.doc_id = d.id)) AS synced,
               (SELECT COUNT(*) FROM outbox) AS pending,
               (SELECT COUNT(*) FROM file WHERE state = 'invalid') AS invalid,
+              (SELECT COUNT(*) FROM file WHERE state = 'excluded') AS excluded,
               (SELECT COUNT(*) FROM document WHERE state = 'rejected') AS rejected
             """)!
         return StatusCounts(
             live: row["live"], tombstones: row["tombstones"], synced: row["synced"],
-            pending: row["pending"], invalid: row["invalid"], rejected: row["rejected"])
+            pending: row["pending"], invalid: row["invalid"], rejected: row["rejected"], excluded: row["excluded"])
     }
 
     public func invalidFiles() throws -> [(path: String, error: String)] {
@@ -197,6 +198,8 @@ public struct StatusCounts: Sendable, Hashable, Codable {
     public var pending: Int
     public var invalid: Int
     public var rejected: Int
+    /// Files of docTypes the folder does not sync.
+    public var excluded: Int = 0
 }
 
 // Files, documents and outbox entries are read by column position (the lists below) through

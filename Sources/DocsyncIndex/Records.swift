@@ -22,7 +22,8 @@ public struct FileStat: Sendable, Hashable {
 
 /// One file of the tree as the index last saw it.
 public struct FileRow: Sendable, Hashable {
-    public enum State: String, Sendable { case ok, invalid }
+    /// `excluded`: a document of a docType this folder does not sync (reported, not sent).
+    public enum State: String, Sendable { case ok, invalid, excluded }
 
     public var path: String
     public var docID: String?

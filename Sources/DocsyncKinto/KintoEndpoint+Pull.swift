@@ -18,7 +18,7 @@ extension KintoEndpoint {
         }
         var changes: [JSONObject] = []
         var more = false
-        for collection in collections {
+        for collection in collections where selection.contains(collection) {
             var path = "\(bucketPath)/collections/\(collection)/records?_sort=last_modified&_limit=\(Self.pageSize)"
             // Tombstones come only with `_since`: a first pull takes the live records alone.
             if let since = position.since[collection] { path += "&_since=\(since)" }

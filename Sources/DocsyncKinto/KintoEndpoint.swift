@@ -62,7 +62,11 @@ public final class KintoEndpoint: DocumentEndpoint {
     public static let defaultBatch = 25
 
     /// - Parameter transport: the server's API root (`http://HOST:PORT/v1`).
-    public init(transport: HTTPTransport, bucket: String, credential: String) {
+    /// The collections (docTypes) pulled; the others are left on the server.
+    let selection: TypeSelection
+
+    public init(transport: HTTPTransport, bucket: String, credential: String, selection: TypeSelection = .all) {
+        self.selection = selection
         self.http = transport
         self.bucket = bucket
         useCredential(credential)

@@ -29,7 +29,12 @@ public final class PingPongEndpoint: DocumentEndpoint {
     /// Documents per round of single PUTs.
     public static let singleRound = 256
 
-    public init(transport: HTTPTransport, token: String, concurrency: Int = 16) {
+    /// The docTypes asked for in batch calls (a plain PingPong endpoint has no such filter; the
+    /// engine drops what it did not select).
+    let selection: TypeSelection
+
+    public init(transport: HTTPTransport, token: String, concurrency: Int = 16, selection: TypeSelection = .all) {
+        self.selection = selection
         self.http = transport
         self.concurrency = concurrency
         transport.setAuthorization("Token token=\(token)")

@@ -5,7 +5,8 @@ import PostgresNIO
 
 extension PostgresDocumentStore {
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client writer: String?, measureDepth: Bool
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client writer: String?, selection: TypeSelection,
+        measureDepth: Bool
     ) async throws -> SyncOutcome {
         let maxDocument = maxDocumentBytes
         return try await transaction { connection in
@@ -32,9 +33,13 @@ extension PostgresDocumentStore {
             // committing meanwhile is left for the next call instead of being skipped.
             let latest = try await Self.latestSeq(connection, logger: self.logger)
             var page = ChangePage(since: since, limit: limit, maxBytes: maxBytes, sent: sent)
-            // A client's own writes are left out in the query (no client: nothing is left out).
+            // A client's own writes are left out in the query (no client: nothing is left out);
+            // so are the docTypes not selected (an empty `only` array: every type).
+            let only = selection.only.map { Array($0) } ?? []
+            let except = Array(selection.except)
             let rows = try await connection.query("""
                 SELECT id, body, seq FROM document WHERE seq > \(since) AND seq <= \(latest) AND (\(writer)::text IS NULL OR writer IS DISTINCT FROM \(writer))
+                AND (\(selection.only == nil) OR doc_type = ANY(\(only)::text[])) AND NOT (doc_type = ANY(\(except)::text[]))
                 ORDER BY seq LIMIT \(limit + 1)
                 """, logger: self.logger)
             for try await (id, body, seq) in rows.decode((String, String, Int64).self) {
@@ -121,6 +126,7 @@ enum PostgresSchema {
             created_at bigint NOT NULL, stored_at bigint NOT NULL, writer text)
         """,
         "CREATE INDEX IF NOT EXISTS document_type ON document (doc_type, id)",
+        "CREATE INDEX IF NOT EXISTS document_type_seq ON document (doc_type, seq)",
         "CREATE TABLE IF NOT EXISTS blob (sha256 text PRIMARY KEY, size bigint NOT NULL, content_type text NOT NULL, stored_at bigint NOT NULL)",
     ]
 }

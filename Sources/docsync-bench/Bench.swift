@@ -44,6 +44,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Writes of the load run: 2 servers on one PostgreSQL database (a throw-away cluster), then 1 on SQLite; 0 skips.")
     var nodeWrites = 20_000
 
+    @Option(help: "Documents of ten docTypes on a server of its own, pulled whole and then one type alone; 0 skips.")
+    var selectiveDocs = 100_000
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -58,6 +61,7 @@ struct Bench: AsyncParsableCommand {
             baselineDocs = 200
             kintoDocs = min(kintoDocs, 200)
             nodeWrites = min(nodeWrites, 800)
+            selectiveDocs = min(selectiveDocs, 5_000)
             attachmentMiB = attachmentMiB ?? 32
         }
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
@@ -112,6 +116,8 @@ struct Bench: AsyncParsableCommand {
         try await measureKinto(work: work, results: &results)
         // 9. Several servers on PostgreSQL under load, beside one on SQLite.
         try await measureNodes(work: work, results: &results)
+        // 10. A pull of one docType of ten beside a pull of all.
+        try await measureSelective(work: work, results: &results)
 
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)

@@ -52,6 +52,7 @@ struct Results {
     var sqliteLoad = LoadRun()
     var kintoImportDocsPerSecond = Double.nan
     var kintoRawDocsPerSecond = Double.nan
+    var selective = SelectiveRun()
 
     func median(_ value: (ImportRound) -> Double) -> Double { percentile(rounds.map(value), 50) }
 
@@ -97,7 +98,7 @@ struct Results {
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
             | peak RSS while moving the attachment: agent / server (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB | | |
-            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(roundsTable(docs: docs))
+            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(selectiveTable())\(roundsTable(docs: docs))
 
             ### Clock estimators on the same jittered samples
 
@@ -128,6 +129,24 @@ struct Results {
             |---|---:|---:|---:|---:|---:|---|---|
             \(row("PostgreSQL", postgresLoad))
             \(row("SQLite", sqliteLoad))
+            """
+    }
+
+    /// A pull of one docType beside a pull of all, from one server.
+    func selectiveTable() -> String {
+        let r = selective
+        guard r.documents > 0 else { return "" }
+        return """
+
+
+            ### Selective pull: \(r.documents) documents of \(r.types) docTypes, paged through `/api/sync` from the start
+
+            | pull | documents | seconds | server CPU s | time / all |
+            |---|---:|---:|---:|---:|
+            | every type | \(r.allReceived) | \(fmt(r.allSeconds, 2)) | \(fmt(r.allServerCPU, 2)) | 1 |
+            | one type (`"types": ["type3"]`) | \(r.oneReceived) | \(fmt(r.oneSeconds, 2)) | \(fmt(r.oneServerCPU, 2)) | \(fmt(r.oneSeconds / r.allSeconds, 3)) |
+
+            Server peak RSS: \(r.serverRSS >> 20) MiB.
             """
     }
 
@@ -167,6 +186,7 @@ struct Results {
             ("attachment_agent_peak_rss_bytes", Double(attachmentAgentRSS)), ("server_peak_rss_bytes", Double(serverRSS)),
             ("pg_2_servers_writes_per_s", postgresLoad.writesPerSecond), ("pg_2_servers_latency_p99_ms", percentile(postgresLoad.latency, 99)),
             ("sqlite_1_server_writes_per_s", sqliteLoad.writesPerSecond), ("sqlite_1_server_latency_p99_ms", percentile(sqliteLoad.latency, 99)),
+            ("selective_all_s", selective.allSeconds), ("selective_one_type_s", selective.oneSeconds),
             ("kinto_import_docs_per_s", kintoImportDocsPerSecond), ("kinto_raw_batch_docs_per_s", kintoRawDocsPerSecond),
             ("clock_ema_median_ms", clock.emaMedian), ("clock_ema_p95_ms", clock.emaP95), ("clock_limit_median_ms", clock.limitMedian),
         ]

@@ -69,7 +69,7 @@ enum EndpointChoice {
                 PingPongEndpoint(
                     transport: HTTPTransport(
                         baseURLs: bases, client: client, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
-                    token: context.credential)
+                    token: context.credential, selection: context.selection)
             }
         case .syncRails(let origin, let path, let resource):
             return { context in
@@ -77,7 +77,7 @@ enum EndpointChoice {
             }
         case .kinto(let api, let bucket):
             return { context in
-                KintoEndpoint(transport: Self.transport(api, client, context), bucket: bucket, credential: context.credential)
+                KintoEndpoint(transport: Self.transport(api, client, context), bucket: bucket, credential: context.credential, selection: context.selection)
             }
         }
     }

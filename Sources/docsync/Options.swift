@@ -1,6 +1,7 @@
 import ArgumentParser
 import DocsyncAgent
 import DocsyncHTTP
+import DocsyncModel
 import Foundation
 import Logging
 
@@ -57,6 +58,12 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Seconds between pulls from an endpoint without a long poll, e.g. sync-rails (default: 10).")
     var pollInterval: Double?
 
+    @Option(help: "Sync only these docTypes, comma-separated: others are neither pulled nor pushed (files of them are reported).")
+    var types: String?
+
+    @Option(help: "Sync every docType but these, comma-separated.")
+    var excludeTypes: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error (default: info).")
     var logLevel: Logger.Level?
 
@@ -67,6 +74,19 @@ struct AgentTuning: ParsableArguments {
         guard (maxFileSize ?? 1) > 0 else { throw ValidationError("--max-file-size must be positive") }
         guard (requestTimeout ?? 1) > 0 else { throw ValidationError("--request-timeout must be positive") }
         guard (0.1...86_400).contains(pollInterval ?? 10) else { throw ValidationError("--poll-interval must be between 0.1 and 86400 seconds") }
+        _ = try Self.typeList(types, "--types")
+        _ = try Self.typeList(excludeTypes, "--exclude-types")
+    }
+
+    /// `a,b` as docTypes, each checked.
+    static func typeList(_ text: String?, _ flag: String) throws -> [String]? {
+        guard let text else { return nil }
+        let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard !list.isEmpty, list.count <= TypeSelection.maxTypes else { throw ValidationError("\(flag) takes 1 to \(TypeSelection.maxTypes) docTypes, comma-separated") }
+        for type in list {
+            if let problem = DocumentRules.docTypeProblem(type) { throw ValidationError("\(flag): \"\(type)\" is not a docType: \(problem)") }
+        }
+        return list
     }
 
     /// The flags given, over what `options` holds (the defaults, or a config file's values).
@@ -74,6 +94,8 @@ struct AgentTuning: ParsableArguments {
         if let maxFileSize { options.maxFileSize = maxFileSize }
         if let requestTimeout { options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000)) }
         if let pollInterval { options.pollInterval = .milliseconds(Int64(pollInterval * 1000)) }
+        if let only = try? Self.typeList(types, "--types") { options.selection.only = Set(only) }
+        if let except = try? Self.typeList(excludeTypes, "--exclude-types") { options.selection.except = Set(except) }
     }
 
     /// Logging as the flags say, else the environment (`DOCSYNC_LOG_LEVEL`, `DOCSYNC_LOG_FORMAT`),

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import DocsyncAgent
 import DocsyncConfig
 import DocsyncHTTP
+import DocsyncModel
 import Foundation
 import Logging
 
@@ -77,6 +78,7 @@ struct WatchPlan {
         if let bytes = entry.maxFileSize { options.maxFileSize = bytes }
         if let seconds = entry.requestTimeout { options.requestTimeout = .milliseconds(Int64(seconds * 1000)) }
         if let seconds = entry.pollInterval { options.pollInterval = .milliseconds(Int64(seconds * 1000)) }
+        options.selection = TypeSelection(only: entry.types.map(Set.init), except: Set(entry.excludeTypes))
         tuning.apply(to: &options)
         return Folder(options: options, caFile: entry.caFile)
     }

@@ -32,6 +32,8 @@ import Testing
                 path: ~/invoices
                 endpoint: kinto+http://127.0.0.1:8888/v1/buckets/acme
                 max_file_size: 1048576
+                types: [invoice, receipt]
+                exclude_types: receipt
             """, file: file)
         #expect(config.logLevel == "debug" && config.metricsAddr == "127.0.0.1:9464")
         #expect(config.folders.map(\.name) == ["notes", "work-invoices"])
@@ -41,6 +43,8 @@ import Testing
         #expect(config.folders[0].pollInterval == 2.5)
         #expect(config.folders[1].path == NSHomeDirectory() + "/invoices")
         #expect(config.folders[1].maxFileSize == 1_048_576 && config.folders[1].tokenFile == nil)
+        #expect(config.folders[1].types == ["invoice", "receipt"] && config.folders[1].excludeTypes == ["receipt"])
+        #expect(config.folders[0].types == nil && config.folders[0].excludeTypes.isEmpty)
     }
 
     @Test func mistakesAreNamedWithTheirLine() {
@@ -51,6 +55,7 @@ import Testing
         #expect(refusal("folders:\n  - path: a\n    endpoint: http://h\n    max_file_size: -1\n").contains("max_file_size must be a number from 1"))
         #expect(refusal("log_level: info\n").contains("has no `folders:` list"))
         #expect(refusal("folders: []\n").contains("`folders:` is empty"))
+        #expect(refusal("folders:\n  - {path: a, endpoint: http://h, types: [ok, a/b]}\n").contains(":2: folders[0].types: \"a/b\" is not a docType"))
         #expect(refusal("folders: notes\n").contains("folders must be a list"))
         #expect(refusal("").contains("is empty"))
         #expect(refusal("folders: [a, b\n").contains("is not valid YAML"))

@@ -34,18 +34,20 @@ extension HeavySuites {
     }
 
     func agent(
-        _ folder: TempFolder, _ server: KintoServer, credential: String? = nil, poll: Duration = .milliseconds(100), clock: ServerClock? = nil
+        _ folder: TempFolder, _ server: KintoServer, credential: String? = nil, poll: Duration = .milliseconds(100), clock: ServerClock? = nil,
+        selection: TypeSelection = .all
     ) async throws -> TestAgent {
         let url = server.url
         let adapter = AdapterMaker { context in
             KintoEndpoint(
                 transport: HTTPTransport(baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
-                bucket: "folder", credential: context.credential)
+                bucket: "folder", credential: context.credential, selection: context.selection)
         }
         return try await TestAgent.start(
             folder: folder, endpoint: server.endpoint(bucket: "folder"), token: credential ?? self.credential, clock: clock, adapter: adapter
         ) {
             $0.pollInterval = poll
+            $0.selection = selection
         }
     }
 
@@ -92,6 +94,24 @@ extension HeavySuites {
         #expect(await eventually { object(of: "one", in: folderA)?["title"] == "from curl" })
         #expect(await eventually { object(of: "one", in: folderB)?["title"] == "from curl" })
         #expect(file(of: "one", in: folderA) == "notes/archive/one.json", "the server's change lands where the file is")
+    }
+
+    /// `--types note` against Kinto: only the note collection is read; a task file stays local.
+    @Test func aSelectionOfDocTypesReadsOnlyThoseCollections() async throws {
+        let server = try await KintoServer.start()
+        let (folderA, folderB) = (try TempFolder("kinto-all"), try TempFolder("kinto-notes"))
+        let a = try await agent(folderA, server)
+        let b = try await agent(folderB, server, selection: TypeSelection(only: ["note"]))
+        defer { Task { try? await a.stop(); try? await b.stop(); await server.stop(); folderA.remove(); folderB.remove() } }
+        try folderA.write("tasks/t.json", #"{"id":"t","docType":"task"}"#)
+        try folderA.write("notes/n.json", #"{"id":"n","docType":"note"}"#)
+        try folderB.write("drafts/d.json", #"{"id":"d","docType":"draft"}"#)
+        #expect(await eventually { (try? await records(server, "task"))?["t"] != nil })
+        #expect(await eventually { object(of: "n", in: folderB) != nil })
+        try folderA.write("notes/n2.json", #"{"id":"n2","docType":"note"}"#)
+        #expect(await eventually { object(of: "n2", in: folderB) != nil }, "pulls after the task was stored")
+        #expect(file(of: "t", in: folderB) == nil, "the task collection is not pulled")
+        #expect((try? await records(server, "draft"))?["d"] == nil, "a draft is not pushed")
     }
 
     @Test func aConcurrentChangeGets412AndIsMerged() async throws {

@@ -129,6 +129,37 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// A selection of docTypes: only those types' changes, in sequence order, paged and counted
+    /// as a follower of the whole sequence would see them; or every type but some.
+    @Test(arguments: StoreFixture.all)
+    func aSelectionOfDocTypesIsServedInSequenceOrderInPages(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            for i in 0..<12 {
+                let type = ["a", "b", "c"][i % 3]
+                _ = try await store.put(try JSONParser.parse(#"{"id":"\#(type)\#(i)","docType":"\#(type)"}"#).object!, now: now)
+            }
+            _ = try await store.put(try JSONParser.parse(#"{"id":"b1","docType":"b","v":2}"#).object!, now: now, client: "w")
+            func follow(_ selection: TypeSelection, client: String? = nil) async throws -> [String] {
+                var (cursor, seen) = (Int64(0), [String]())
+                while true {
+                    let page = try await store.sync(since: cursor, documents: [], now: now, limit: 2, client: client, selection: selection)
+                    seen += page.changes.compactMap { try? JSONParser.parse($0).object?["id"]?.string }
+                    #expect(page.cursor >= cursor)
+                    cursor = page.cursor
+                    if !page.more { break }
+                }
+                #expect(cursor == 13, "the cursor ends at the latest change, whatever was selected")
+                return seen
+            }
+            #expect(try await follow(TypeSelection(only: ["b"])) == ["b4", "b7", "b10", "b1"])
+            #expect(try await follow(TypeSelection(only: ["a", "c"])) == ["a0", "c2", "a3", "c5", "a6", "c8", "a9", "c11"])
+            #expect(try await follow(TypeSelection(only: ["a", "b"], except: ["a"])) == ["b4", "b7", "b10", "b1"])
+            #expect(try await follow(TypeSelection(except: ["a", "c"])) == ["b4", "b7", "b10", "b1"])
+            #expect(try await follow(TypeSelection(only: ["b"]), client: "w") == ["b4", "b7", "b10"], "not echoed to its writer")
+            #expect(try await follow(TypeSelection(only: ["nothing"])).isEmpty)
+        }
+    }
+
     @Test(arguments: StoreFixture.all)
     func aWriterIsNotSentItsOwnWritesBack(_ fixture: StoreFixture) async throws {
         try await with(fixture) { store in

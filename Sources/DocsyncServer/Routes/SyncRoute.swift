@@ -36,6 +36,8 @@ struct SyncRoute: Sendable {
         var wait: Duration = .zero
         /// Some document may be nested deeper than a document may be (checked per document).
         var measureDepth = false
+        /// `"types"` / `"exclude_types"`: the docTypes whose changes are listed.
+        var selection = TypeSelection.all
     }
 
     /// Documents per reply.
@@ -45,14 +47,15 @@ struct SyncRoute: Sendable {
         let call = try await Self.read(request, limit: batchLimit, pace: pace)
         let client = ReferenceServer.client(request)
         var outcome = try await store.sync(
-            since: call.since, documents: call.documents, now: now(), limit: Self.pageSize, client: client, measureDepth: call.measureDepth)
+            since: call.since, documents: call.documents, now: now(), limit: Self.pageSize, client: client, selection: call.selection,
+            measureDepth: call.measureDepth)
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {
             // Long poll: hold the request until something changes (or the wait ends).
             // Ends early when the server shuts down, so a held request never delays a stop.
             let (feed, after, timeout) = (self.feed, outcome.cursor, call.wait)
             await cancelWhenGracefulShutdown { await feed.wait(after: after, timeout: timeout) }
-            outcome = try await store.sync(since: call.since, documents: [], now: now(), limit: Self.pageSize, client: client)
+            outcome = try await store.sync(since: call.since, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
         }
         return ReferenceServer.response(.ok, Self.reply(outcome, echo: call.echo))
     }
@@ -79,8 +82,23 @@ struct SyncRoute: Sendable {
             call.documents = list
         }
         call.echo = body["echo"] != .bool(false)
+        call.selection = TypeSelection(only: try types(body["types"], "types").map(Set.init), except: Set(try types(body["exclude_types"], "exclude_types") ?? []))
         if case .number(let w)? = body["wait"], let seconds = Double(w) { call.wait = .milliseconds(Int64(min(max(seconds, 0), 60) * 1000)) }
         return call
+    }
+
+    /// A list of docTypes, checked: at most ``TypeSelection/maxTypes``, each a valid docType.
+    static func types(_ value: JSONValue?, _ key: String) throws -> [String]? {
+        guard let value, !value.isNull else { return nil }
+        guard case .array(let list) = value, list.count <= TypeSelection.maxTypes else {
+            throw StoreError(400, "\"\(key)\" must be an array of at most \(TypeSelection.maxTypes) docTypes")
+        }
+        return try list.map { item in
+            guard let type = item.string, DocumentRules.docTypeProblem(type) == nil else {
+                throw StoreError(400, "\"\(key)\" holds \(item.kindName) that is not a docType")
+            }
+            return type
+        }
     }
 
     /// `{"documents": {"success": [...], "error": [...]}, "cursor": N, "more": bool}`, written

@@ -7,7 +7,7 @@ import Glibc
 /// document a page, so a large one still moves the cursor), leaving out what the call itself sent.
 public struct ChangePage: Sendable {
     let since: Int64
-    let limit: Int
+    public let limit: Int
     let maxBytes: Int
     let sent: Set<String>
     private var taken = 0

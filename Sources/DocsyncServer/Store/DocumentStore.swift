@@ -24,8 +24,10 @@ public protocol DocumentStore: Sendable {
 
     /// The batch call: upserts every document (each may carry `rev`, its base revision), then
     /// lists what changed after `since`, in one transaction so the cursor never skips a write.
+    /// Only changes of the docTypes in `selection` are listed; a store answers a selection of a
+    /// few types in time proportional to their changes, not to every change.
     func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, measureDepth: Bool
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool
     ) async throws -> SyncOutcome
 
     /// Marks a document deleted (its tombstone keeps the body with `deleted_at`).
@@ -68,8 +70,10 @@ extension DocumentStore {
 
     public func sync(
         since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int = ProtocolLimits.maxPageBytes, client: String? = nil,
-        measureDepth: Bool = false
+        selection: TypeSelection = .all, measureDepth: Bool = false
     ) async throws -> SyncOutcome {
-        try await sync(since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, measureDepth: measureDepth)
+        try await sync(
+            since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection,
+            measureDepth: measureDepth)
     }
 }

@@ -62,6 +62,10 @@ public struct SQLiteDocumentStore: DocumentStore {
             try db.execute(sql: "CREATE TABLE store_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
             try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES ('store_id', ?)", arguments: [UUID().uuidString.lowercased()])
         }
+        migrator.registerMigration("v5-type-sequence") { db in
+            // A pull of a few docTypes reads their changes from here (see `fill`).
+            try db.execute(sql: "CREATE INDEX document_type_seq ON document(doc_type, seq)")
+        }
         try migrator.migrate(writer)
         storeID = try writer.read { db in try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'store_id'") } ?? ""
         storage = try StorageGuard(path: path)
@@ -149,7 +153,7 @@ public struct SQLiteDocumentStore: DocumentStore {
     }
 
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, measureDepth: Bool
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool
     ) async throws -> SyncOutcome {
         try await write { db in
             var outcome = SyncOutcome()
@@ -167,21 +171,45 @@ public struct SQLiteDocumentStore: DocumentStore {
                     outcome.errors.append(StoreRules.batchError(id: id, error))
                 }
             }
-            // A client's own writes (this call's among them) are skipped in the query, not read
-            // and dropped: a batch would otherwise read back every document it just stored.
-            let rows = try Row.fetchCursor(
-                db,
-                sql: client == nil
-                    ? "SELECT id, body, seq FROM document WHERE seq > ? ORDER BY seq LIMIT ?"
-                    : "SELECT id, body, seq FROM document WHERE seq > ? AND writer IS NOT ? ORDER BY seq LIMIT ?",
-                arguments: client.map { [since, $0, limit + 1] } ?? [since, limit + 1])
             var page = ChangePage(since: since, limit: limit, maxBytes: maxBytes, sent: sent)
-            while let row = try rows.next(), page.offer(id: row[0], body: row[1], seq: row[2]) {}
+            try Self.fill(&page, since: since, client: client, selection: selection, db: db)
             outcome.changes = page.changes
             outcome.more = page.more
             outcome.cursor = page.cursor(latest: seq)
             return outcome
         }
+    }
+
+    /// Feeds `page` the changes after `since`. A client's own writes (this call's among them) are
+    /// skipped in the query, not read and dropped: a batch would otherwise read back every
+    /// document it just stored.
+    static func fill(_ page: inout ChangePage, since: Int64, client: String?, selection: TypeSelection, db: Database) throws {
+        let writer = client == nil ? "" : " AND writer IS NOT ?"
+        let clientArgument: [any DatabaseValueConvertible] = client.map { [$0] } ?? []
+        if let only = selection.only {
+            // A few types: each type's next change numbers from the (doc_type, seq) index, merged;
+            // then the bodies of the first ones. Cost follows those types' changes alone.
+            var seqs: [Int64] = []
+            for type in only where !selection.except.contains(type) {
+                seqs += try Int64.fetchAll(
+                    db.cachedStatement(sql: "SELECT seq FROM document WHERE doc_type = ? AND seq > ?\(writer) ORDER BY seq LIMIT ?"),
+                    arguments: StatementArguments([type, since] + clientArgument + [page.limit + 1]))
+            }
+            seqs.sort()
+            for seq in seqs.prefix(page.limit + 1) {
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, body FROM document WHERE seq = ?"), arguments: [seq]),
+                      page.offer(id: row[0], body: row[1], seq: seq)
+                else { break }
+            }
+            return
+        }
+        // Every type, or all but a few: the change sequence in order, those few left out.
+        let except = selection.except.sorted()
+        let notIn = except.isEmpty ? "" : " AND doc_type NOT IN (\(Array(repeating: "?", count: except.count).joined(separator: ",")))"
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT id, body, seq FROM document WHERE seq > ?\(writer)\(notIn) ORDER BY seq LIMIT ?",
+            arguments: StatementArguments([since] + clientArgument + except + [page.limit + 1]))
+        while let row = try rows.next(), page.offer(id: row[0], body: row[1], seq: row[2]) {}
     }
 
     /// FileUpload's last step: records the blob (once per content) and sets `property` of the target

@@ -1,0 +1,82 @@
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import Logging
+
+/// A folder's selection of docTypes changing between runs. The stored cursor only ever saw the
+/// old selection's types: when the selection grows, the added types are pulled once from the
+/// start, by an adapter asking for them alone; what the folder already has is not pulled again.
+/// A shrinking selection needs nothing: the dropped types' files stay as they are.
+extension Agent {
+    static let selectionKey = "type_selection"
+
+    /// Catches up on newly selected docTypes (retrying while the endpoint cannot be reached), then
+    /// records the selection as the cursor's. Returns why it stopped early, if it did.
+    @discardableResult
+    func catchUpOnSelection(retrying: Bool) async -> String? {
+        var failures = 0
+        while !stopRequested {
+            do throws(EndpointError) {
+                try await catchUpOnSelectionOnce()
+                return nil
+            } catch .unsupported {
+                return nil  // a push-only endpoint: nothing to pull
+            } catch {
+                guard retrying else { return "catching up on newly selected docTypes: \(error)" }
+                failures += 1
+                if failures == 1 { logger.warning("catching up on newly selected docTypes failed; retrying", metadata: ["error": "\(error)"]) }
+                await stopSignal.wait(timeout: options.retryPolicy.delay(afterFailures: failures, unit: Double.random(in: 0..<1)))
+            }
+        }
+        return nil
+    }
+
+    private func catchUpOnSelectionOnce() async throws(EndpointError) {
+        let current = options.selection
+        let (stored, cursor) = (try? await index.read { tx in (try tx.meta(Self.selectionKey), try tx.meta("cursor")) }) ?? (nil, nil)
+        let previous = stored.flatMap(TypeSelection.init(text:)) ?? .all
+        // Without a cursor the next pull starts from the beginning anyway, for every selected type.
+        if cursor != nil, previous != current, let added = current.added(since: previous) {
+            logger.notice("the selection of docTypes grew: pulling the newly selected ones from the start", metadata: ["types.added": "\(added.text)"])
+            let pulled = try await pullFromStart(added)
+            logger.notice("caught up on the newly selected docTypes", metadata: ["pull.documents": "\(pulled)"])
+        }
+        if stored != current.text { try? await index.write { try $0.setMeta(Self.selectionKey, current.text) } }
+    }
+
+    /// Pulls every change of `selection` from the start through a second adapter, applying each
+    /// page as the puller would; the folder's own cursor is left where it is. Returns the number of
+    /// documents received.
+    private func pullFromStart(_ selection: TypeSelection) async throws(EndpointError) -> Int {
+        var context = endpointMaker.context
+        context.selection = selection
+        let endpoint: any DocumentEndpoint
+        do {
+            endpoint = try endpointMaker.make(context)
+        } catch {
+            throw .rejected("cannot make the endpoint's adapter: \(error)")
+        }
+        var cursor: SyncCursor?
+        var received = 0
+        while true {
+            let reply = try await endpoint.pull(after: cursor, wait: nil)
+            received += reply.changes.count
+            do {
+                try await Puller.applyChanges(reply.changes, applier: applier.selecting(selection), lock: lock, logger: logger)
+            } catch {
+                throw .localFile("applying pulled changes failed: \(error)")
+            }
+            cursor = reply.cursor ?? cursor
+            if !reply.more { return received }
+        }
+    }
+}
+
+extension ChangeApplier {
+    /// This applier taking only the documents of `selection`.
+    func selecting(_ selection: TypeSelection) -> ChangeApplier {
+        var copy = self
+        copy.selection = selection
+        return copy
+    }
+}
