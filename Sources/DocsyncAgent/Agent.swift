@@ -112,7 +112,7 @@ public actor Agent {
         self.ignore = ignore
         let context = EndpointContext(
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
-            selection: options.selection)
+            selection: options.selection, folderTypes: { [index] in (try? await index.read { try $0.docTypes() }) ?? [] })
         let endpoint = try makeEndpoint(context)
         // A second adapter, for the docTypes a grown selection adds, is made from these.
         self.endpointMaker = (makeEndpoint, context)
@@ -272,6 +272,7 @@ public actor Agent {
     private func attachPusher() async {
         let uploader = self.uploader
         await pusher.attach(applier: applier, lock: lock, uploading: uploading, writesAcknowledged: { uploader.wake() })
+        await puller.attach(reconcile: { [weak self] () async throws(EndpointError) in try await self?.reconcileWithServer() })
     }
 
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.

@@ -23,6 +23,10 @@ actor Puller {
     private let stopped = WakeSignal()
 
     let metrics: AgentMetrics
+    /// The agent's full reconcile against the server's live set (see `Agent+Reconcile`).
+    private var reconcile: (@Sendable () async throws(EndpointError) -> Void)?
+
+    func attach(reconcile: @escaping @Sendable () async throws(EndpointError) -> Void) { self.reconcile = reconcile }
 
     init(
         endpoint: any DocumentEndpoint, index: Index, applier: ChangeApplier, lock: TreeLock, policy: RetryPolicy, logger: Logger,
@@ -103,6 +107,11 @@ actor Puller {
 
     /// One call: applies what changed since the stored cursor. Returns whether more is waiting.
     private func pullOnce(wait: Duration?) async throws(EndpointError) -> Bool {
+        // Deletions were missed (the server purged tombstones past this folder's cursor): the
+        // reconcile, begun then or by a run that ended before it finished, comes first.
+        if let reconcile, (try? await index.read { try $0.isReconciling() }) == true {
+            try await reconcile()
+        }
         let cursor = (try? await index.read { try $0.meta("cursor") }).flatMap { $0.map(SyncCursor.init) }
         let started = ContinuousClock.now
         let reply: PullReply
@@ -125,7 +134,7 @@ actor Puller {
         } catch {
             logger.error("cannot apply pulled changes", metadata: ["error": "\(error)"])
         }
-        return reply.more
+        return reply.more || reply.missedDeletions
     }
 
     /// Whether the server that answered is not the one the index was synced with: another store
@@ -191,6 +200,26 @@ actor Puller {
     static func apply(
         _ reply: PullReply, endpoint: any DocumentEndpoint, applier: ChangeApplier, index: Index, lock: TreeLock, logger: Logger
     ) async throws {
+        if reply.missedDeletions {
+            // This reply and its cursor are superseded: everything is pulled again from the start.
+            let begun = try await index.write { tx in
+                guard !(try tx.isReconciling()) else { return false }  // one is under way
+                try tx.beginReconcile()
+                return true
+            }
+            if begun {
+                logger.warning("the endpoint has purged deletions this folder has not seen (offline past its tombstone retention); reconciling with its documents")
+            }
+            return
+        }
+        if let before = reply.tombstonesPurgedBefore {
+            // The server keeps no tombstone deleted before `before`: neither does the index.
+            try await index.write { tx in
+                guard Int64(try tx.meta("purged_before") ?? "") ?? 0 < before else { return }
+                try tx.forgetTombstones(deletedBefore: before)
+                try tx.setMeta("purged_before", String(before))
+            }
+        }
         guard try await applyChanges(reply.changes, applier: applier, lock: lock, logger: logger), let cursor = reply.cursor else { return }
         try await index.write { tx in
             let old = try tx.meta("cursor").map(SyncCursor.init)

@@ -14,9 +14,15 @@ public struct EndpointContext: Sendable {
     /// The docTypes the folder syncs: an adapter whose server can filter asks for these alone
     /// (the engine drops any other that arrives).
     public var selection: TypeSelection
+    /// The docTypes the folder's documents have: what an adapter without a change feed polls.
+    public var folderTypes: @Sendable () async -> Set<String>
 
-    public init(clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String, selection: TypeSelection = .all) {
+    public init(
+        clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String, selection: TypeSelection = .all,
+        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }
+    ) {
         self.selection = selection
+        self.folderTypes = folderTypes
         self.clientID = clientID
         self.clock = clock
         self.requestTimeout = requestTimeout

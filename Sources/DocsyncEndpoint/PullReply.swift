@@ -13,6 +13,12 @@ public struct PullReply: Sendable {
     public var storeIdentity: String?
     /// The server's history is behind the cursor that was sent (restored from an older copy).
     public var historyBehind: Bool
+    /// The server has purged tombstones newer than the cursor that was sent: deletions were
+    /// missed, and the folder must be reconciled against the server's live set.
+    public var missedDeletions = false
+    /// The server no longer keeps tombstones deleted before this Unix ms time: the index may
+    /// forget its own.
+    public var tombstonesPurgedBefore: Int64?
 
     public init(changes: [JSONObject], cursor: SyncCursor?, more: Bool = false, storeIdentity: String? = nil, historyBehind: Bool = false) {
         self.changes = changes

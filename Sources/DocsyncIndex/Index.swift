@@ -263,6 +263,10 @@ public struct Index: Sendable {
                 UPDATE document SET pushed_hash = NULL, pushed_is_body = 1 WHERE pushed_hash = body_hash;
                 """)
         }
+        migrator.registerMigration("v9-reconcile") { db in
+            // The ids a full reconcile has received from the server (see IndexTransaction+Reconcile).
+            try db.execute(sql: "CREATE TABLE reconcile_seen (id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
+        }
         return migrator
     }
 }

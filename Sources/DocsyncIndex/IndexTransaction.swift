@@ -161,6 +161,11 @@ public struct IndexTransaction {
         }
     }
 
+    /// The docTypes of the folder's documents (tombstones' too).
+    public func docTypes() throws -> Set<String> {
+        Set(try String.fetchAll(db, sql: "SELECT DISTINCT doc_type FROM document"))
+    }
+
     // MARK: Status
 
     public func statusCounts() throws -> StatusCounts {

@@ -11,6 +11,9 @@ extension PingPongEndpoint {
         var errors: [(id: String?, message: String, current: JSONObject?)]
         var cursor: Int64
         var more: Bool
+        /// The server's purge horizon and time (0: nothing purged).
+        var horizon: Int64 = 0
+        var purgedBefore: Int64 = 0
         /// The identity of the store that answered (`X-Docsync-Store`), when the server names one.
         var store: String?
     }
@@ -55,8 +58,10 @@ extension PingPongEndpoint {
         if case .array(let list)? = documents["error"] {
             for case .object(let e) in list { errors.append((e["id"]?.string, e["message"]?.string ?? "error", e["current"]?.object)) }
         }
+        func number(_ key: String) -> Int64 { if case .number(let n)? = object[key] { Int64(n) ?? 0 } else { 0 } }
         return SyncReply(
-            success: success, errors: errors, cursor: cursor, more: object["more"] == true, store: reply.headers.first(name: "X-Docsync-Store"))
+            success: success, errors: errors, cursor: cursor, more: object["more"] == true, horizon: number("horizon"),
+            purgedBefore: number("purged_before"), store: reply.headers.first(name: "X-Docsync-Store"))
     }
 
     /// What is under `"data"` in a 2xx reply; a refusal otherwise.
@@ -70,6 +75,16 @@ extension PingPongEndpoint {
     static func refusal(_ reply: HTTPTransport.Reply) -> EndpointError {
         if reply.status == 409 { return .conflict(current: reply.json.object?["data"]?.object ?? reply.json.object?["current"]?.object) }
         return .rejected("\(reply.status): \(reply.message)")
+    }
+
+    /// A reply's changes as a pull's: deletions missed when the purge horizon passed `since`.
+    static func pullReply(_ reply: SyncReply, changes: [JSONObject], since: Int64) -> PullReply {
+        var pulled = PullReply(
+            changes: changes, cursor: reply.more ? nil : SyncCursor(String(reply.cursor)), more: reply.more, storeIdentity: reply.store,
+            historyBehind: reply.cursor < since)
+        pulled.missedDeletions = since > 0 && reply.horizon > since
+        pulled.tombstonesPurgedBefore = reply.purgedBefore > 0 ? reply.purgedBefore : nil
+        return pulled
     }
 
     /// The reference endpoint's cursor is its change sequence.

@@ -32,9 +32,15 @@ public final class PingPongEndpoint: DocumentEndpoint {
     /// The docTypes asked for in batch calls (a plain PingPong endpoint has no such filter; the
     /// engine drops what it did not select).
     let selection: TypeSelection
+    /// The docTypes the folder holds, polled on an endpoint without the batch call.
+    let folderTypes: @Sendable () async -> Set<String>
 
-    public init(transport: HTTPTransport, token: String, concurrency: Int = 16, selection: TypeSelection = .all) {
+    public init(
+        transport: HTTPTransport, token: String, concurrency: Int = 16, selection: TypeSelection = .all,
+        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }
+    ) {
         self.selection = selection
+        self.folderTypes = folderTypes
         self.http = transport
         self.concurrency = concurrency
         transport.setAuthorization("Token token=\(token)")
@@ -46,7 +52,7 @@ public final class PingPongEndpoint: DocumentEndpoint {
         switch batch.withLock({ $0 }) {
         case false?:
             EndpointCapabilities(
-                documentsPerCall: Self.singleRound, bytesPerCall: Int.max, callsInFlight: 1, pull: .none, pullsWithPush: false,
+                documentsPerCall: Self.singleRound, bytesPerCall: Int.max, callsInFlight: 1, pull: .poll, pullsWithPush: false,
                 detectsConflicts: true, uploads: true)
         case let known:
             EndpointCapabilities(
@@ -55,7 +61,11 @@ public final class PingPongEndpoint: DocumentEndpoint {
         }
     }
 
-    public func orders(_ cursor: SyncCursor, after old: SyncCursor) -> Bool { Self.sequence(cursor) > Self.sequence(old) }
+    /// Change numbers in order; a poll's cursor (per-type stamps, one poll at a time) always moves on.
+    public func orders(_ cursor: SyncCursor, after old: SyncCursor) -> Bool {
+        guard let new = Int64(cursor.text), let old = Int64(old.text) else { return true }
+        return new > old
+    }
 
     public func useCredential(_ credential: String) { http.setAuthorization("Token token=\(credential)") }
 
@@ -104,10 +114,7 @@ public final class PingPongEndpoint: DocumentEndpoint {
         for id in sent where outcomes[id] == nil {
             outcomes[id] = .failed(.badReply("the reply does not mention document \(id)"))
         }
-        let pulled = PullReply(
-            changes: others, cursor: reply.more ? nil : SyncCursor(String(reply.cursor)), more: reply.more,
-            storeIdentity: reply.store, historyBehind: reply.cursor < since)
-        return PushReply(outcomes: outcomes, pulled: pulled)
+        return PushReply(outcomes: outcomes, pulled: Self.pullReply(reply, changes: others, since: since))
     }
 
     /// An acknowledgement without `docType` says the body was stored exactly as sent.
@@ -160,12 +167,17 @@ public final class PingPongEndpoint: DocumentEndpoint {
     // MARK: - Pull
 
     public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
-        if batch.withLock({ $0 }) == false { throw .unsupported("the endpoint has no batch call (/api/sync); nothing is pulled") }
+        if batch.withLock({ $0 }) == false { return try await poll(after: cursor) }
         let since = Self.sequence(cursor)
-        let reply = try await sync(since: since, documents: [], wait: wait.map { Int($0.components.seconds) })
-        return PullReply(
-            changes: reply.success, cursor: SyncCursor(String(reply.cursor)), more: reply.more, storeIdentity: reply.store,
-            historyBehind: reply.cursor < since)
+        let reply: SyncReply
+        do throws(EndpointError) {
+            reply = try await sync(since: since, documents: [], wait: wait.map { Int($0.components.seconds) })
+        } catch .unsupported {
+            return try await poll(after: nil)  // a plain PingPong endpoint: polled from now on
+        }
+        var pulled = Self.pullReply(reply, changes: reply.success, since: since)
+        pulled.cursor = SyncCursor(String(reply.cursor))
+        return pulled
     }
 
     public func fetch(id: String, docType: String) async throws(EndpointError) -> JSONObject? {

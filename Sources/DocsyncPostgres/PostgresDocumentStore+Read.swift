@@ -49,6 +49,7 @@ extension PostgresDocumentStore {
             outcome.changes = page.changes
             outcome.more = page.more
             outcome.cursor = page.cursor(latest: latest)
+            (outcome.horizon, outcome.purgedBefore) = try await Self.horizon(connection, logger: self.logger)
             return outcome
         }
     }

@@ -16,6 +16,33 @@ struct ExternalChanges: Service {
     }
 }
 
+/// Purges tombstones older than the retention, a few times per retention period (at most hourly,
+/// at least every second). An agent whose cursor predates the purge horizon is told so by the
+/// batch call's `horizon` and reconciles in full.
+struct TombstonePurger: Service {
+    let store: any DocumentStore
+    let retention: Duration
+    let wallClock: @Sendable () -> Int64
+    let logger: Logger
+
+    func run() async throws {
+        let every = max(min(retention / 4, .seconds(3600)), .seconds(1))
+        let retentionMs = retention.components.seconds * 1000 + retention.components.attoseconds / 1_000_000_000_000_000
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let cutoff = wallClock() / 1_000_000 - retentionMs
+                do {
+                    let purged = try await store.purgeTombstones(deletedBefore: cutoff)
+                    if purged > 0 { logger.info("purged tombstones past their retention", metadata: ["tombstones.purged": "\(purged)"]) }
+                } catch {
+                    logger.warning("purging tombstones failed", metadata: ["error": "\(error)"])
+                }
+                try await Task.sleep(for: every)
+            }
+        }
+    }
+}
+
 /// Closes the store once the server has stopped: the application shuts its services down in the
 /// reverse of their order, and this one comes before the HTTP server, so it goes last.
 struct StoreCloser: Service {

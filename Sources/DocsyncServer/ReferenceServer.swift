@@ -53,6 +53,9 @@ public struct ReferenceServer: Sendable {
         /// The process's metrics in Prometheus's text format, served at `GET /metrics` (behind
         /// the token like every route); `nil`: no such route.
         public var metricsText: (@Sendable () -> ByteBuffer)?
+        /// How long a tombstone is kept after its deletion before it is purged; `nil`: forever.
+        public var tombstoneRetention: Duration? = Self.defaultTombstoneRetention
+        public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes,
@@ -123,6 +126,9 @@ public struct ReferenceServer: Sendable {
             },
             logger: logger)
         application.addServices(StoreCloser(store: store))
+        if let retention = configuration.tombstoneRetention {
+            application.addServices(TombstonePurger(store: store, retention: retention, wallClock: wallClock, logger: logger))
+        }
         if store.followsExternalChanges { application.addServices(ExternalChanges(store: store, feed: feed, logger: logger)) }
         return application
     }

@@ -104,9 +104,11 @@ public final class FaultProxy: Sendable {
     }
 
     func next(method: String, path: String, body: String) -> Fault {
-        // Writes only: document routes, uploads, and batch calls that carry documents (not long polls).
+        // Writes only: document routes (not their reads: a plain endpoint's agent polls them),
+        // uploads, and batch calls that carry documents (not long polls).
         let isBatchWrite = path == "/api/sync" && body.contains("\"documents\":[{")
-        guard path.hasPrefix("/api/document") || path.hasPrefix("/api/app/upload") || isBatchWrite else { return .pass }
+        let isDocumentWrite = path.hasPrefix("/api/document") && method != "GET"
+        guard isDocumentWrite || path.hasPrefix("/api/app/upload") || isBatchWrite else { return .pass }
         let forUploads = path.hasPrefix("/api/app/upload") ? uploadFault.withLock { $0 } : nil
         let fault = forUploads ?? plan.withLock { p -> Fault in
             if !p.queue.isEmpty { return p.queue.removeFirst() }

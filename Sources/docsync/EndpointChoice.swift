@@ -69,7 +69,7 @@ enum EndpointChoice {
                 PingPongEndpoint(
                     transport: HTTPTransport(
                         baseURLs: bases, client: client, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
-                    token: context.credential, selection: context.selection)
+                    token: context.credential, selection: context.selection, folderTypes: context.folderTypes)
             }
         case .syncRails(let origin, let path, let resource):
             return { context in

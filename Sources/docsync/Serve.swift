@@ -36,7 +36,11 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        _ = try parseRetention(tombstoneRetention)
     }
+
+    @Option(help: "How long a deleted document's tombstone is kept before it is purged: 30d, 12h, 90m, 3s, or 'forever'. Agents offline for longer reconcile in full.")
+    var tombstoneRetention = "30d"
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
@@ -64,6 +68,7 @@ struct Serve: AsyncParsableCommand {
             maxUploadBytes: maxUploadSize, publicURL: publicURL)
         configuration.tokenFile = tokenFile.map(absolutePath)
         configuration.metricsText = { MetricsExport.text() }
+        configuration.tombstoneRetention = try parseRetention(tombstoneRetention)
         if let tlsCert, let tlsKey { configuration.tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey)) }
         let store = try await database.store(maxDocumentBytes: maxDocumentSize, logger: logger)
         let server = try ReferenceServer(configuration: configuration, store: store)
@@ -96,6 +101,16 @@ func ensureToken(in directory: String) throws -> (String, String, Bool) {
 }
 
 /// `123`, `64K`, `512M`, `2G` → bytes.
+/// `30d`, `12h`, `90m`, `3s` (`nil` for `forever`).
+func parseRetention(_ text: String) throws -> Duration? {
+    if text == "forever" { return nil }
+    let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+    guard let unit = text.last.flatMap({ units[$0] }), let n = Int64(text.dropLast()), n > 0, n <= 100 * 365 * 86_400 / unit else {
+        throw ValidationError("--tombstone-retention takes a duration like 30d, 12h, 90m or 3s, or 'forever': not '\(text)'")
+    }
+    return .seconds(n * unit)
+}
+
 func parseByteCount(_ text: String) throws -> Int64 {
     let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
     var digits = text.uppercased()

@@ -133,9 +133,17 @@ extension HeavySuites {
         #expect(code2 != 0 && err2.contains("--endpoint must be an http"), "\(err2)")
         let (code3, _, err3) = try await runDocsync(["status", work.file("nowhere")], logDirectory: work.path)
         #expect(code3 != 0 && err3.contains("no docsync index yet"), "\(err3)")
+        for (flag, value) in [("--tombstone-retention", "0d"), ("--tombstone-retention", "30"), ("--tombstone-retention", "99999999999d")] {
+            let (bad, _, why) = try await runDocsync(["serve", "--data", work.file("d"), flag, value], logDirectory: work.path)
+            #expect(bad != 0 && why.contains("--tombstone-retention takes a duration like 30d"), "\(value): \(why)")
+        }
+        for types in ["", "a/b", ",,"] {
+            let (bad, _, why) = try await runDocsync(["sync", work.path, "--endpoint", "http://127.0.0.1:1", "--types", types], environment: ["DOCSYNC_TOKEN": "t"], logDirectory: work.path)
+            #expect(bad != 0 && why.contains("--types"), "\(types): \(why)")
+        }
         let (code4, help, _) = try await runDocsync(["--help"], logDirectory: work.path)
         #expect(code4 == 0)
-        for command in ["up", "watch", "sync", "status", "serve", "clock"] { #expect(help.contains(command)) }
+        for command in ["up", "init", "watch", "sync", "status", "serve", "clock"] { #expect(help.contains(command)) }
     }
 
     @Test func upServesAndSyncsInOneProcessWithAGeneratedToken() async throws {

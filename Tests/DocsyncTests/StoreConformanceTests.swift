@@ -160,6 +160,31 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// Tombstones past their retention go; the change numbers never go back; a follower whose
+    /// cursor is below the purge horizon is told so by `horizon`.
+    @Test(arguments: StoreFixture.all)
+    func purgedTombstonesMoveTheHorizonAndTheSequenceGoesOn(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            _ = try await store.put(doc("keep"), now: now)
+            _ = try await store.put(doc("old"), now: now)
+            let seen = try await store.latestSeq()
+            _ = try await store.delete(id: "old", docType: "note", now: now + 10)
+            #expect(try await store.purgeTombstones(deletedBefore: now + 10) == 0, "deleted at the cutoff: kept")
+            #expect(try await store.purgeTombstones(deletedBefore: now + 11) == 1)
+            let (gone, tombstones) = (try await store.get(id: "old"), try await store.stats().tombstones)
+            #expect(gone == nil && tombstones == 0)
+            let after = try await store.sync(since: seen, documents: [], now: now, limit: 100)
+            #expect(after.horizon == seen + 1 && after.purgedBefore == now + 11, "the purged tombstone was change \(seen + 1)")
+            #expect(try await store.latestSeq() == seen + 1, "the sequence does not go back")
+            let next = try await store.put(doc("new"), now: now)
+            #expect(rev(next) == 1)
+            let page = try await store.sync(since: seen + 1, documents: [], now: now, limit: 100)
+            #expect(page.changes.count == 1 && page.cursor == seen + 2, "the next change gets a new number")
+            #expect(try await store.purgeTombstones(deletedBefore: now) == 0)
+            #expect(try await store.sync(since: 0, documents: [], now: now, limit: 100).purgedBefore == now + 11, "the time only moves on")
+        }
+    }
+
     @Test(arguments: StoreFixture.all)
     func aWriterIsNotSentItsOwnWritesBack(_ fixture: StoreFixture) async throws {
         try await with(fixture) { store in

@@ -118,7 +118,9 @@ struct SyncRoute: Sendable {
         }
         buffer.writeString("],\"error\":")
         buffer.writeBytes(JSONWriter.bytes(.array(outcome.errors.map { .object($0) })))
-        buffer.writeString("},\"cursor\":\(outcome.cursor),\"more\":\(outcome.more)}")
+        buffer.writeString("},\"cursor\":\(outcome.cursor),\"more\":\(outcome.more)")
+        if outcome.horizon > 0 { buffer.writeString(",\"horizon\":\(outcome.horizon),\"purged_before\":\(outcome.purgedBefore)") }
+        buffer.writeString("}")
         return buffer
     }
 }

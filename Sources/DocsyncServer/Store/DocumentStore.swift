@@ -54,6 +54,10 @@ public protocol DocumentStore: Sendable {
     /// cancelled.
     func followExternalChanges(_ published: @escaping @Sendable (Int64) -> Void) async throws
 
+    /// Removes the tombstones deleted before `deletedBefore` (Unix ms), moving the purge horizon
+    /// (``SyncOutcome/horizon``) to the latest change number among them. Returns how many went.
+    func purgeTombstones(deletedBefore: Int64) async throws -> Int
+
     /// Lets go of the storage (connections, file handles) once the server has stopped: the files
     /// may be copied or replaced as soon as the server's run returns.
     func close() async

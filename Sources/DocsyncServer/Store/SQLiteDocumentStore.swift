@@ -99,7 +99,11 @@ public struct SQLiteDocumentStore: DocumentStore {
 
     /// The latest change sequence, inside a transaction.
     static func latestSeq(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(seq), 0) FROM document")) ?? 0
+        // Never below the purge horizon: purging the latest change must not hand its number out again.
+        try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT MAX(COALESCE((SELECT MAX(seq) FROM document), 0),
+                       COALESCE((SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'purge_horizon'), 0))
+            """)) ?? 0
     }
 
     /// Stores `input` as change `seq` (one past the latest: a batch reads the latest once and counts on).
@@ -176,8 +180,34 @@ public struct SQLiteDocumentStore: DocumentStore {
             outcome.changes = page.changes
             outcome.more = page.more
             outcome.cursor = page.cursor(latest: seq)
+            (outcome.horizon, outcome.purgedBefore) = try Self.horizon(db)
             return outcome
         }
+    }
+
+    public func purgeTombstones(deletedBefore cutoff: Int64) async throws -> Int {
+        try await write { db in
+            let top = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM document WHERE deleted_at IS NOT NULL AND deleted_at < ?", arguments: [cutoff])
+            let (horizon, before) = try Self.horizon(db)
+            var purged = 0
+            if let top {
+                try db.execute(sql: "DELETE FROM document WHERE deleted_at IS NOT NULL AND deleted_at < ?", arguments: [cutoff])
+                purged = db.changesCount
+                try db.execute(sql: "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('purge_horizon', ?)", arguments: [String(max(horizon, top))])
+            }
+            if cutoff > before {
+                try db.execute(sql: "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('purged_before', ?)", arguments: [String(cutoff)])
+            }
+            return purged
+        }
+    }
+
+    /// The purge horizon and time (see ``SyncOutcome``), 0 while nothing was purged.
+    static func horizon(_ db: Database) throws -> (Int64, Int64) {
+        let rows = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT key, value FROM store_meta WHERE key IN ('purge_horizon', 'purged_before')"))
+        func value(_ key: String) -> Int64 { rows.first { $0["key"] == key }.flatMap { Int64($0["value"] as String) } ?? 0 }
+        return (value("purge_horizon"), value("purged_before"))
     }
 
     /// Feeds `page` the changes after `since`. A client's own writes (this call's among them) are
@@ -288,10 +318,9 @@ public struct SQLiteDocumentStore: DocumentStore {
             // Each count from an index: a full scan would read every document's body.
             let row = try Row.fetchOne(db, sql: """
                 SELECT (SELECT COUNT(*) FROM document) AS n,
-                       (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL) AS t,
-                       (SELECT COALESCE(MAX(seq), 0) FROM document) AS s
+                       (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL) AS t
                 """)!
-            return StoreStats(documents: row["n"], tombstones: row["t"], seq: row["s"])
+            return StoreStats(documents: row["n"], tombstones: row["t"], seq: try Self.latestSeq(db))
         }
     }
 }

@@ -10,6 +10,11 @@ public struct SyncOutcome: Sendable {
     public var cursor: Int64 = 0
     /// More changes wait beyond `cursor` (ask again).
     public var more = false
+    /// The latest change number among the tombstones purged so far (0: none): a client whose
+    /// cursor is below it (and not 0) may have missed deletions and must reconcile in full.
+    public var horizon: Int64 = 0
+    /// Tombstones deleted before this Unix ms time are purged (0: none): a client may forget its own.
+    public var purgedBefore: Int64 = 0
 
     public init() {}
 }

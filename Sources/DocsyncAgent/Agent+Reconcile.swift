@@ -1,0 +1,87 @@
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import Foundation
+import Logging
+
+/// A folder that was away longer than the server keeps tombstones has missed deletions that no
+/// pull will bring. It is reconciled against the server's live set instead: everything is pulled
+/// from the start, and the documents the server held (it acknowledged them) and no longer lists
+/// were deleted there meanwhile: they go to the trash, as a pulled tombstone would send them.
+/// Local changes are left to the outbox: pushed as usual, never taken for deletions.
+extension Agent {
+    static let reconcileChunk = 500
+
+    func reconcileWithServer() async throws(EndpointError) {
+        // The server leaves a client's own writes out of its pulls; here they must come back too.
+        var context = endpointMaker.context
+        context.clientID = "reconcile-" + UUID().uuidString.lowercased()
+        let endpoint: any DocumentEndpoint
+        do {
+            endpoint = try endpointMaker.make(context)
+        } catch {
+            throw .rejected("cannot make the endpoint's adapter: \(error)")
+        }
+        logger.notice("reconciling with the endpoint's documents")
+        var cursor: SyncCursor?
+        var received = 0
+        while true {
+            let reply = try await endpoint.pull(after: cursor, wait: nil)
+            try await applyAndMarkSeen(reply.changes)
+            received += reply.changes.count
+            cursor = reply.cursor ?? cursor
+            if !reply.more { break }
+        }
+        let deleted = try await trashUnseen()
+        let latest = cursor
+        do {
+            try await index.write { tx in
+                try tx.endReconcile()
+                if let latest { try tx.setMeta("cursor", latest.text) }
+            }
+        } catch {
+            throw .localFile("ending the reconcile: \(error)")
+        }
+        logger.notice("reconciled with the endpoint", metadata: ["reconcile.received": "\(received)", "reconcile.deleted": "\(deleted)"])
+    }
+
+    /// Applies documents as pulled changes, and notes them seen.
+    private func applyAndMarkSeen(_ documents: [JSONObject]) async throws(EndpointError) {
+        do {
+            try await Puller.applyChanges(documents, applier: applier, lock: lock, logger: logger)
+            let ids = documents.compactMap { $0["id"]?.string }
+            try await index.write { try $0.markSeen(ids) }
+        } catch {
+            throw .localFile("applying the reconcile's documents: \(error)")
+        }
+    }
+
+    /// The documents of this folder's selection the server no longer lists, as tombstones, a chunk
+    /// at a time. Returns how many.
+    private func trashUnseen() async throws(EndpointError) -> Int {
+        var deleted = 0
+        while true {
+            let unseen: [(id: String, docType: String)]
+            do {
+                unseen = try await index.read { try $0.unseenOnServer(limit: Self.reconcileChunk) }
+            } catch {
+                throw .localFile("reading the index: \(error)")
+            }
+            if unseen.isEmpty { return deleted }
+            let stamp = JSONValue.string(Timestamp(unixMilliseconds: clock.now()).rfc3339)
+            let tombstones = unseen.filter { options.selection.contains($0.docType) }.map { doc in
+                JSONObject([
+                    (key: "id", value: .string(doc.id)), (key: "docType", value: .string(doc.docType)),
+                    (key: DocumentRules.updatedAtKey, value: stamp), (key: DocumentRules.deletedAtKey, value: stamp),
+                ])
+            }
+            try await applyAndMarkSeen(tombstones)
+            do {
+                try await index.write { try $0.markSeen(unseen.map(\.id)) }  // the other types' too
+            } catch {
+                throw .localFile("\(error)")
+            }
+            deleted += tombstones.count
+        }
+    }
+}
