@@ -139,12 +139,14 @@ struct Results {
         return """
 
 
-            ### Selective pull: \(r.documents) documents of \(r.types) docTypes, paged through `/api/sync` from the start
+            ### Selective pull: \(r.documents) documents of \(r.types) docTypes and a rare one, paged through `/api/sync` from the start
 
-            | pull | documents | seconds | server CPU s | time / all |
-            |---|---:|---:|---:|---:|
-            | every type | \(r.allReceived) | \(fmt(r.allSeconds, 2)) | \(fmt(r.allServerCPU, 2)) | 1 |
-            | one type (`"types": ["type3"]`) | \(r.oneReceived) | \(fmt(r.oneSeconds, 2)) | \(fmt(r.oneServerCPU, 2)) | \(fmt(r.oneSeconds / r.allSeconds, 3)) |
+            | pull | documents | seconds | server CPU s | time / all | µs a document |
+            |---|---:|---:|---:|---:|---:|
+            | every type | \(r.allReceived) | \(fmt(r.allSeconds, 2)) | \(fmt(r.allServerCPU, 2)) | 1 | \(fmt(r.allSeconds / Double(r.allReceived) * 1e6)) |
+            | one type (`"types": ["type3"]`: the type index) | \(r.oneReceived) | \(fmt(r.oneSeconds, 2)) | \(fmt(r.oneServerCPU, 2)) | \(fmt(r.oneSeconds / r.allSeconds, 3)) | \(fmt(r.oneSeconds / Double(r.oneReceived) * 1e6)) |
+            | the same type as all but the others (the sequence filtered) | \(r.scanReceived) | \(fmt(r.scanSeconds, 2)) | \(fmt(r.scanServerCPU, 2)) | \(fmt(r.scanSeconds / r.allSeconds, 3)) | \(fmt(r.scanSeconds / Double(r.scanReceived) * 1e6)) |
+            | the rare type (`"types": ["rare"]`) | \(r.rareReceived) | \(fmt(r.rareSeconds, 3)) | \(fmt(r.rareServerCPU, 2)) | \(fmt(r.rareSeconds / r.allSeconds, 4)) | \(fmt(r.rareSeconds / Double(r.rareReceived) * 1e6)) |
 
             Server peak RSS: \(r.serverRSS >> 20) MiB.
             """
@@ -187,6 +189,7 @@ struct Results {
             ("pg_2_servers_writes_per_s", postgresLoad.writesPerSecond), ("pg_2_servers_latency_p99_ms", percentile(postgresLoad.latency, 99)),
             ("sqlite_1_server_writes_per_s", sqliteLoad.writesPerSecond), ("sqlite_1_server_latency_p99_ms", percentile(sqliteLoad.latency, 99)),
             ("selective_all_s", selective.allSeconds), ("selective_one_type_s", selective.oneSeconds),
+            ("selective_one_type_filtered_sequence_s", selective.scanSeconds), ("selective_rare_type_s", selective.rareSeconds),
             ("kinto_import_docs_per_s", kintoImportDocsPerSecond), ("kinto_raw_batch_docs_per_s", kintoRawDocsPerSecond),
             ("clock_ema_median_ms", clock.emaMedian), ("clock_ema_p95_ms", clock.emaP95), ("clock_limit_median_ms", clock.limitMedian),
         ]
