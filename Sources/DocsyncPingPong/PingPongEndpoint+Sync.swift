@@ -82,7 +82,10 @@ extension PingPongEndpoint {
         var pulled = PullReply(
             changes: changes, cursor: reply.more ? nil : SyncCursor(String(reply.cursor)), more: reply.more, storeIdentity: reply.store,
             historyBehind: reply.cursor < since)
-        pulled.missedDeletions = since > 0 && reply.horizon > since
+        // A horizon past the server's own latest change is nonsense (a broken or hostile server):
+        // taken at its word, every reply would start a reconcile that trashes what it omits.
+        let sane = reply.more || reply.horizon <= reply.cursor
+        pulled.missedDeletions = since > 0 && reply.horizon > since && sane
         pulled.tombstonesPurgedBefore = reply.purgedBefore > 0 ? reply.purgedBefore : nil
         return pulled
     }

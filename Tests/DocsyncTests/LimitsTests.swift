@@ -153,6 +153,32 @@ extension HeavySuites {
         await endpoint.stop()
     }
 
+    /// A purge horizon past the server's own latest change: a reconcile at every reply would move
+    /// to the trash whatever the server leaves out. It is not believed.
+    @Test func aHorizonPastTheLatestChangeStartsNoReconcile() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        endpoint.respond { _, path, body in
+            guard path == "/api/sync" else { return nil }
+            let ids = (try? JSONParser.parse(body))?.object?["documents"].flatMap { value -> [String]? in
+                guard case .array(let docs) = value else { return nil }
+                return docs.compactMap { $0.object?["id"]?.string }
+            } ?? []
+            let acks = ids.map { #"{"id":"\#($0)","rev":1}"# }.joined(separator: ",")
+            return .init(body: #"{"documents":{"success":[\#(acks)],"error":[]},"cursor":5,"more":false,"horizon":1000,"purged_before":1}"#)
+        }
+        let folder = try TempFolder("hostile-horizon")
+        defer { folder.remove() }
+        try folder.write("note/a.json", #"{"id":"a","docType":"note"}"#)
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.counts.synced == 1 })
+        #expect(await eventually { endpoint.seen.filter { $0.1 == "/api/sync" }.count >= 5 }, "several pulls answered")
+        #expect(agent.logs.count(containing: "reconcil") == 0, "\(agent.logs.all.suffix(5))")
+        #expect(folder.exists("note/a.json"))
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
     /// Every reply claiming the year 292277026596 (X-Sync-UTC: Int64.max) killed the agent with an
     /// overflow trap, again after every restart.
     @Test func anAgentOutlivesAServerLyingAboutItsClock() async throws {
