@@ -13,27 +13,13 @@ extension Agent {
     static let reconcileChunk = 500
 
     func reconcileWithServer() async throws(EndpointError) {
-        // The server leaves a client's own writes out of its pulls; here they must come back too.
-        var context = endpointMaker.context
-        context.clientID = "reconcile-" + UUID().uuidString.lowercased()
-        let endpoint: any DocumentEndpoint
-        do {
-            endpoint = try endpointMaker.make(context)
-        } catch {
-            throw .rejected("cannot make the endpoint's adapter: \(error)")
-        }
         logger.notice("reconciling with the endpoint's documents")
-        var cursor: SyncCursor?
-        var received = 0
-        while true {
-            let reply = try await endpoint.pull(after: cursor, wait: nil)
-            try await applyAndMarkSeen(reply.changes)
-            received += reply.changes.count
-            cursor = reply.cursor ?? cursor
-            if !reply.more { break }
+        // The server leaves a client's own writes out of its pulls; here they must come back too.
+        let clientID = "reconcile-" + UUID().uuidString.lowercased()
+        let (latest, received) = try await pullFromStart(adjusting: { $0.clientID = clientID }) { changes in
+            try await self.applyAndMarkSeen(changes)
         }
         let deleted = try await trashUnseen()
-        let latest = cursor
         do {
             try await index.write { tx in
                 try tx.endReconcile()

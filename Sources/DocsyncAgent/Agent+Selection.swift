@@ -38,38 +38,15 @@ extension Agent {
         // Without a cursor the next pull starts from the beginning anyway, for every selected type.
         if cursor != nil, previous != current, let added = current.added(since: previous) {
             logger.notice("the selection of docTypes grew: pulling the newly selected ones from the start", metadata: ["types.added": "\(added.text)"])
-            let pulled = try await pullFromStart(added)
+            let (applier, lock, logger) = (applier.selecting(added), lock, logger)
+            let (_, pulled) = try await pullFromStart(adjusting: { $0.selection = added }) { changes in
+                try await Puller.applyChanges(changes, applier: applier, lock: lock, logger: logger)
+            }
             logger.notice("caught up on the newly selected docTypes", metadata: ["pull.documents": "\(pulled)"])
         }
         if stored != current.text { try? await index.write { try $0.setMeta(Self.selectionKey, current.text) } }
     }
 
-    /// Pulls every change of `selection` from the start through a second adapter, applying each
-    /// page as the puller would; the folder's own cursor is left where it is. Returns the number of
-    /// documents received.
-    private func pullFromStart(_ selection: TypeSelection) async throws(EndpointError) -> Int {
-        var context = endpointMaker.context
-        context.selection = selection
-        let endpoint: any DocumentEndpoint
-        do {
-            endpoint = try endpointMaker.make(context)
-        } catch {
-            throw .rejected("cannot make the endpoint's adapter: \(error)")
-        }
-        var cursor: SyncCursor?
-        var received = 0
-        while true {
-            let reply = try await endpoint.pull(after: cursor, wait: nil)
-            received += reply.changes.count
-            do {
-                try await Puller.applyChanges(reply.changes, applier: applier.selecting(selection), lock: lock, logger: logger)
-            } catch {
-                throw .localFile("applying pulled changes failed: \(error)")
-            }
-            cursor = reply.cursor ?? cursor
-            if !reply.more { return received }
-        }
-    }
 }
 
 extension ChangeApplier {

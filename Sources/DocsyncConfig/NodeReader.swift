@@ -47,6 +47,7 @@ struct NodeReader {
     /// A list of docTypes (a plain text is one).
     func docTypes(_ node: Node, at place: String) throws -> [String] {
         let nodes = if case .sequence = node { try sequence(node, at: place) } else { [node] }
+        guard nodes.count <= TypeSelection.maxTypes else { throw fail(node, "\(place) names more than \(TypeSelection.maxTypes) docTypes") }
         return try nodes.map { item in
             let type = try string(item, at: place)
             if let problem = DocumentRules.docTypeProblem(type) { throw fail(item, "\(place): \"\(type)\" is not a docType: \(problem)") }

@@ -7,13 +7,21 @@ import Logging
 
 /// Where the agent's endpoint is and how to authenticate to it.
 struct EndpointOptions: ParsableArguments {
-    @Option(help: "The endpoint: http(s)://HOST:PORT (PingPong routes, the reference endpoint) or syncrails+http(s)://HOST:PORT/api/sync?resource=events.")
+    // Also `watch`'s, whose endpoint is optional (it may come from a config file).
+    static let endpointHelp: ArgumentHelp = """
+        The endpoint: http(s)://HOST:PORT (PingPong routes, the reference endpoint), kinto+http(s)://HOST:PORT/v1/buckets/NAME \
+        or syncrails+http(s)://HOST:PORT/api/sync?resource=events.
+        """
+    static let tokenFileHelp: ArgumentHelp = "A file whose first line is the token (else the DOCSYNC_TOKEN environment variable)."
+    static let caFileHelp: ArgumentHelp = "PEM certificates to trust for an https:// endpoint, instead of the system's (a self-signed server)."
+
+    @Option(help: endpointHelp)
     var endpoint: String
 
-    @Option(help: "A file whose first line is the token (else the DOCSYNC_TOKEN environment variable).")
+    @Option(help: tokenFileHelp)
     var tokenFile: String?
 
-    @Option(help: "PEM certificates to trust for an https:// endpoint, instead of the system's (a self-signed server).")
+    @Option(help: caFileHelp)
     var caFile: String?
 
     func validate() throws {

@@ -34,13 +34,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "PEM private key of --tls-cert.")
     var tlsKey: String?
 
+    @Option(help: "How long a deleted document's tombstone is kept before it is purged: 30d, 12h, 90m, 3s, or 'forever'. Agents offline for longer reconcile in full.")
+    var tombstoneRetention = "30d"
+
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         _ = try parseRetention(tombstoneRetention)
     }
-
-    @Option(help: "How long a deleted document's tombstone is kept before it is purged: 30d, 12h, 90m, 3s, or 'forever'. Agents offline for longer reconcile in full.")
-    var tombstoneRetention = "30d"
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: Logger.Level = .info
@@ -100,7 +100,6 @@ func ensureToken(in directory: String) throws -> (String, String, Bool) {
     return (token, file, true)
 }
 
-/// `123`, `64K`, `512M`, `2G` → bytes.
 /// `30d`, `12h`, `90m`, `3s` (`nil` for `forever`).
 func parseRetention(_ text: String) throws -> Duration? {
     if text == "forever" { return nil }
@@ -111,6 +110,7 @@ func parseRetention(_ text: String) throws -> Duration? {
     return .seconds(n * unit)
 }
 
+/// `123`, `64K`, `512M`, `2G` → bytes.
 func parseByteCount(_ text: String) throws -> Int64 {
     let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
     var digits = text.uppercased()

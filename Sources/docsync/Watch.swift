@@ -13,13 +13,13 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "A config file naming several folders, each with its endpoint and token file (see `docsync init`); flags given override it.")
     var config: String?
 
-    @Option(help: "The endpoint: http(s)://HOST:PORT (PingPong routes, the reference endpoint), kinto+http(s)://HOST:PORT/v1/buckets/NAME or syncrails+http(s)://HOST:PORT/api/sync?resource=events.")
+    @Option(help: EndpointOptions.endpointHelp)
     var endpoint: String?
 
-    @Option(help: "A file whose first line is the token (else the DOCSYNC_TOKEN environment variable).")
+    @Option(help: EndpointOptions.tokenFileHelp)
     var tokenFile: String?
 
-    @Option(help: "PEM certificates to trust for an https:// endpoint, instead of the system's (a self-signed server).")
+    @Option(help: EndpointOptions.caFileHelp)
     var caFile: String?
 
     @OptionGroup var tuning: AgentTuning

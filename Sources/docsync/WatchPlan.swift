@@ -29,8 +29,7 @@ struct WatchPlan {
         var options = AgentOptions(root: absolutePath(directory), endpointURL: endpoint, token: try resolveToken(file: tokenFile), tokenFile: tokenFile)
         tuning.apply(to: &options)
         let (level, format) = try tuning.logging(environment: environment)
-        let address = metricsAddr ?? environment["DOCSYNC_METRICS_ADDR"].flatMap { $0.isEmpty ? nil : $0 }
-        if let address { _ = try MetricsListener.parse(address) }
+        let address = try metricsAddress(flag: metricsAddr, environment: environment, file: nil)
         return WatchPlan(folders: [Folder(options: options, caFile: caFile.map(absolutePath))], level: level, format: format, metricsAddr: address)
     }
 
@@ -46,11 +45,24 @@ struct WatchPlan {
         }
         let (level, format) = try tuning.logging(file: (config.logLevel, config.logFormat), environment: environment)
         let folders = try config.folders.map { try folder($0, file: config.file, tuning: tuning) }
-        let address = metricsAddr ?? environment["DOCSYNC_METRICS_ADDR"].flatMap { $0.isEmpty ? nil : $0 } ?? config.metricsAddr
-        if let address {
-            do { _ = try MetricsListener.parse(address) } catch { throw ValidationError("\(config.file): metrics_addr: \(error)") }
-        }
+        let address = try metricsAddress(flag: metricsAddr, environment: environment, file: config.metricsAddr.map { ($0, config.file) })
         return WatchPlan(folders: folders, level: level, format: format, metricsAddr: address)
+    }
+
+    /// The listener's address: the flag's, else `DOCSYNC_METRICS_ADDR`, else the config file's
+    /// (named in the error when it is the one that does not parse); `nil`: no listener.
+    static func metricsAddress(flag: String?, environment: [String: String], file: (address: String, path: String)?) throws -> String? {
+        if let address = flag ?? environment["DOCSYNC_METRICS_ADDR"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            _ = try MetricsListener.parse(address)
+            return address
+        }
+        guard let file else { return nil }
+        do {
+            _ = try MetricsListener.parse(file.address)
+        } catch {
+            throw ValidationError("\(file.path): metrics_addr: \(error)")
+        }
+        return file.address
     }
 
     /// One entry of the file, checked as the command line's folder would be: its endpoint, that

@@ -1,4 +1,5 @@
 import DocsyncConfig
+import DocsyncModel
 import DocsyncTestSupport
 import Foundation
 import Testing
@@ -56,6 +57,8 @@ import Testing
         #expect(refusal("log_level: info\n").contains("has no `folders:` list"))
         #expect(refusal("folders: []\n").contains("`folders:` is empty"))
         #expect(refusal("folders:\n  - {path: a, endpoint: http://h, types: [ok, a/b]}\n").contains(":2: folders[0].types: \"a/b\" is not a docType"))
+        let many = (0...TypeSelection.maxTypes).map { "t\($0)" }.joined(separator: ", ")
+        #expect(refusal("folders:\n  - {path: a, endpoint: http://h, types: [\(many)]}\n").contains("folders[0].types names more than 1000 docTypes"))
         #expect(refusal("folders: notes\n").contains("folders must be a list"))
         #expect(refusal("").contains("is empty"))
         #expect(refusal("folders: [a, b\n").contains("is not valid YAML"))
