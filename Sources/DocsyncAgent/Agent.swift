@@ -33,6 +33,8 @@ public struct AgentOptions: Sendable {
     public var selection = TypeSelection.all
     /// Ignore rules in `.docsyncignore`'s form, added to the folder's own (a config's `ignore:`).
     public var extraIgnore: [String] = []
+    /// Attached files larger than this are not downloaded (reported instead).
+    public var maxDownloadBytes: Int64 = 4 << 30
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
     public var watchLimit: Int?
     /// Called once the first full scan has queued the folder's changes and the watches are in
@@ -68,6 +70,7 @@ public actor Agent {
     let scanner: Scanner
     let pusher: Pusher
     let uploader: Uploader
+    let downloader: Downloader
     let uploading = DocumentSet()
     let puller: Puller
     let applier: ChangeApplier
@@ -134,8 +137,14 @@ public actor Agent {
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             uploading: uploading, reloadToken: reloadToken, metrics: metrics, uploadEnded: { pusher.wake() })
-        self.applier = ChangeApplier(
+        var applier = ChangeApplier(
             root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger, metrics: metrics, selection: options.selection)
+        applier.remoteFiles = { [endpoint] property, document in endpoint.remoteFile(in: property, of: document) }
+        self.applier = applier
+        self.downloader = Downloader(
+            root: root, gate: gate, index: index, endpoint: endpoint, applier: applier, lock: lock, clock: clock, logger: logger,
+            policy: options.retryPolicy, metrics: metrics, maxBytes: options.maxDownloadBytes, signal: applier.downloadsQueued,
+            reloadToken: reloadToken)
         self.puller = Puller(
             endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger,
             pollInterval: options.pollInterval, metrics: metrics)
@@ -169,6 +178,8 @@ public actor Agent {
         if !restored { await refreshCalibration() }
         let pushing = Task { await pusher.run() }
         let uploading = Task { await uploader.run() }
+        let downloader = self.downloader
+        let downloading = Task { await downloader.run() }
         let pulling = Task {
             await self.catchUpOnSelection(retrying: true)
             await puller.run()
@@ -193,12 +204,14 @@ public actor Agent {
         let gone = await follow(batches)
         await pusher.stop()
         await uploader.stop()
+        await downloader.stop()
         await puller.stop()
         settling.cancel()
         stopSignal.signal()
         await scanRetry?.value
         await pushing.value
         await uploading.value
+        await downloading.value
         await pulling.value
         await settling.value
         calibratorWake.signal()
@@ -366,6 +379,7 @@ public actor Agent {
         if failure == nil, endpoint.capabilities.pull != .none {
             failure = await catchUpOnSelection(retrying: false)
             if failure == nil { failure = await puller.pullAll() }
+            if failure == nil { failure = await downloader.drain() }
         }
         await saveCalibration()
         let counts = try await index.read { try $0.statusCounts() }

@@ -37,6 +37,11 @@ public struct AgentMetrics: Sendable {
         Counter(label: "docsync_uploaded_bytes_total", dimensions: labels()).increment(by: Int(bytes))
     }
 
+    /// Bytes of attached files fetched from the endpoint (not those found in the cache or the folder).
+    func downloaded(bytes: Int64) {
+        Counter(label: "docsync_downloaded_bytes_total", dimensions: labels()).increment(by: Int(bytes))
+    }
+
     /// Conflict copies written (the losing side of a document changed on both sides at once).
     func conflictCopy() {
         Counter(label: "docsync_conflict_copies_total", dimensions: labels()).increment()

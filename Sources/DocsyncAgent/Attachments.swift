@@ -213,6 +213,14 @@ struct AttachmentMapping: Sendable {
         return wire
     }
 
+    /// The jobs of files this side attached and the server held, whose property the server now
+    /// holds as `null`: removed by someone else.
+    static func removedOnServer(_ remote: JSONObject, rows: [UploadRow], local: JSONObject) -> [UploadRow] {
+        rows.filter { row in
+            row.state == .done && row.remoteURL != nil && FileReference.isReference(local[row.property]) && remote[row.property]?.isNull == true
+        }
+    }
+
     /// The server's version of a document as the folder would hold it: the folder owns the
     /// properties it fills from files, so whatever the server has there maps to the local reference.
     func toLocal(_ remote: JSONObject, local: JSONObject) -> JSONObject {

@@ -40,6 +40,7 @@ extension ChangeApplier {
             summary.skipped += 1  // our own write coming back, or older than what we have
             return
         }
+        try await queueNewVersions(incoming, known: known)
         let mapped = try await localForm(incoming.wireBody, known: known)
         if try await isOwnWriteComingBack(incoming, known: known, mapped: mapped) {
             summary.skipped += 1
@@ -58,8 +59,13 @@ extension ChangeApplier {
                 summary.trashed += 1
             } else {
                 let path = doc.path ?? freePath(for: id, docType: docType)
+                let removed = try await attachmentsRemoved(known: doc, body: body)
                 try await writeFile(
-                    path: path, id: id, docType: docType, content: body, base: body, rev: incoming.rev, pending: nil, stamp: incoming.stamp)
+                    path: path, id: id, docType: docType, content: body, base: body, rev: incoming.rev, pending: nil, stamp: incoming.stamp
+                ) { tx in
+                    for row in removed { try tx.deleteUpload(docID: row.docID, property: row.property) }
+                }
+                trashAttachments(removed)
                 summary.written += 1
             }
             return

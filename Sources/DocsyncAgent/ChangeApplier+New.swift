@@ -87,7 +87,8 @@ extension ChangeApplier {
                 guard let file = try? FileSystem.read(target, maxSize: Int.max) else { throw ChangedOnDisk() }
                 records.append(Written(
                     path: new.path, id: new.id, docType: new.docType, file: file, readStart: readStart, content: new.content,
-                    base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now()))
+                    base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(),
+                    downloads: fileJobs(id: new.id, content: new.content)))
             } catch {
                 setAside(documents[new.position], after: error, summary: &summary)
             }
@@ -98,6 +99,7 @@ extension ChangeApplier {
                 for record in written { try record.record(tx) }
             }
         }
+        if written.contains(where: { !$0.downloads.isEmpty }) { downloadsQueued.signal() }
         summary.written += written.count
     }
 }

@@ -1,4 +1,5 @@
 import DocsyncClock
+import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
 import DocsyncFiles
@@ -31,6 +32,11 @@ struct ChangeApplier: Sendable {
     let metrics: AgentMetrics
     /// The docTypes this folder syncs: a document of another is not applied, whatever sent it.
     var selection: TypeSelection
+    /// Which properties of a pulled document hold files of the endpoint (fetched into the
+    /// folder; see ``Downloader``): the adapter's ``DocumentEndpoint/remoteFile(in:of:)``.
+    var remoteFiles: @Sendable (String, JSONObject) -> RemoteFileMatch? = { _, _ in nil }
+    /// Told when download jobs were queued.
+    var downloadsQueued = WakeSignal()
     /// Conflict copies kept per document; older ones are removed.
     static let conflictCopiesKept = 5
 
@@ -97,12 +103,18 @@ struct ChangeApplier: Sendable {
     /// `{"$file": …}` references they came from (see ``AttachmentMapping``).
     func localForm(_ wireBody: JSONObject, known: DocumentRow?) async throws -> JSONObject {
         guard let known else { return wireBody }
-        let rows = try await index.read { tx -> [UploadRow]? in
+        let found = try await index.read { tx -> (rows: [UploadRow], quiet: Bool)? in
             guard try tx.hasUploads() || FileReference.mayAppear(in: known.body) else { return nil }
-            return try tx.uploads(docID: known.id)
+            return (try tx.uploads(docID: known.id), try tx.outboxEntry(key: "doc:\(known.id)") == nil)
         }
-        guard let rows, let local = try? JSONParser.parse(known.body).object else { return wireBody }
-        return AttachmentMapping(rows).toLocal(wireBody, local: local)
+        guard let found, let local = try? JSONParser.parse(known.body).object else { return wireBody }
+        var out = AttachmentMapping(found.rows).toLocal(wireBody, local: local)
+        // A file this side had on the server is `null` there now: someone removed it. Taken only
+        // while nothing is pending here (a restored server's older copy is merged, not obeyed).
+        if found.quiet {
+            for row in AttachmentMapping.removedOnServer(wireBody, rows: found.rows, local: local) { out[row.property] = .null }
+        }
+        return out
     }
 
     /// Three-way merge of a local change with the server's version; the later stamp wins where both
@@ -154,7 +166,8 @@ struct ChangeApplier: Sendable {
     /// merged content is queued for the server (replacing `pending`); otherwise the document is in
     /// sync at `rev`.
     func writeFile(
-        path: String, id: String, docType: String, content: JSONObject, base: JSONObject, rev: Int64, pending: OutboxEntry?, stamp: Int64
+        path: String, id: String, docType: String, content: JSONObject, base: JSONObject, rev: Int64, pending: OutboxEntry?, stamp: Int64,
+        also: (@Sendable (IndexTransaction) throws -> Void)? = nil
     ) async throws {
         let target = try gate.file(path, createFolders: true)
         var fileObject = content
@@ -195,8 +208,12 @@ struct ChangeApplier: Sendable {
         if !keptBeside && written == nil { throw ChangedOnDisk() }
         let record = Written(
             path: path, id: id, docType: docType, file: written, readStart: readStart, content: content, base: base, rev: rev,
-            stamp: stamp, pending: pending, now: clock.now())
-        try await index.write { tx in try record.record(tx) }
+            stamp: stamp, pending: pending, now: clock.now(), downloads: fileJobs(id: id, content: content))
+        try await index.write { tx in
+            try record.record(tx)
+            try also?(tx)
+        }
+        if !record.downloads.isEmpty { downloadsQueued.signal() }
         if pending != nil { scanner.queued() }  // the pusher is told, as for a scanned change
     }
 
@@ -218,12 +235,15 @@ struct ChangeApplier: Sendable {
         /// Queued for the server (the merge of a local change); nil: in sync at `rev`.
         let pending: OutboxEntry?
         let now: Int64
+        /// Files of the endpoint the content's properties point at (see ``fileJobs(id:content:)``).
+        let downloads: [DownloadRow]
 
         /// Texts and hashes are made here, outside the transaction that records them.
         init(
             path: String, id: String, docType: String, file: (bytes: [UInt8], info: EntryInfo)?, readStart: Int64, content: JSONObject,
-            base: JSONObject, rev: Int64, stamp: Int64, pending: OutboxEntry?, now: Int64
+            base: JSONObject, rev: Int64, stamp: Int64, pending: OutboxEntry?, now: Int64, downloads: [DownloadRow] = []
         ) {
+            self.downloads = downloads
             self.path = path
             self.id = id
             self.docType = docType
@@ -268,6 +288,7 @@ struct ChangeApplier: Sendable {
                 if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(entry) }
             }
             try tx.upsertDocument(doc)
+            try recordDownloads(tx)
         }
     }
 
@@ -295,16 +316,17 @@ struct ChangeApplier: Sendable {
         try await index.write { tx in
             if let path { try tx.deleteFile(at: path) }
             try tx.upsertDocument(final)
+            try tx.deleteDownloads(docID: final.id)
         }
         doc = final
     }
 
     /// Moves `source` to `<stem>.json` in the trash (`<stem>-2.json` and on, for another file
     /// trashed in the same second) and returns where it went.
-    func moveToTrash(_ source: GatedFile, into trash: GatedFolder, stem: String) throws -> GatedFile {
+    func moveToTrash(_ source: GatedFile, into trash: GatedFolder, stem: String, extension ext: String = "json") throws -> GatedFile {
         var n = 1
         while true {
-            let target = try GatedFile(trash, n == 1 ? stem + ".json" : "\(stem)-\(n).json")
+            let target = try GatedFile(trash, n == 1 ? "\(stem).\(ext)" : "\(stem)-\(n).\(ext)")
             switch Result(catching: { () throws(FileSystemError) in try FileSystem.move(source, to: target) }) {
             case .success(true): return target
             case .success(false): n += 1

@@ -39,6 +39,16 @@ public protocol DocumentEndpoint: AnyObject, Sendable {
     /// set to the file's URL. Throws ``EndpointError/unsupported(_:)`` without uploads.
     func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject
 
+    /// Whether `property` of `document` (as pulled) holds one of this endpoint's files, one that
+    /// looks like it but is not fetched (and why), or neither (`nil`: an ordinary value).
+    func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch?
+
+    /// Streams `file` to `sink`, chunk by chunk, counting into `progress`; refuses (before or
+    /// while receiving) more than `maxBytes`. Hashing and storing are the caller's.
+    func download(
+        _ file: RemoteFile, maxBytes: Int64, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) async throws(EndpointError)
+
     /// One cheap request whose reply feeds the clock given to the adapter. Throws only when no
     /// reply came at all.
     func sampleClock() async throws(EndpointError)
@@ -53,5 +63,13 @@ extension DocumentEndpoint {
 
     public func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject {
         throw .unsupported("\(location) takes no file uploads")
+    }
+
+    public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? { nil }
+
+    public func download(
+        _ file: RemoteFile, maxBytes: Int64, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) async throws(EndpointError) {
+        throw .unsupported("\(location) serves no files")
     }
 }

@@ -54,6 +54,8 @@ public final class HTTPTransport: Sendable {
     /// The `Authorization` header's value from now on.
     public func setAuthorization(_ value: String?) { authorization.withLock { $0 = value } }
 
+    var currentAuthorization: String? { authorization.withLock { $0 } }
+
     /// A reply the transport did not sort out: 2xx, or a 4xx other than 401/403/429.
     public struct Reply: Sendable {
         public var status: Int

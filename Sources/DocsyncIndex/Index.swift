@@ -267,6 +267,25 @@ public struct Index: Sendable {
             // The ids a full reconcile has received from the server (see IndexTransaction+Reconcile).
             try db.execute(sql: "CREATE TABLE reconcile_seen (id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
         }
+        migrator.registerMigration("v10-downloads") { db in
+            try db.execute(sql: """
+                -- Files others attached, on their way into the folder: one per (document, property).
+                -- The outbox carries the retries (key 'download:<doc_id>:<property>', kind 'download').
+                CREATE TABLE download (
+                    doc_id TEXT NOT NULL,
+                    property TEXT NOT NULL,
+                    url TEXT NOT NULL,                -- what the server's property holds
+                    sha256 TEXT,                      -- what the bytes must hash to, when the server names it
+                    extension TEXT,                   -- the file's extension where it came from (letters, digits)
+                    replaces TEXT,                    -- the attached file this version replaces; NULL for a new one
+                    state TEXT NOT NULL,              -- 'pending' | 'downloading' | 'failed'
+                    bytes_received INTEGER NOT NULL DEFAULT 0,
+                    error TEXT,
+                    PRIMARY KEY (doc_id, property)
+                );
+                CREATE INDEX outbox_download ON outbox(next_attempt_at) WHERE kind = 'download';
+                """)
+        }
         return migrator
     }
 }

@@ -73,14 +73,18 @@ public struct IndexTransaction {
     /// Outbox kinds are written into the SQL as literals, not bound: the uploads' partial index
     /// (`outbox_upload`) serves only statements that name the kind.
     static func kindLiteral(_ kind: String) -> String {
-        precondition(kind == "put" || kind == "upload", "unknown outbox kind \(kind)")
+        precondition(kind == "put" || kind == "upload" || kind == "download", "unknown outbox kind \(kind)")
         return "'\(kind)'"
     }
 
     /// Upload entries are read through their index: the planner would rather walk the whole
     /// outbox in `seq` order than sort the few uploads due.
     static func indexFor(_ kind: String) -> String {
-        kind == "upload" ? " INDEXED BY outbox_upload" : ""
+        switch kind {
+        case "upload": " INDEXED BY outbox_upload"
+        case "download": " INDEXED BY outbox_download"
+        default: ""
+        }
     }
 
     /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,

@@ -1,0 +1,108 @@
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import DocsyncFiles
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Downloader {
+    /// Brings a job's bytes into the cache and returns their hash: found there, copied from a
+    /// file of the folder with that content, or fetched.
+    func bytes(of job: DownloadRow, progress: DownloadProgress) async throws(EndpointError) -> String {
+        if let sha256 = job.sha256 {
+            if cache.has(sha256) { return sha256 }
+            let copies = (try? await index.read { try $0.attachedFiles(sha256: sha256) }) ?? []
+            for copy in copies {
+                guard let path = copy.path, let real = Attachments.realPath(root + "/" + path), real.hasPrefix(gate.root) else { continue }
+                if cache.adoptCopy(of: real, sha256: sha256) {
+                    logger.debug("attached file found in the folder", metadata: ["file.path": "\(path)"])
+                    return sha256
+                }
+            }
+        }
+        return try await fetch(job, progress: progress)
+    }
+
+    /// Streams the file from the endpoint to a temporary (hashed on the way), checks it, flushes
+    /// it and moves it to its content address.
+    private func fetch(_ job: DownloadRow, progress: DownloadProgress) async throws(EndpointError) -> String {
+        let temporary: (path: String, fd: Int32)
+        do {
+            temporary = try cache.temporary()
+        } catch {
+            throw .localFile(error.description)
+        }
+        var kept = false
+        defer {
+            close(temporary.fd)
+            if !kept { unlink(temporary.path) }
+        }
+        var hasher = ContentHasher()
+        let remote = RemoteFile(url: job.url, sha256: job.sha256, fileExtension: job.fileExtension)
+        try await endpoint.download(remote, maxBytes: maxBytes, progress: progress) { chunk in
+            hasher.update(chunk)
+            try Self.writeAll(chunk, to: temporary.fd, path: temporary.path)
+        }
+        guard fsync(temporary.fd) == 0 else { throw .localFile(FileSystemError("fsync", path: temporary.path).description) }
+        let sha256 = hasher.finalize()
+        if let expected = job.sha256, expected != sha256 {
+            throw .rejected("the server sent other bytes than its URL names (SHA-256 \(sha256), not \(expected))")
+        }
+        do {
+            try cache.adopt(temporary.path, sha256: sha256)
+        } catch {
+            throw .localFile(error.description)
+        }
+        kept = true
+        metrics.downloaded(bytes: progress.bytesReceived)
+        return sha256
+    }
+
+    static func writeAll(_ chunk: UnsafeRawBufferPointer, to fd: Int32, path: String) throws(FileSystemError) {
+        var written = 0
+        while written < chunk.count {
+            let n = write(fd, chunk.baseAddress! + written, chunk.count - written)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileSystemError("write", path: path)
+            }
+            written += n
+        }
+    }
+
+    /// A job that failed: a refusal ends it (reported until the server's URL changes), anything
+    /// else is tried again with backoff.
+    func failed(_ job: DownloadRow, entry: OutboxEntry, _ error: EndpointError) async {
+        if case .unauthorized = error, let token = reloadToken() { endpoint.useCredential(token) }
+        let permanent: Bool
+        switch error {
+        case .rejected, .unsupported: permanent = true
+        default: permanent = false
+        }
+        let delay = policy.delay(afterFailures: entry.attempts + 1, unit: Double.random(in: 0..<1))
+        let delayMs = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
+        let message = error.description
+        lastFailure = message
+        try? await index.write { tx in
+            guard var current = try tx.download(docID: job.docID, property: job.property), current.url == job.url else { return }
+            if permanent {
+                try tx.deleteEntry(key: job.outboxKey)
+            } else {
+                try tx.recordFailure(key: entry.key, version: entry.version, error: message, nextAttemptAt: RetryPolicy.deadlineNow() + delayMs)
+            }
+            current.state = permanent ? .failed : .pending
+            current.error = message
+            try tx.upsertDownload(current)
+        }
+        let metadata: Logger.Metadata = ["doc.id": "\(job.docID)", "property": "\(job.property)", "url": "\(job.url)"]
+        if permanent {
+            logger.error("attached file not downloaded: \(message)", metadata: metadata)
+        } else if entry.attempts == 0 {
+            logger.warning("download failed; retrying with backoff: \(message)", metadata: metadata)
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import DocsyncFiles
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the download jobs of the outbox (entries of kind `download`): files others attached,
+/// brought into the folder beside their document.
+///
+/// A job's bytes come from the cache if these were fetched before, from a file of the folder
+/// with the same content, or from the endpoint: streamed to a temporary in `.docsync/files/tmp/`,
+/// hashed on the way, checked against the hash the server names, flushed, and renamed to their
+/// content address. Then, under the tree lock (scans wait), the file is copied into place and
+/// the document's property becomes `{"$file": …}` (see `Downloader+Place.swift`). A job cut short
+/// by a stop or a crash is still queued and starts over at the next start; the name it gets is
+/// decided when it is placed, and a file already there with these bytes is taken as it is, so
+/// nothing is placed twice. A refusal (another server, over the size limit, bytes that do not
+/// match, gone from the server) ends the job as `failed`, reported by `status`.
+actor Downloader {
+    let root: String
+    let gate: PathGate
+    let index: Index
+    let endpoint: any DocumentEndpoint
+    let applier: ChangeApplier
+    let lock: TreeLock
+    let cache: FileCache
+    let clock: ServerClock
+    let logger: Logger
+    let policy: RetryPolicy
+    let metrics: AgentMetrics
+    /// Larger files are not fetched (`--max-download-size`).
+    let maxBytes: Int64
+    let reloadToken: @Sendable () -> String?
+    let signal: WakeSignal
+    private var stopping = false
+    private var inFlight: Task<Void, Never>?
+    var lastFailure: String?
+    var progressedInRound = 0
+
+    /// Downloads in flight at once.
+    static let concurrency = 2
+
+    init(
+        root: String, gate: PathGate, index: Index, endpoint: any DocumentEndpoint, applier: ChangeApplier, lock: TreeLock, clock: ServerClock,
+        logger: Logger, policy: RetryPolicy, metrics: AgentMetrics, maxBytes: Int64, signal: WakeSignal,
+        reloadToken: @escaping @Sendable () -> String?
+    ) {
+        self.signal = signal
+        self.root = root
+        self.gate = gate
+        self.index = index
+        self.endpoint = endpoint
+        self.applier = applier
+        self.lock = lock
+        self.cache = FileCache(folder: root)
+        self.clock = clock
+        self.logger = logger
+        self.policy = policy
+        self.metrics = metrics
+        self.maxBytes = maxBytes
+        self.reloadToken = reloadToken
+    }
+
+    nonisolated func wake() { signal.signal() }
+
+    func stop() {
+        stopping = true
+        inFlight?.cancel()
+        signal.signal()
+    }
+
+    /// Jobs a stop or crash cut short start over; their temporaries go.
+    func prepare() async {
+        cache.clearTemporaries()
+        try? await index.write { try $0.resetDownloadsInFlight() }
+    }
+
+    func run() async {
+        await prepare()
+        while !stopping {
+            switch await round(ignoringBackoff: false) {
+            case .progressed: continue
+            case .idle(let wait): await signal.wait(timeout: wait)
+            }
+        }
+    }
+
+    /// Runs every job that can run now until none is left or a round makes no progress (for
+    /// one-shot `sync`); returns why downloads remain, if they do.
+    func drain() async -> String? {
+        await prepare()
+        for _ in 0..<1000 {
+            progressedInRound = 0
+            if case .idle = await round(ignoringBackoff: true) { break }
+            if progressedInRound == 0 { break }
+        }
+        let left = (try? await index.read { try $0.pendingCount(kind: "download") }) ?? 0
+        return left == 0 ? nil : (lastFailure ?? "\(left) downloads could not be completed")
+    }
+
+    enum Outcome {
+        case progressed
+        case idle(Duration?)
+    }
+
+    private func round(ignoringBackoff: Bool) async -> Outcome {
+        let now = ignoringBackoff ? Int64.max : RetryPolicy.deadlineNow()
+        let picked: [(OutboxEntry, DownloadRow)]
+        do {
+            picked = try await index.write { tx in
+                var jobs: [(OutboxEntry, DownloadRow)] = []
+                for entry in try tx.dueEntries(now: now, limit: 64, kind: "download") {
+                    let property = String(entry.key.dropFirst("download:\(entry.docID):".count))
+                    guard var job = try tx.download(docID: entry.docID, property: property), job.state != .failed else {
+                        try tx.deleteEntry(key: entry.key)
+                        continue
+                    }
+                    job.state = .downloading
+                    job.bytesReceived = 0
+                    try tx.upsertDownload(job)
+                    jobs.append((entry, job))
+                    if jobs.count == Self.concurrency { break }
+                }
+                return jobs
+            }
+        } catch {
+            logger.error("cannot read the download queue", metadata: ["error": "\(error)"])
+            return .idle(.seconds(1))
+        }
+        if picked.isEmpty {
+            if ignoringBackoff { return .idle(nil) }
+            let next = try? await index.read { try $0.nextAttemptAt(kind: "download") }
+            return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
+        }
+        guard !stopping else { return .idle(nil) }
+        let work = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for (entry, job) in picked { group.addTask { await self.run(job, entry: entry) } }
+            }
+        }
+        inFlight = work
+        await work.value
+        inFlight = nil
+        return .progressed
+    }
+
+    private func run(_ job: DownloadRow, entry: OutboxEntry) async {
+        let progress = DownloadProgress()
+        let (index, docID, property) = (self.index, job.docID, job.property)
+        let reporter = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                let received = progress.bytesReceived
+                try? await index.write { try $0.setDownloadProgress(docID: docID, property: property, bytesReceived: received) }
+            }
+        }
+        let result: Result<Void, EndpointError>
+        do throws(EndpointError) {
+            let sha256 = try await bytes(of: job, progress: progress)
+            try await place(job, sha256: sha256)
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        reporter.cancel()
+        _ = await reporter.result
+        switch result {
+        case .success:
+            lastFailure = nil
+            progressedInRound += 1
+        case .failure where Task.isCancelled:
+            // Stopped mid-way: still queued, pending again at the next start.
+            break
+        case .failure(let error):
+            await failed(job, entry: entry, error)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CGlibcExtras
+
+extension FileSystem {
+    /// Puts a copy of `source` (a file of docsync's own, such as its download cache) at `file`:
+    /// copied beside it under a hidden temporary name, flushed to disk, then renamed into place.
+    ///
+    /// With `replacing` nil, the copy is created only where nothing is (false otherwise). With
+    /// `replacing`, the copy is swapped with what is there and `replacing` is asked about the
+    /// file it displaced: unless that is the version the caller expected (a save came in between),
+    /// the two are swapped back and nothing changed (false).
+    public static func placeCopy(of source: String, at file: GatedFile, replacing: ((GatedFile) -> Bool)? = nil) throws(FileSystemError) -> Bool {
+        let temp = try file.sibling(".\(file.name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        try copy(source, to: temp)
+        var consumed = false
+        defer { if !consumed { remove(temp) } }
+        guard let replacing else {
+            consumed = try move(temp, to: file)
+            return consumed
+        }
+        let dir = file.folder.fd
+        guard docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange) == 0 else {
+            if errno == ENOENT { return false }  // gone meanwhile: the caller looks again
+            guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: file.path) }
+            guard replacing(file) else { return false }
+            guard renameat(dir, temp.name, dir, file.name) == 0 else { throw FileSystemError("rename", path: file.path) }
+            consumed = true
+            return true
+        }
+        // `temp` now names what was at `file` an instant ago.
+        if replacing(temp) { return true }
+        _ = docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange)
+        return false
+    }
+
+    /// Copies `source` into the new file `target` (the kernel copies where it can) and flushes it.
+    private static func copy(_ source: String, to target: GatedFile) throws(FileSystemError) {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw FileSystemError("open", path: source) }
+        defer { close(input) }
+        let output = openat(target.folder.fd, target.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard output >= 0 else { throw FileSystemError("create", path: target.path) }
+        var ok = false
+        defer {
+            close(output)
+            if !ok { remove(target) }
+        }
+        var inKernel = true
+        var buffer: [UInt8] = []
+        while true {
+            if inKernel {
+                let n = docsync_copy_file_range(input, output, 1 << 30)
+                if n > 0 { continue }
+                if n == 0 { break }
+                if errno == EINTR { continue }
+                guard errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP else {
+                    throw FileSystemError("copy to", path: target.path)
+                }
+                inKernel = false
+                buffer = [UInt8](repeating: 0, count: 1 << 20)
+                continue
+            }
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileSystemError("read", path: source)
+            }
+            var written = 0
+            while written < n {
+                let w = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress! + written, n - written) }
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw FileSystemError("write", path: target.path)
+                }
+                written += w
+            }
+        }
+        guard fsync(output) == 0 else { throw FileSystemError("fsync", path: target.path) }
+        ok = true
+    }
+}

@@ -1,0 +1,61 @@
+import AsyncHTTPClient
+import DocsyncEndpoint
+import NIOCore
+import NIOHTTP1
+
+extension HTTPTransport {
+    /// Streams the body of `GET url` to `sink` as it arrives (the client reads the next chunk
+    /// only once `sink` has taken this one, so memory stays flat whatever the size). The
+    /// credential goes along: callers fetch only URLs of this endpoint's own server.
+    ///
+    /// A declared length over `maxBytes` is refused before any byte is read, a body that grows
+    /// past it as soon as it does. A stalled body fails after the client's read timeout.
+    public func download(
+        url: String, maxBytes: Int64, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) async throws(EndpointError) {
+        var request = HTTPClientRequest(url: url)
+        request.method = .GET
+        if let clientID { request.headers.add(name: "X-Docsync-Client", value: clientID) }
+        if let authorization = currentAuthorization { request.headers.add(name: "Authorization", value: authorization) }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: requestTimeout)
+        } catch {
+            throw .unreachable(Self.describe(error))
+        }
+        let status = Int(response.status.code)
+        switch status {
+        case 200: break
+        case 401, 403: throw .unauthorized("\(status) for \(url)")
+        case 429, 500...599: throw .unavailable("\(status) for \(url)", retryAfter: nil)
+        default: throw .rejected("\(status): the server does not serve \(url)")
+        }
+        if let declared = response.headers.first(name: "Content-Length").flatMap(Int64.init), declared > maxBytes {
+            throw .rejected("the file is \(declared) bytes, over the download limit of \(maxBytes)")
+        }
+        var received: Int64 = 0
+        do {
+            for try await chunk in response.body {
+                received += Int64(chunk.readableBytes)
+                if received > maxBytes { throw Refused("the file is over the download limit of \(maxBytes) bytes") }
+                try chunk.withUnsafeReadableBytes { try sink($0) }
+                progress.add(chunk.readableBytes)
+            }
+        } catch let refused as Refused {
+            throw .rejected(refused.reason)
+        } catch let error as EndpointError {
+            throw error
+        } catch let error as HTTPClientError {
+            throw .unreachable(Self.describe(error))
+        } catch let error as IOError {
+            throw .unreachable(Self.describe(error))
+        } catch {
+            throw .localFile("\(error)")  // the sink's own failure: the disk, not the network
+        }
+    }
+
+    private struct Refused: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+}

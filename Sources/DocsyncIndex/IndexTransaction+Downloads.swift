@@ -1,0 +1,119 @@
+import DocsyncModel
+import DocsyncSQL
+import GRDB
+
+/// One file someone else attached, on its way into the folder.
+public struct DownloadRow: Sendable, Hashable {
+    public enum State: String, Sendable {
+        case pending, downloading, failed
+    }
+
+    public var docID: String
+    public var property: String
+    public var url: String
+    public var sha256: String?
+    public var fileExtension: String?
+    /// The attached file (relative to the root) this version replaces; `nil`: a file new to the folder.
+    public var replaces: String?
+    public var state: State
+    public var bytesReceived: Int64
+    public var error: String?
+
+    public init(
+        docID: String, property: String, url: String, sha256: String?, fileExtension: String?, replaces: String?, state: State = .pending,
+        bytesReceived: Int64 = 0, error: String? = nil
+    ) {
+        self.docID = docID
+        self.property = property
+        self.url = url
+        self.sha256 = sha256
+        self.fileExtension = fileExtension
+        self.replaces = replaces
+        self.state = state
+        self.bytesReceived = bytesReceived
+        self.error = error
+    }
+
+    init(row: Row) {
+        self.init(
+            docID: row["doc_id"], property: row["property"], url: row["url"], sha256: row["sha256"], fileExtension: row["extension"],
+            replaces: row["replaces"], state: State(rawValue: row["state"]) ?? .pending, bytesReceived: row["bytes_received"], error: row["error"])
+    }
+
+    public var outboxKey: String { Self.outboxKey(docID: docID, property: property) }
+
+    public static func outboxKey(docID: String, property: String) -> String { "download:\(docID):\(property)" }
+}
+
+/// Download jobs: one row per (document, property), retried through the outbox.
+extension IndexTransaction {
+    public func download(docID: String, property: String) throws -> DownloadRow? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM download WHERE doc_id = ? AND property = ?"), arguments: [docID, property])
+            .map(DownloadRow.init(row:))
+    }
+
+    public func downloads(docID: String) throws -> [DownloadRow] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM download WHERE doc_id = ?"), arguments: [docID]).map(DownloadRow.init(row:))
+    }
+
+    /// Queues `job` unless the same URL is queued (or refused) already: a document pulled again
+    /// does not restart its download, and a refused one is tried again only for another URL.
+    public func queueDownload(_ job: DownloadRow, queuedAt: Int64) throws {
+        if let existing = try download(docID: job.docID, property: job.property), existing.url == job.url { return }
+        try upsertDownload(job)
+        try enqueue(key: job.outboxKey, docID: job.docID, kind: "download", payload: "{}", bodyHash: job.sha256 ?? job.url, queuedAt: queuedAt)
+    }
+
+    public func upsertDownload(_ d: DownloadRow) throws {
+        try db.cachedStatement(sql: """
+                INSERT INTO download (doc_id, property, url, sha256, extension, replaces, state, bytes_received, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(doc_id, property) DO UPDATE SET url = excluded.url, sha256 = excluded.sha256,
+                    extension = excluded.extension, replaces = excluded.replaces, state = excluded.state,
+                    bytes_received = excluded.bytes_received, error = excluded.error
+                """).execute(arguments: [
+                    d.docID, d.property, d.url, d.sha256, d.fileExtension, d.replaces, d.state.rawValue, d.bytesReceived, d.error,
+                ])
+    }
+
+    public func setDownloadProgress(docID: String, property: String, bytesReceived: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE download SET bytes_received = ? WHERE doc_id = ? AND property = ?")
+            .execute(arguments: [bytesReceived, docID, property])
+    }
+
+    /// Ends a job: its row and its queue entry go.
+    public func deleteDownload(docID: String, property: String) throws {
+        try deleteEntry(key: DownloadRow.outboxKey(docID: docID, property: property))
+        try db.cachedStatement(sql: "DELETE FROM download WHERE doc_id = ? AND property = ?").execute(arguments: [docID, property])
+    }
+
+    /// A document's jobs go with it (deleted, or trashed from the server).
+    public func deleteDownloads(docID: String) throws {
+        for property in try String.fetchAll(db, sql: "SELECT property FROM download WHERE doc_id = ?", arguments: [docID]) {
+            try deleteDownload(docID: docID, property: property)
+        }
+    }
+
+    /// Jobs in flight when the agent stopped are simply pending again (their temporary is dropped).
+    public func resetDownloadsInFlight() throws {
+        try db.execute(sql: "UPDATE download SET state = 'pending', bytes_received = 0 WHERE state = 'downloading'")
+    }
+
+    /// Every job, for `status`, with its document's path and retry state.
+    public func downloadsForStatus() throws -> [(download: DownloadRow, documentPath: String?, attempts: Int, lastError: String?)] {
+        try Row.fetchAll(db, sql: """
+            SELECT w.*, d.path AS document_path, o.attempts AS attempts, o.last_error AS last_error
+            FROM download w
+            LEFT JOIN document d ON d.id = w.doc_id
+            LEFT JOIN outbox o ON o.key = 'download:' || w.doc_id || ':' || w.property
+            ORDER BY d.path, w.property
+            """).map { (DownloadRow(row: $0), $0["document_path"], $0["attempts"] ?? 0, $0["last_error"]) }
+    }
+
+    /// The attached files whose content is `sha256` (a copy already in the folder needs no download).
+    public func attachedFiles(sha256: String) throws -> [UploadRow] {
+        try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT * FROM upload WHERE sha256 = ? AND path IS NOT NULL AND state != 'removed'"), arguments: [sha256]
+        ).map(UploadRow.init(row:))
+    }
+}
