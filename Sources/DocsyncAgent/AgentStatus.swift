@@ -20,6 +20,8 @@ public struct AgentStatus: Sendable {
     public var rejected: [(id: String, path: String?, reason: String)]
     /// FileUpload jobs that are not done: pending, in flight, failed or with a bad reference.
     public var uploads: [UploadStatus]
+    /// Files others attached: on their way into the folder, or not fetched and why.
+    public var downloads: [DownloadStatus]
     /// The last stored clock calibration (`nil`: never calibrated, changes carry local time).
     public var clock: Calibration?
 
@@ -47,6 +49,7 @@ public struct AgentStatus: Sendable {
                         state: $0.upload.state.rawValue, bytesSent: $0.upload.bytesSent, size: $0.upload.stat?.size,
                         attempts: $0.attempts, error: $0.upload.error ?? $0.lastError)
                 },
+                downloads: try tx.downloadsForStatus().map(DownloadStatus.init),
                 clock: try tx.meta("clock").flatMap(Calibration.decode))
         }
     }
@@ -83,6 +86,7 @@ public struct AgentStatus: Sendable {
                     ("attempts", .number(String(u.attempts))), ("error", str(u.error)),
                 ].map { (key: $0.0, value: $0.1) }))
             })),
+            ("downloads", .array(downloads.map(\.json))),
         ].map { (key: $0.0, value: $0.1) }))
     }
 
@@ -133,6 +137,10 @@ public struct AgentStatus: Sendable {
         if !uploads.isEmpty {
             lines.append("uploads:")
             lines += uploads.map(\.text)
+        }
+        if !downloads.isEmpty {
+            lines.append("downloads:")
+            lines += downloads.map(\.text)
         }
         return lines.joined(separator: "\n")
     }

@@ -101,7 +101,7 @@ struct Attachments: Sendable {
         guard stat(real, &st) == 0, hashed.size == Int64(st.st_size),
               FileStat(EntryInfo(st)) == before
         else {
-            return .failure(.unreadable(written, reason: "it changed while being read; it is read again when it settles"))
+            return .failure(.changing(written))
         }
         return .success(AttachedFile(path: inside, sha256: hashed.hash, stat: FileStat(recording: EntryInfo(st), readBefore: readStart)))
     }
@@ -155,6 +155,10 @@ struct Attachments: Sendable {
                     row.bytesSent = 0
                     try tx.enqueue(key: row.outboxKey, docID: docID, kind: "upload", payload: "{}", bodyHash: file.sha256, queuedAt: stamp)
                 }
+            case .failure(.changing) where before != nil:
+                // A save under way is no change yet: the server keeps the file it has (a `null`
+                // there would tell every other folder the file was deleted).
+                continue
             case .failure(let problem):
                 if before?.state != .invalid, before?.remoteURL != nil { result.wireChanged = true }
                 row.sha256 = nil

@@ -60,7 +60,7 @@ extension Downloader {
             stamp: doc.updatedAt ?? 0
         ) { tx in
             try tx.upsertUpload(upload)
-            try tx.deleteDownload(docID: docID, property: property)
+            try tx.finishDownload(docID: docID, property: property, url: job.url)
         }
         logger.info("attached file downloaded", metadata: ["file.path": "\(relative)", "doc.id": "\(docID)", "property": "\(property)"])
     }
@@ -101,18 +101,14 @@ extension Downloader {
         try await index.write { tx in
             try tx.upsertUpload(final)
             try tx.deleteEntry(key: final.outboxKey)
-            try tx.deleteDownload(docID: docID, property: property)
+            try tx.finishDownload(docID: docID, property: property, url: job.url)
         }
         logger.info("attached file updated from the server", metadata: ["file.path": "\(path)", "doc.id": "\(docID)", "property": "\(property)"])
     }
 
     /// The job no longer applies: it ends (unless a newer one took its place).
     private func superseded(_ job: DownloadRow) async throws {
-        try await index.write { tx in
-            if try tx.download(docID: job.docID, property: job.property)?.url == job.url {
-                try tx.deleteDownload(docID: job.docID, property: job.property)
-            }
-        }
+        try await index.write { tx in try tx.finishDownload(docID: job.docID, property: job.property, url: job.url) }
     }
 
     /// Copies the cached file beside the document under the first free name (or finds it there

@@ -115,12 +115,15 @@ actor Downloader {
         do {
             picked = try await index.write { tx in
                 var jobs: [(OutboxEntry, DownloadRow)] = []
+                // One job per content at a time: the others find it in the cache next round.
+                var contents = Set<String>()
                 for entry in try tx.dueEntries(now: now, limit: 64, kind: "download") {
                     let property = String(entry.key.dropFirst("download:\(entry.docID):".count))
                     guard var job = try tx.download(docID: entry.docID, property: property), job.state != .failed else {
                         try tx.deleteEntry(key: entry.key)
                         continue
                     }
+                    guard contents.insert(job.sha256 ?? job.url).inserted else { continue }
                     job.state = .downloading
                     job.bytesReceived = 0
                     try tx.upsertDownload(job)

@@ -23,6 +23,7 @@ public struct AgentConfig: Sendable, Equatable {
         public var types: [String]?
         public var excludeTypes: [String] = []
         public var maxFileSize: Int?
+        public var maxDownloadSize: Int64?
         public var requestTimeout: Double?
         public var pollInterval: Double?
     }
@@ -42,7 +43,7 @@ public struct AgentConfig: Sendable, Equatable {
     public static let topKeys: Set<String> = ["log_level", "log_format", "metrics_addr", "folders"]
     public static let folderKeys: Set<String> = [
         "name", "path", "endpoint", "token_file", "ca_file", "ignore", "types", "exclude_types", "max_file_size", "request_timeout",
-        "poll_interval",
+        "poll_interval", "max_download_size",
     ]
 
     /// Reads and checks `path`: an error names the file, the line and what is wrong.

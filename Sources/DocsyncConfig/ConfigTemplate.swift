@@ -48,6 +48,7 @@ public enum ConfigTemplate {
             # types: [note, invoice]
             # exclude_types: [scratch]
             # max_file_size: 16777216   # bytes
+            # max_download_size: 4294967296   # bytes; larger files others attached are not fetched
             # request_timeout: 30       # seconds
             # poll_interval: 10         # seconds, for endpoints without a long poll
 

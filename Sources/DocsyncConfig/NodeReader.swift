@@ -78,6 +78,7 @@ struct NodeReader {
         folder.types = try keys["types"].map { try docTypes($0, at: "\(place).types") }
         folder.excludeTypes = try keys["exclude_types"].map { try docTypes($0, at: "\(place).exclude_types") } ?? []
         folder.maxFileSize = try keys["max_file_size"].map { Int(try number($0, at: "\(place).max_file_size", in: 1...Double(1 << 40))) }
+        folder.maxDownloadSize = try keys["max_download_size"].map { Int64(try number($0, at: "\(place).max_download_size", in: 0...Double(1 << 50))) }
         folder.requestTimeout = try keys["request_timeout"].map { try number($0, at: "\(place).request_timeout", in: 0.001...86_400) }
         folder.pollInterval = try keys["poll_interval"].map { try number($0, at: "\(place).poll_interval", in: 0.1...86_400) }
         return folder

@@ -87,6 +87,11 @@ extension IndexTransaction {
         try db.cachedStatement(sql: "DELETE FROM download WHERE doc_id = ? AND property = ?").execute(arguments: [docID, property])
     }
 
+    /// Ends the job for `url`; a newer job for the same property (another URL) stays.
+    public func finishDownload(docID: String, property: String, url: String) throws {
+        if try download(docID: docID, property: property)?.url == url { try deleteDownload(docID: docID, property: property) }
+    }
+
     /// A document's jobs go with it (deleted, or trashed from the server).
     public func deleteDownloads(docID: String) throws {
         for property in try String.fetchAll(db, sql: "SELECT property FROM download WHERE doc_id = ?", arguments: [docID]) {

@@ -118,6 +118,8 @@ public enum FileReferenceProblem: Error, Sendable, Hashable, CustomStringConvert
     case missing(String)
     case notAFile(String)
     case unreadable(String, reason: String)
+    /// Being written right now: read again when it settles; meanwhile the server keeps what it has.
+    case changing(String)
     /// The endpoint keeps fewer files per document, and earlier properties took them.
     case beyondLimit(String, limit: Int, taken: [String])
 
@@ -132,6 +134,7 @@ public enum FileReferenceProblem: Error, Sendable, Hashable, CustomStringConvert
         case .missing(let p): "\(p) does not exist"
         case .notAFile(let p): "\(p) is a folder, not a file"
         case .unreadable(let p, let reason): "\(p) cannot be read: \(reason)"
+        case .changing(let p): "\(p) changed while being read; it is read again when it settles"
         case .beyondLimit(let p, let limit, let taken):
             "\(p) is not sent: the server keeps \(limit == 1 ? "one file" : "\(limit) files") per document, and \(taken.map { "\"\($0)\"" }.joined(separator: ", ")) \(taken.count == 1 ? "has it" : "have them")"
         }

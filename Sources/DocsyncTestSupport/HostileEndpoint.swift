@@ -13,11 +13,17 @@ public final class HostileEndpoint: Sendable {
         public var status: Int
         public var headers: [(String, String)]
         public var body: String
+        /// Writes the body piece by piece instead of `body` (a reply that trickles, or stops half-way).
+        public var stream: (@Sendable () -> AsyncThrowingStream<ByteBuffer, any Error>)?
 
-        public init(status: Int = 200, headers: [(String, String)] = [], body: String) {
+        public init(
+            status: Int = 200, headers: [(String, String)] = [], body: String = "",
+            stream: (@Sendable () -> AsyncThrowingStream<ByteBuffer, any Error>)? = nil
+        ) {
             self.status = status
             self.headers = headers
             self.body = body
+            self.stream = stream
         }
     }
 
@@ -59,6 +65,10 @@ public final class HostileEndpoint: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         for (name, value) in answer.headers { if let field = HTTPField.Name(name) { headers[field] = value } }
+        if let stream = answer.stream {
+            return Response(status: .init(code: answer.status), headers: headers, body: ResponseBody(asyncSequence: stream()))
+        }
         return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(string: answer.body)))
     }
 }
+

@@ -60,6 +60,11 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Largest document file synced, in bytes (default: 16 MiB).")
     var maxFileSize: Int?
 
+    @Option(
+        help: "Largest file others attached that is downloaded into the folder, in bytes (K, M, G suffixes allowed; default: 4G). Larger ones are reported, not fetched.",
+        transform: parseByteCount)
+    var maxDownloadSize: Int64?
+
     @Option(help: "Seconds one request to the endpoint may take before it is retried (default: 30).")
     var requestTimeout: Double?
 
@@ -80,6 +85,7 @@ struct AgentTuning: ParsableArguments {
 
     func validate() throws {
         guard (maxFileSize ?? 1) > 0 else { throw ValidationError("--max-file-size must be positive") }
+        guard (maxDownloadSize ?? 1) >= 0 else { throw ValidationError("--max-download-size must not be negative") }
         guard (requestTimeout ?? 1) > 0 else { throw ValidationError("--request-timeout must be positive") }
         guard (0.1...86_400).contains(pollInterval ?? 10) else { throw ValidationError("--poll-interval must be between 0.1 and 86400 seconds") }
         _ = try Self.typeList(types, "--types")
@@ -100,6 +106,7 @@ struct AgentTuning: ParsableArguments {
     /// The flags given, over what `options` holds (the defaults, or a config file's values).
     func apply(to options: inout AgentOptions) {
         if let maxFileSize { options.maxFileSize = maxFileSize }
+        if let maxDownloadSize { options.maxDownloadBytes = maxDownloadSize }
         if let requestTimeout { options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000)) }
         if let pollInterval { options.pollInterval = .milliseconds(Int64(pollInterval * 1000)) }
         if let only = try? Self.typeList(types, "--types") { options.selection.only = Set(only) }

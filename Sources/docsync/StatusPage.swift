@@ -58,6 +58,7 @@ function folder(s) {
   for (const f of s.invalid_files) failing.push([f.path, "invalid: " + f.reason]);
   for (const r of s.rejected_documents) failing.push([r.path || r.id, "rejected by the endpoint: " + r.reason]);
   for (const u of s.uploads) if (u.error) failing.push([u.document + " " + u.property, u.state + ": " + u.error]);
+  for (const d of (s.downloads || [])) if (d.error) failing.push([d.document + " " + d.property, d.state + ": " + d.error]);
   box.append(el("h3", "Failing")); rows(box, failing, "nothing", (f) => f);
   box.append(el("h3", "Conflicts to resolve"));
   rows(box, s.conflicts, "none", (c) => [c.copy, "of " + c.document + " — docsync resolve " + c.copy + " --keep mine|theirs"]);

@@ -88,6 +88,7 @@ struct WatchPlan {
         options.name = entry.name
         options.extraIgnore = entry.ignore
         if let bytes = entry.maxFileSize { options.maxFileSize = bytes }
+        if let bytes = entry.maxDownloadSize { options.maxDownloadBytes = bytes }
         if let seconds = entry.requestTimeout { options.requestTimeout = .milliseconds(Int64(seconds * 1000)) }
         if let seconds = entry.pollInterval { options.pollInterval = .milliseconds(Int64(seconds * 1000)) }
         options.selection = TypeSelection(only: entry.types.map(Set.init), except: Set(entry.excludeTypes))

@@ -30,7 +30,7 @@ extension HeavySuites {
         // B deletes it: A's property becomes null and A's file goes to the trash.
         try rig.b.remove("note/doc.scan.bin")
         #expect(await eventually(timeout: .seconds(30)) { rig.object("notes/doc.json", in: rig.a)?["scan"] == .null })
-        #expect(!rig.a.exists("scans/big.bin"))
+        #expect(await eventually { !rig.a.exists("scans/big.bin") })
         let trash = try FileManager.default.contentsOfDirectory(atPath: rig.a.file(".docsync/trash"))
         #expect(trash.contains { $0.hasPrefix("doc-scan-") && $0.hasSuffix(".bin") }, "recoverable from .docsync/trash: \(trash)")
         #expect(rig.object("notes/doc.json", in: rig.a)?["title"] == "scan", "the rest of the document stays")
@@ -58,7 +58,7 @@ extension HeavySuites {
 
         func start(_ folder: TempFolder) throws -> DocsyncProcess {
             try DocsyncProcess(
-                ["watch", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-\(agents.count)")
+                ["watch", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-\(folder.path == a.path ? "a" : "b")")
         }
 
         func finish() async {

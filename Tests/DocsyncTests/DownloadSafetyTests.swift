@@ -1,0 +1,131 @@
+import DocsyncAgent
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import NIOCore
+import Synchronization
+import Testing
+
+/// Downloads against a server that says what the test tells it: hostile URLs and names, lying
+/// hashes, files over the limit, a download cut short by a stop.
+@Suite(.serialized) struct DownloadSafetyTests {
+    static let content = String(repeating: "attached bytes\n", count: 2000)
+    static let sha = ContentHash.sha256Hex(content.utf8)
+
+    /// A pull reply holding one document with `properties`.
+    static func pullReply(_ properties: [(String, String)], id: String = "doc") -> String {
+        let members = properties.map { #""\#($0.0)":"\#($0.1)""# }.joined(separator: ",")
+        return #"{"documents":{"success":[{"id":"\#(id)","docType":"note","rev":1,\#(members)}],"error":[]},"cursor":1,"more":false}"#
+    }
+
+    @Test func hostileURLsAndNamesWriteNothingOutsideTheFolderAndFetchNothingElsewhere() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let base = endpoint.url + "/api/app/upload/"
+        let otherSHA = ContentHash.sha256Hex("something else".utf8)
+        let bigSHA = String(repeating: "b", count: 64)
+        let reply = Self.pullReply([
+            ("sneaky/../../x", base + Self.sha + "/scan.pdf"),
+            ("far", "http://127.0.0.2:9/api/app/upload/\(Self.sha)/scan.pdf"),
+            ("climb", base + Self.sha + "/../../../etc/passwd"),
+            ("liar", base + otherSHA + "/scan.pdf"),
+            ("huge", base + bigSHA + "/big.bin"),
+        ])
+        endpoint.respond { method, path, _ in
+            if path == "/api/sync" { return .init(body: reply) }
+            if path.hasPrefix("/api/app/upload/\(bigSHA)") { return .init(body: String(repeating: "x", count: 100_000)) }
+            if path.hasPrefix("/api/app/upload/") { return .init(body: Self.content) }  // whatever the hash asked for
+            return nil
+        }
+        let parent = try TempFolder("download-parent")
+        defer { parent.remove() }
+        let root = parent.file("folder")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
+        let folder = TempFolder(existing: root)
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") { $0.maxDownloadBytes = 64 << 10 }
+
+        #expect(await eventually {
+            let status = try? await AgentStatus.read(root: root)
+            return status?.downloads.filter { $0.state == "failed" }.count == 3 && status?.downloads.count == 3
+        })
+        let status = try await AgentStatus.read(root: root)
+        let reasons = Dictionary(uniqueKeysWithValues: status.downloads.map { ($0.property, $0.error ?? "") })
+        #expect(reasons["far"]?.contains("another server") == true, "\(reasons)")
+        #expect(reasons["liar"]?.contains("other bytes") == true, "\(reasons)")
+        #expect(reasons["huge"]?.contains("download limit") == true, "\(reasons)")
+        #expect(status.text(now: 0).contains("not downloaded"))
+
+        // The one good file is in the document's folder, under a name made here.
+        let doc = try DocumentRules.parseObject(Array(folder.bytes("note/doc.json")))
+        #expect(doc["sneaky/../../x"] == fileRef("doc.sneaky_______x.pdf"))
+        #expect(try folder.read("note/doc.sneaky_______x.pdf") == Self.content)
+        #expect(doc["climb"] == .string(base + Self.sha + "/../../../etc/passwd"), "not a file URL: an ordinary value")
+        #expect(doc["far"]?.string?.hasPrefix("http://127.0.0.2") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path) == ["folder"], "nothing beside the folder")
+        let tree = Set(FileManager.default.enumerator(atPath: root)!.compactMap { $0 as? String }.filter { !$0.hasPrefix(".docsync") })
+        #expect(tree == ["note", "note/doc.json", "note/doc.sneaky_______x.pdf"])
+        let fetched = endpoint.seen.filter { $0.0 == "GET" }.map(\.1)
+        #expect(!fetched.contains { $0.contains("etc") }, "\(fetched)")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
+    @Test func aDownloadCutShortByAStopStartsOverAtTheNextStartAndLeavesOneFile() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let piece = ByteBuffer(string: Self.content)
+        let half = Mutex(true)  // until the test says otherwise, the file stops half-way and hangs
+        let reply = Self.pullReply([("scan", endpoint.url + "/api/app/upload/" + Self.sha + "/scan.pdf")])
+        endpoint.respond { _, path, _ in
+            if path == "/api/sync" { return .init(body: reply) }
+            guard path.hasPrefix("/api/app/upload/") else { return nil }
+            if !half.withLock({ $0 }) { return .init(body: Self.content) }
+            return .init(headers: [("Content-Length", String(piece.readableBytes))], stream: {
+                AsyncThrowingStream { continuation in
+                    continuation.yield(piece.getSlice(at: 0, length: piece.readableBytes / 2)!)
+                    // Never finished: the agent's stop cuts it.
+                }
+            })
+        }
+        let folder = try TempFolder("download-restart")
+        defer { folder.remove() }
+        var agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually {
+            (try? await AgentStatus.read(root: folder.path))?.downloads.first.map { $0.state == "downloading" && $0.bytesReceived > 0 } == true
+        })
+        #expect(try await AgentStatus.read(root: folder.path).text(now: 0).contains("downloading"))
+        try await agent.stop()
+        #expect(!folder.exists("note/doc.scan.pdf"))
+
+        half.withLock { $0 = false }
+        agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { (try? folder.read("note/doc.scan.pdf")) == Self.content })
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.downloads.isEmpty == true })
+        let doc = try DocumentRules.parseObject(Array(folder.bytes("note/doc.json")))
+        #expect(doc["scan"] == fileRef("doc.scan.pdf"))
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: folder.file("note")).filter { !$0.hasPrefix(".") }
+        #expect(siblings.sorted() == ["doc.json", "doc.scan.pdf"], "one file, no duplicate")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file(".docsync/files/tmp")).isEmpty, "no temporary left")
+        #expect(endpoint.seen.filter { $0.0 == "GET" && $0.1.hasPrefix("/api/app/upload/") }.count == 2, "started over once")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
+    @Test func theSameContentIsFetchedOnceHoweverManyDocumentsNameIt() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let url = endpoint.url + "/api/app/upload/" + Self.sha + "/scan.pdf"
+        let docs = (1...3).map { #"{"id":"d\#($0)","docType":"note","rev":1,"scan":"\#(url)"}"# }.joined(separator: ",")
+        endpoint.respond { _, path, _ in
+            if path == "/api/sync" { return .init(body: #"{"documents":{"success":[\#(docs)],"error":[]},"cursor":1,"more":false}"#) }
+            return path.hasPrefix("/api/app/upload/") ? .init(body: Self.content) : nil
+        }
+        let folder = try TempFolder("download-once")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { (1...3).allSatisfy { (try? folder.read("note/d\($0).scan.pdf")) == Self.content } })
+        #expect(endpoint.seen.filter { $0.0 == "GET" && $0.1.hasPrefix("/api/app/upload/") }.count == 1)
+        try await agent.stop()
+        await endpoint.stop()
+    }
+}
