@@ -199,6 +199,8 @@ struct Bench: AsyncParsableCommand {
         results.attachmentAgentRSS = ProcessStats.read(pid: agent.pid)?.peakRSSBytes ?? -1
         results.serverRSS = ProcessStats.read(pid: server.pid)?.peakRSSBytes ?? -1
         await agent.stop()
+        let fileURL = try await api.documents(type: "bench-att")["att"]?["file"]?.string ?? ""
+        try await measureDownload(url: url, fileURL: fileURL, sha: sha, server: server, work: work, results: &results)
         // The baseline: curl posting the same multipart FileUpload.
         try work.write("target.json", #"{"targetId":"att","targetDocType":"bench-att","targetProperty":"curl"}"#)
         let curlStart = now()
