@@ -170,7 +170,6 @@ public actor Agent {
         let pusher = self.pusher
         let uploader = self.uploader
         let puller = self.puller
-        let scanner = self.scanner
         await attachPusher()
         // A stored estimate stamps the scan's changes at once and is refreshed alongside it; only
         // a folder that never saw the endpoint waits for a first sample (a refused connect fails fast).
@@ -189,14 +188,7 @@ public actor Agent {
             await self.keepClockCalibrated()
         }
         let settling = Task { await self.keepStatsSettled() }
-        metrics.rescan("start")
-        let summary = try await lock.run { try await scanner.fullScan() }
-        logger.info(
-            "watching \(options.root)",
-            metadata: [
-                "scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)", "scan.unchanged": "\(summary.unchanged)",
-                "scan.invalid": "\(summary.invalid)", "scan.bytes_read": "\(summary.bytesRead)",
-            ])
+        try await scanAtStart()
         options.onWatching?()
         pusher.wake()
         uploader.wake()
@@ -218,6 +210,19 @@ public actor Agent {
         await calibrating.value
         await saveCalibration()
         if gone { throw RootGone(root: options.root) }
+    }
+
+    /// The full scan that finds what changed while the agent was not running.
+    private func scanAtStart() async throws {
+        metrics.rescan("start")
+        let scanner = self.scanner
+        let summary = try await lock.run { try await scanner.fullScan() }
+        logger.info(
+            "watching \(options.root)",
+            metadata: [
+                "scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)", "scan.unchanged": "\(summary.unchanged)",
+                "scan.invalid": "\(summary.invalid)", "scan.bytes_read": "\(summary.bytesRead)",
+            ])
     }
 
     /// Scans what each watcher batch names until the watcher stops; true when the folder itself
@@ -385,12 +390,4 @@ public actor Agent {
         let counts = try await index.read { try $0.statusCounts() }
         return SyncReport(scan: summary, pending: counts.pending, invalid: counts.invalid, rejected: counts.rejected, failure: failure)
     }
-}
-
-/// Reads a token file: the first line, trimmed. A token never needs to be on a command line.
-public func readToken(file: String) throws -> String {
-    let text = try String(contentsOfFile: file, encoding: .utf8)
-    let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-    guard !token.isEmpty else { throw FileSystemError("read token from", path: file, code: ENODATA) }
-    return token
 }

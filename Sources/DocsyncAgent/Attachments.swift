@@ -171,23 +171,29 @@ struct Attachments: Sendable {
             if row != before { try tx.upsertUpload(row) }
         }
         // References no longer in the document.
-        for (property, row) in existing {
-            if object[property] != nil {
-                try tx.deleteUpload(docID: docID, property: property)  // the property holds an ordinary value now
-            } else if row.state != .removed {
-                var removed = row
-                removed.reference = nil
-                removed.path = nil
-                removed.sha256 = nil
-                removed.stat = nil
-                removed.state = .removed
-                removed.error = nil
-                try tx.deleteEntry(key: row.outboxKey)
-                try tx.upsertUpload(removed)
-                result.wireChanged = true
-            }
-        }
+        for (property, row) in existing where try forget(row, holding: object[property], tx: tx) { result.wireChanged = true }
         return result
+    }
+
+    /// A reference gone from its document: an ordinary value there now drops the job; no property
+    /// at all leaves a `removed` job so the server's property becomes `null`. True when the
+    /// server's copy must change.
+    private static func forget(_ row: UploadRow, holding value: JSONValue?, tx: IndexTransaction) throws -> Bool {
+        if value != nil {
+            try tx.deleteUpload(docID: row.docID, property: row.property)
+            return false
+        }
+        guard row.state != .removed else { return false }
+        var removed = row
+        removed.reference = nil
+        removed.path = nil
+        removed.sha256 = nil
+        removed.stat = nil
+        removed.state = .removed
+        removed.error = nil
+        try tx.deleteEntry(key: row.outboxKey)
+        try tx.upsertUpload(removed)
+        return true
     }
 }
 
