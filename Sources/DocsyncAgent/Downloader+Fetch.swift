@@ -14,17 +14,38 @@ extension Downloader {
     /// file of the folder with that content, or fetched.
     func bytes(of job: DownloadRow, progress: DownloadProgress) async throws(EndpointError) -> String {
         if let sha256 = job.sha256 {
-            if cache.has(sha256) { return sha256 }
+            if await cached(sha256) { return sha256 }
             let copies = (try? await index.read { try $0.attachedFiles(sha256: sha256) }) ?? []
+            let realRoot = Attachments.realPath(root) ?? root
             for copy in copies {
-                guard let path = copy.path, let real = Attachments.realPath(root + "/" + path), real.hasPrefix(gate.root) else { continue }
+                guard let path = copy.path, let real = Attachments.realPath(root + "/" + path), real.hasPrefix(realRoot + "/") else { continue }
                 if cache.adoptCopy(of: real, sha256: sha256) {
+                    await remember(sha256)
                     logger.debug("attached file found in the folder", metadata: ["file.path": "\(path)"])
                     return sha256
                 }
             }
         }
-        return try await fetch(job, progress: progress)
+        let sha256 = try await fetch(job, progress: progress)
+        await remember(sha256)
+        return sha256
+    }
+
+    /// Whether the cache holds `sha256` as it was stored. The tree's copy is a hard link to the
+    /// same file: a change made to it in place shows as another stat, and the entry is dropped.
+    func cached(_ sha256: String) async -> Bool {
+        let path = cache.path(of: sha256)
+        let recorded = try? await index.read { try $0.cachedFile(sha256: sha256) }
+        if let recorded, let info = FileSystem.info(path), info.kind == .file, FileStat(info) == recorded { return true }
+        unlink(path)
+        try? await index.write { try $0.setCachedFile(sha256: sha256, stat: nil) }
+        return false
+    }
+
+    /// Records the stat of a file just stored in the cache.
+    func remember(_ sha256: String) async {
+        let stat = FileSystem.info(cache.path(of: sha256)).map { FileStat($0) }
+        try? await index.write { try $0.setCachedFile(sha256: sha256, stat: stat) }
     }
 
     /// Streams the file from the endpoint to a temporary (hashed on the way), checks it, flushes

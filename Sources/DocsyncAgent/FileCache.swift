@@ -9,7 +9,9 @@ import Glibc
 
 /// Downloaded files by content, in `.docsync/files/<sha256[0..2]>/<sha256>`: a file is fetched
 /// once per hash, however many documents or versions name it, and a download cut short leaves
-/// only a temporary in `.docsync/files/tmp/` (cleared at the next start).
+/// only a temporary in `.docsync/files/tmp/` (cleared at the next start). The tree's copy is a
+/// hard link where the file system allows, so the cache costs no second copy of the bytes; the
+/// index keeps each entry's stat, and an entry changed in place through the tree is not used.
 struct FileCache: Sendable {
     let root: String
     var temporaryFolder: String { root + "/tmp" }
@@ -19,8 +21,6 @@ struct FileCache: Sendable {
     }
 
     func path(of sha256: String) -> String { "\(root)/\(sha256.prefix(2))/\(sha256)" }
-
-    func has(_ sha256: String) -> Bool { FileSystem.info(path(of: sha256))?.kind == .file }
 
     /// Drops temporaries of downloads that did not finish.
     func clearTemporaries() {

@@ -5,7 +5,10 @@ import CGlibcExtras
 
 extension FileSystem {
     /// Puts a copy of `source` (a file of docsync's own, such as its download cache) at `file`:
-    /// copied beside it under a hidden temporary name, flushed to disk, then renamed into place.
+    /// a hard link to it, or where the file system refuses one, a copy flushed to disk, made
+    /// beside `file` under a hidden temporary name and renamed into place. (A link shares the
+    /// bytes: the caller notices a change made through either name by its stat. Only a source
+    /// with no other link is linked, so no two files of the tree ever share their bytes.)
     ///
     /// With `replacing` nil, the copy is created only where nothing is (false otherwise). With
     /// `replacing`, the copy is swapped with what is there and `replacing` is asked about the
@@ -13,7 +16,14 @@ extension FileSystem {
     /// the two are swapped back and nothing changed (false).
     public static func placeCopy(of source: String, at file: GatedFile, replacing: ((GatedFile) -> Bool)? = nil) throws(FileSystemError) -> Bool {
         let temp = try file.sibling(".\(file.name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
-        try copy(source, to: temp)
+        var st = stat()
+        let alone = stat(source, &st) == 0 && st.st_nlink == 1
+        if !alone || linkat(AT_FDCWD, source, temp.folder.fd, temp.name, 0) != 0 {
+            guard !alone || errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOTSUP || errno == EOPNOTSUPP else {
+                throw FileSystemError("link", path: temp.path)
+            }
+            try copy(source, to: temp)
+        }
         var consumed = false
         defer { if !consumed { remove(temp) } }
         guard let replacing else {

@@ -5,18 +5,18 @@ import NIOHTTP1
 
 extension HTTPTransport {
     /// Streams the body of `GET url` to `sink` as it arrives (the client reads the next chunk
-    /// only once `sink` has taken this one, so memory stays flat whatever the size). The
-    /// credential goes along: callers fetch only URLs of this endpoint's own server.
+    /// only once `sink` has taken this one, so memory stays flat whatever the size). With
+    /// `credentials`, the endpoint's credential goes along: only for URLs of its own server.
     ///
     /// A declared length over `maxBytes` is refused before any byte is read, a body that grows
     /// past it as soon as it does. A stalled body fails after the client's read timeout.
     public func download(
-        url: String, maxBytes: Int64, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
+        url: String, maxBytes: Int64, credentials: Bool = true, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
     ) async throws(EndpointError) {
         var request = HTTPClientRequest(url: url)
         request.method = .GET
         if let clientID { request.headers.add(name: "X-Docsync-Client", value: clientID) }
-        if let authorization = currentAuthorization { request.headers.add(name: "Authorization", value: authorization) }
+        if credentials, let authorization = currentAuthorization { request.headers.add(name: "Authorization", value: authorization) }
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, timeout: requestTimeout)

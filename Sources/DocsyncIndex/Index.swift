@@ -284,6 +284,15 @@ public struct Index: Sendable {
                     PRIMARY KEY (doc_id, property)
                 );
                 CREATE INDEX outbox_download ON outbox(next_attempt_at) WHERE kind = 'download';
+                -- Files in .docsync/files by content, with the stat they had when stored: the tree's
+                -- copy is a hard link to the same inode, so a change made to it in place shows as
+                -- another stat here, and the entry is not used again.
+                CREATE TABLE cached_file (
+                    sha256 TEXT PRIMARY KEY NOT NULL,
+                    size INTEGER NOT NULL,
+                    mtime_ns INTEGER NOT NULL,
+                    inode INTEGER NOT NULL
+                ) WITHOUT ROWID;
                 """)
         }
         return migrator

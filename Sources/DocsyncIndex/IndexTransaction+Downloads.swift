@@ -115,6 +115,22 @@ extension IndexTransaction {
             """).map { (DownloadRow(row: $0), $0["document_path"], $0["attempts"] ?? 0, $0["last_error"]) }
     }
 
+    /// The stat a cached file had when it was stored (`nil`: not cached).
+    public func cachedFile(sha256: String) throws -> FileStat? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT size, mtime_ns, inode FROM cached_file WHERE sha256 = ?"), arguments: [sha256]).map {
+            FileStat(size: $0["size"], mtimeNs: $0["mtime_ns"], inode: UInt64(bitPattern: $0["inode"]))
+        }
+    }
+
+    public func setCachedFile(sha256: String, stat: FileStat?) throws {
+        guard let stat else {
+            try db.cachedStatement(sql: "DELETE FROM cached_file WHERE sha256 = ?").execute(arguments: [sha256])
+            return
+        }
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO cached_file (sha256, size, mtime_ns, inode) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [sha256, stat.size, stat.mtimeNs, Int64(bitPattern: stat.inode)])
+    }
+
     /// The attached files whose content is `sha256` (a copy already in the folder needs no download).
     public func attachedFiles(sha256: String) throws -> [UploadRow] {
         try Row.fetchAll(

@@ -52,6 +52,32 @@ extension KintoEndpoint {
         return KintoForm.document(data, collection: docType)
     }
 
+    /// A property holding the URL of the record's own attachment (`attachment.location` joined to
+    /// the plugin's `base_url`) names a file to download, checked against the plugin's `hash`.
+    /// Files are served by whatever publishes the plugin's storage, not by Kinto: they are fetched
+    /// without Kinto's credential, and only from under `base_url`.
+    public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? {
+        guard property != Self.attachmentMember, case .string(let url)? = document[property],
+              let meta = document[Self.attachmentMember]?.object, let location = meta["location"]?.string,
+              let plugin = readAttachments(), Self.absolute(location, base: plugin.baseURL) == url
+        else { return nil }
+        guard let base = plugin.baseURL, !base.isEmpty, url.hasPrefix(base.hasSuffix("/") ? base : base + "/"), !url.contains("/../") else {
+            return .refused(url: url, reason: "it is not under the attachment plugin's base_url; only the endpoint's own files are fetched")
+        }
+        guard let hash = meta["hash"]?.string, RemoteFile.isSHA256(hash) else {
+            return .refused(url: url, reason: "the record's attachment names no SHA-256 to check the file against")
+        }
+        let size = meta["size"].flatMap { if case .number(let n) = $0 { Int64(n) } else { nil } }
+        let ext = meta["filename"]?.string.flatMap { RemoteFile.safeExtension(of: Substring($0)) }
+        return .file(RemoteFile(url: url, sha256: hash, size: size, fileExtension: ext))
+    }
+
+    public func download(
+        _ file: RemoteFile, maxBytes: Int64, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) async throws(EndpointError) {
+        try await http.download(url: file.url, maxBytes: maxBytes, credentials: false, progress: progress, into: sink)
+    }
+
     /// `location` joined to the plugin's `base_url` unless it is a URL already.
     static func absolute(_ location: String, base: String?) -> String {
         if location.hasPrefix("http://") || location.hasPrefix("https://") { return location }

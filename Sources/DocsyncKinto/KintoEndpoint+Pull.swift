@@ -9,6 +9,8 @@ extension KintoEndpoint {
     /// first, a page at a time. An idle poll costs one listing and one request per collection.
     public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
         var position = KintoCursor(cursor)
+        // The attachment plugin's base URL tells which pulled URLs are this server's files.
+        if readBatchMax() == nil { try await hello() }
         if takeLost() { return try reset("a write found the bucket gone") }
         guard let collections = try await collectionIDs() else {
             // No bucket: never made yet, or the server lost it (reset, restored from an older

@@ -124,7 +124,28 @@ import Testing
         defer { folder.remove() }
         let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
         #expect(await eventually { (1...3).allSatisfy { (try? folder.read("note/d\($0).scan.pdf")) == Self.content } })
-        #expect(endpoint.seen.filter { $0.0 == "GET" && $0.1.hasPrefix("/api/app/upload/") }.count == 1)
+        let gets = { endpoint.seen.filter { $0.0 == "GET" && $0.1.hasPrefix("/api/app/upload/") }.count }
+        #expect(gets() == 1)
+        // The cache costs no second copy, but no two files of the tree share their bytes.
+        let inodes = try (1...3).map { try FileManager.default.attributesOfItem(atPath: folder.file("note/d\($0).scan.pdf"))[.systemFileNumber] as? UInt64 }
+        #expect(Set(inodes).count == 3, "\(inodes)")
+
+        // Changed in place (through a link to the cache, if it is one): the cache is not trusted
+        // for those bytes any more, and the next document naming them gets them from the server.
+        for n in 1...3 {
+            let handle = try FileHandle(forWritingTo: folder.url("note/d\(n).scan.pdf"))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("appended in place\n".utf8))
+            try handle.close()
+        }
+        endpoint.respond { _, path, _ in
+            if path == "/api/sync" {
+                return .init(body: #"{"documents":{"success":[{"id":"d4","docType":"note","rev":1,"scan":"\#(url)"}],"error":[]},"cursor":2,"more":false}"#)
+            }
+            return path.hasPrefix("/api/app/upload/") ? .init(body: Self.content) : nil
+        }
+        #expect(await eventually { (try? folder.read("note/d4.scan.pdf")) == Self.content })
+        #expect(gets() == 2)
         try await agent.stop()
         await endpoint.stop()
     }

@@ -234,6 +234,25 @@ extension HeavySuites {
         #expect(try await records(server, "report")["r"]?["attachment"]?.object?["hash"]?.string == sha2)
     }
 
+    @Test func anAttachmentReachesASecondFolderAndItsNewVersionFollows() async throws {
+        let server = try await KintoServer.start(attachments: true)
+        let (folderA, folderB) = (try TempFolder("kinto-att-a"), try TempFolder("kinto-att-b"))
+        let a = try await agent(folderA, server)
+        let b = try await agent(folderB, server)
+        defer { Task { try? await a.stop(); try? await b.stop(); await server.stop(); folderA.remove(); folderB.remove() } }
+        let sha = try folderA.writeRandom("reports/scan.pdf", size: 1_500_000, seed: 4)
+        try folderA.write("reports/r.json", #"{"id":"r","docType":"report","scan":{"$file":"scan.pdf"}}"#)
+
+        // Fetched from the plugin's storage, checked against the plugin's hash, placed beside the document.
+        #expect(await eventually(timeout: .seconds(30)) { object(of: "r", in: folderB)?["scan"] == fileRef("r.scan.pdf") })
+        #expect(ContentHash.sha256Hex(try folderB.bytes("report/r.scan.pdf")) == sha)
+
+        // B's new version reaches A's file, where A's reference points.
+        let sha2 = try folderB.writeRandom("report/r.scan.pdf", size: 300_000, seed: 5)
+        #expect(await eventually(timeout: .seconds(30)) { (try? ContentHash.sha256Hex(folderA.bytes("reports/scan.pdf"))) == sha2 })
+        #expect(object(of: "r", in: folderA)?["scan"] == fileRef("scan.pdf"))
+    }
+
     @Test func writesCalibrateTheClockToTheMillisecondWithAnHonestBound() async throws {
         let server = try await KintoServer.start()
         let folder = try TempFolder("kinto-clock")
