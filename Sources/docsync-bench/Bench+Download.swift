@@ -4,7 +4,8 @@ import Foundation
 
 /// The second leg of the attachment run: the file A attached travels on to a second folder. A
 /// fresh `docsync watch` on an empty folder pulls the document and downloads the file (streamed,
-/// hashed, cached, copied beside the document); the baseline is `curl -o` fetching the same URL.
+/// hashed, flushed, cached, linked beside the document); the baseline is `curl -o` fetching the
+/// same URL, then `sync FILE` flushing it.
 extension Bench {
     func measureDownload(
         url: String, fileURL: String, sha: String, server: DocsyncProcess, work: TempFolder, results: inout Results
@@ -33,6 +34,10 @@ extension Bench {
             executable: "/usr/bin/curl", arguments: ["-s", "-o", work.file("curl-download.bin"), "-H", "@\(work.file("curl-headers"))", fileURL],
             logDirectory: work.path, name: "curl-download")
         _ = await curl.wait(timeout: .seconds(3600))
+        results.curlDownloadOnlySeconds = seconds(since: curlStart)
+        // The agent flushes what it downloaded before using it; the fair baseline does too.
+        let flush = try DocsyncProcess(executable: "/usr/bin/sync", arguments: [work.file("curl-download.bin")], logDirectory: work.path, name: "sync")
+        _ = await flush.wait(timeout: .seconds(3600))
         results.curlDownloadSeconds = seconds(since: curlStart)
         try? FileManager.default.removeItem(atPath: work.file("curl-download.bin"))
     }

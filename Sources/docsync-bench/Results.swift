@@ -49,6 +49,7 @@ struct Results {
     var downloadSeconds = 0.0
     var downloadAgentRSS = 0
     var curlDownloadSeconds = 0.0
+    var curlDownloadOnlySeconds = 0.0
     /// The peak of the attachment run's own server.
     var serverRSS = 0
     var postgresLoad = LoadRun()
@@ -100,7 +101,7 @@ struct Results {
             | idle CPU with `--metrics-addr`, scraped every 15 s, ms per minute | \(fmt(idleMetricsCPUmsPerMinute, 2)) | | |
             | attachment of \(attachmentBytes >> 20) MiB: file on disk → URL in the server's document, s (curl -F: the same upload alone) | \(fmt(attachmentSeconds, 2)) | \(fmt(curlAttachmentSeconds, 2)) | \(fmt(attachmentSeconds / curlAttachmentSeconds, 2))× |
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
-            | the same file on to a second, empty folder: pulled, downloaded, placed, s (curl -o: the download alone) | \(fmt(downloadSeconds, 2)) | \(fmt(curlDownloadSeconds, 2)) | \(fmt(downloadSeconds / curlDownloadSeconds, 2))× |
+            | the same file on to a second, empty folder: pulled, downloaded, flushed, placed, s (`curl -o` + `sync FILE`; curl alone \(fmt(curlDownloadOnlySeconds, 2))) | \(fmt(downloadSeconds, 2)) | \(fmt(curlDownloadSeconds, 2)) | \(fmt(downloadSeconds / curlDownloadSeconds, 2))× |
             | peak RSS while the attachment travels: sending agent / server / receiving agent (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB / \(downloadAgentRSS >> 20) MiB | | |
             | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(selectiveTable())\(roundsTable(docs: docs))
 
@@ -190,7 +191,7 @@ struct Results {
             ("clock_min_delay_median_ms", clock.minDelayMedian), ("clock_min_delay_p95_ms", clock.minDelayP95),
             ("attachment_bytes", Double(attachmentBytes)), ("attachment_s", attachmentSeconds), ("curl_attachment_s", curlAttachmentSeconds),
             ("attachment_agent_peak_rss_bytes", Double(attachmentAgentRSS)), ("server_peak_rss_bytes", Double(serverRSS)),
-            ("download_s", downloadSeconds), ("curl_download_s", curlDownloadSeconds), ("download_agent_peak_rss_bytes", Double(downloadAgentRSS)),
+            ("download_s", downloadSeconds), ("curl_download_s", curlDownloadSeconds), ("curl_download_unflushed_s", curlDownloadOnlySeconds), ("download_agent_peak_rss_bytes", Double(downloadAgentRSS)),
             ("pg_2_servers_writes_per_s", postgresLoad.writesPerSecond), ("pg_2_servers_latency_p99_ms", percentile(postgresLoad.latency, 99)),
             ("sqlite_1_server_writes_per_s", sqliteLoad.writesPerSecond), ("sqlite_1_server_latency_p99_ms", percentile(sqliteLoad.latency, 99)),
             ("selective_all_s", selective.allSeconds), ("selective_one_type_s", selective.oneSeconds),
