@@ -111,6 +111,26 @@ import Testing
         await endpoint.stop()
     }
 
+    /// `docsync sync` (one shot) ends with the files in place, or says what is left.
+    @Test func aOneShotSyncReturnsWithTheFilesInPlace() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let reply = Self.pullReply([("scan", endpoint.url + "/api/app/upload/" + Self.sha + "/scan.pdf")])
+        endpoint.respond { _, path, _ in
+            if path == "/api/sync" { return .init(body: reply) }
+            return path.hasPrefix("/api/app/upload/") ? .init(body: Self.content) : nil
+        }
+        let folder = try TempFolder("download-sync")
+        defer { folder.remove() }
+        let agent = try Agent(
+            options: AgentOptions(root: folder.path, endpointURL: endpoint.url, token: "t"), endpoint: pingPong(endpoint.url), logger: CapturedLogs().logger())
+        let report = try await agent.syncOnce()
+        #expect(report.complete, "\(report)")
+        #expect(try folder.read("note/doc.scan.pdf") == Self.content)
+        #expect(try DocumentRules.parseObject(Array(folder.bytes("note/doc.json")))["scan"] == fileRef("doc.scan.pdf"))
+        await endpoint.stop()
+    }
+
     @Test func theSameContentIsFetchedOnceHoweverManyDocumentsNameIt() async throws {
         let endpoint = HostileEndpoint()
         try await endpoint.start()
