@@ -13,14 +13,16 @@ extension ChangeApplier {
     func fileJobs(id: String, content: JSONObject) -> [DownloadRow] {
         var jobs: [DownloadRow] = []
         for (property, value) in content.members {
-            guard case .string = value, let match = remoteFiles(property, content) else { continue }
+            guard case .string = value, property != "id", property != "docType", !DocumentRules.reservedKeys.contains(property),
+                  let match = remoteFiles(property, content)
+            else { continue }
             switch match {
             case .file(let file):
                 jobs.append(DownloadRow(
                     docID: id, property: property, url: file.url, sha256: file.sha256, fileExtension: file.fileExtension, replaces: nil))
             case .refused(let url, let reason):
                 jobs.append(DownloadRow(
-                    docID: id, property: property, url: url, sha256: nil, fileExtension: nil, replaces: nil, state: .failed, error: reason))
+                    docID: id, property: property, url: url, sha256: nil, fileExtension: nil, replaces: nil, state: .refused, error: reason))
             }
         }
         return jobs
@@ -90,7 +92,7 @@ extension ChangeApplier.Written {
             try tx.deleteDownload(docID: id, property: job.property)
         }
         for job in downloads {
-            if job.state == .failed {
+            if job.state == .refused {
                 if try tx.download(docID: id, property: job.property)?.url != job.url { try tx.upsertDownload(job) }
             } else {
                 try tx.queueDownload(job, queuedAt: now)

@@ -2,8 +2,8 @@ import DocsyncIndex
 import DocsyncModel
 
 /// One download job as `status` shows it: pending (with the last failure), in flight (bytes
-/// received), or failed (why it is not fetched: another server, over the size limit, bytes that
-/// do not match, gone from the server).
+/// received), failed (over the size limit, bytes that do not match, gone from the server; tried
+/// again at the next start) or refused (another server's URL: never fetched).
 public struct DownloadStatus: Sendable, Hashable {
     public var document: String
     public var property: String
@@ -28,7 +28,8 @@ public struct DownloadStatus: Sendable, Hashable {
         switch state {
         case "downloading": line += ": downloading, \(format3(Double(bytesReceived) / 1_048_576)) MiB received"
         case "pending": line += ": pending" + (error.map { " (attempt \(attempts) failed: \($0))" } ?? "")
-        case "failed": line += ": not downloaded: \(error ?? "refused")"
+        case "failed": line += ": not downloaded (tried again at the next start): \(error ?? "refused")"
+        case "refused": line += ": not downloaded: \(error ?? "refused")"
         default: line += ": \(state)"
         }
         return line

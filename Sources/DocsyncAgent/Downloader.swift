@@ -21,7 +21,8 @@ import Glibc
 /// by a stop or a crash is still queued and starts over at the next start; the name it gets is
 /// decided when it is placed, and a file already there with these bytes is taken as it is, so
 /// nothing is placed twice. A refusal (another server, over the size limit, bytes that do not
-/// match, gone from the server) ends the job as `failed`, reported by `status`.
+/// match, gone from the server) ends the job as `failed`, reported by `status` and tried again at
+/// the next start; a URL the adapter would not fetch is `refused` and never fetched.
 actor Downloader {
     let root: String
     let gate: PathGate
@@ -78,7 +79,8 @@ actor Downloader {
     /// Jobs a stop or crash cut short start over; their temporaries go.
     func prepare() async {
         cache.clearTemporaries()
-        try? await index.write { try $0.resetDownloadsInFlight() }
+        let now = clock.now()
+        try? await index.write { try $0.resetDownloadsAtStart(queuedAt: now) }
     }
 
     func run() async {
@@ -119,7 +121,7 @@ actor Downloader {
                 var contents = Set<String>()
                 for entry in try tx.dueEntries(now: now, limit: 64, kind: "download") {
                     let property = String(entry.key.dropFirst("download:\(entry.docID):".count))
-                    guard var job = try tx.download(docID: entry.docID, property: property), job.state != .failed else {
+                    guard var job = try tx.download(docID: entry.docID, property: property), job.state == .pending || job.state == .downloading else {
                         try tx.deleteEntry(key: entry.key)
                         continue
                     }

@@ -5,7 +5,10 @@ import GRDB
 /// One file someone else attached, on its way into the folder.
 public struct DownloadRow: Sendable, Hashable {
     public enum State: String, Sendable {
-        case pending, downloading, failed
+        /// `failed`: fetched and refused (too large, other bytes, gone), tried again at the next
+        /// start (a limit may have changed); `refused`: the adapter would not fetch the URL (another
+        /// server's), never fetched.
+        case pending, downloading, failed, refused
     }
 
     public var docID: String
@@ -99,9 +102,16 @@ extension IndexTransaction {
         }
     }
 
-    /// Jobs in flight when the agent stopped are simply pending again (their temporary is dropped).
-    public func resetDownloadsInFlight() throws {
-        try db.execute(sql: "UPDATE download SET state = 'pending', bytes_received = 0 WHERE state = 'downloading'")
+    /// At a start: jobs in flight when the agent stopped are simply pending again (their temporary
+    /// is dropped), and failed ones are tried once more.
+    public func resetDownloadsAtStart(queuedAt: Int64) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT * FROM download WHERE state IN ('downloading', 'failed')").map(DownloadRow.init(row:))
+        for var row in rows {
+            row.state = .pending
+            row.bytesReceived = 0
+            try upsertDownload(row)
+            try enqueue(key: row.outboxKey, docID: row.docID, kind: "download", payload: "{}", bodyHash: row.sha256 ?? row.url, queuedAt: queuedAt)
+        }
     }
 
     /// Every job, for `status`, with its document's path and retry state.

@@ -23,7 +23,8 @@ import Testing
         try await endpoint.start()
         let base = endpoint.url + "/api/app/upload/"
         let otherSHA = ContentHash.sha256Hex("something else".utf8)
-        let bigSHA = String(repeating: "b", count: 64)
+        let big = String(repeating: "x", count: 100_000)
+        let bigSHA = ContentHash.sha256Hex(big.utf8)
         let reply = Self.pullReply([
             ("sneaky/../../x", base + Self.sha + "/scan.pdf"),
             ("far", "http://127.0.0.2:9/api/app/upload/\(Self.sha)/scan.pdf"),
@@ -33,7 +34,7 @@ import Testing
         ])
         endpoint.respond { method, path, _ in
             if path == "/api/sync" { return .init(body: reply) }
-            if path.hasPrefix("/api/app/upload/\(bigSHA)") { return .init(body: String(repeating: "x", count: 100_000)) }
+            if path.hasPrefix("/api/app/upload/\(bigSHA)") { return .init(body: big) }
             if path.hasPrefix("/api/app/upload/") { return .init(body: Self.content) }  // whatever the hash asked for
             return nil
         }
@@ -42,11 +43,11 @@ import Testing
         let root = parent.file("folder")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
         let folder = TempFolder(existing: root)
-        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") { $0.maxDownloadBytes = 64 << 10 }
+        var agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") { $0.maxDownloadBytes = 64 << 10 }
 
         #expect(await eventually {
-            let status = try? await AgentStatus.read(root: root)
-            return status?.downloads.filter { $0.state == "failed" }.count == 3 && status?.downloads.count == 3
+            let states = (try? await AgentStatus.read(root: root))?.downloads.map(\.state).sorted()
+            return states == ["failed", "failed", "refused"]
         })
         let status = try await AgentStatus.read(root: root)
         let reasons = Dictionary(uniqueKeysWithValues: status.downloads.map { ($0.property, $0.error ?? "") })
@@ -66,6 +67,13 @@ import Testing
         #expect(tree == ["note", "note/doc.json", "note/doc.sneaky_______x.pdf"])
         let fetched = endpoint.seen.filter { $0.0 == "GET" }.map(\.1)
         #expect(!fetched.contains { $0.contains("etc") }, "\(fetched)")
+        try await agent.stop()
+
+        // Restarted with a larger limit: what failed is tried again (the file over the old limit
+        // now comes in); what was refused stays refused, and is still not fetched.
+        agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") { $0.maxDownloadBytes = 1 << 20 }
+        #expect(await eventually { (try? folder.read("note/doc.huge.bin")) == big })
+        #expect(await eventually { (try? await AgentStatus.read(root: root))?.downloads.map(\.state).sorted() == ["failed", "refused"] })
         try await agent.stop()
         await endpoint.stop()
     }
