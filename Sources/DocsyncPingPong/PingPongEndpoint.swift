@@ -19,6 +19,8 @@ public final class PingPongEndpoint: DocumentEndpoint {
     let http: HTTPTransport
     /// Whether `/api/sync` exists: `nil` until the server answered one call.
     private let batch = Mutex<Bool?>(nil)
+    /// What polls of a plain PingPong endpoint passed on (see `PingPongEndpoint+Poll.swift`).
+    let pollMemory = Mutex(PollMemory())
     func setBatch(_ value: Bool) { batch.withLock { $0 = value } }
     /// Single PUTs in flight at once, without the batch call.
     let concurrency: Int
@@ -61,7 +63,7 @@ public final class PingPongEndpoint: DocumentEndpoint {
         }
     }
 
-    /// Change numbers in order; a poll's cursor (per-type stamps, one poll at a time) always moves on.
+    /// Change numbers in order; a poll's cursor (one poll at a time) always moves on.
     public func orders(_ cursor: SyncCursor, after old: SyncCursor) -> Bool {
         guard let new = Int64(cursor.text), let old = Int64(old.text) else { return true }
         return new > old

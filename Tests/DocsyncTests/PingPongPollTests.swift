@@ -42,4 +42,25 @@ import Testing
         #expect(stored.filter { $0.value[DocumentRules.deletedAtKey] == nil }.keys.sorted() == ["a", "b"])
         #expect(stored["c"]?[DocumentRules.deletedAtKey] != nil, "c deleted on the server, not gone")
     }
+
+    /// The stamps are the writers': an edit made offline, or stamped a moment before another that
+    /// reached the server first, arrives with an `updated_at` older than one already seen. A
+    /// high-water mark of `updated_at` skipped it for good (seen in CI, two agents starting at once).
+    @Test func aChangeStampedBeforeOneAlreadySeenIsStillPulled() async throws {
+        let server = try await TestServer.start()
+        let proxy = FaultProxy(upstream: server.url)
+        proxy.setBatchDisabled(true)
+        try await proxy.start()
+        let folder = try TempFolder("plain-late")
+        try folder.write("note/mine.json", #"{"id":"mine","docType":"note"}"#)
+        let agent = try await TestAgent.start(folder: folder, endpoint: proxy.url, token: server.token) { $0.pollInterval = .milliseconds(100) }
+        defer { Task { try? await agent.stop(); await server.stop(); await proxy.stop(); folder.remove() } }
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"later","docType":"note","updated_at":"2031-01-01T00:00:00.000Z"}"#)
+        #expect(await eventually { folder.exists("note/later.json") })
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"earlier","docType":"note","updated_at":"2021-01-01T00:00:00.000Z"}"#)
+        #expect(await eventually { folder.exists("note/earlier.json") })
+        // And an edit that keeps the stamp it had: the server's revision tells.
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"earlier","docType":"note","v":2,"updated_at":"2021-01-01T00:00:00.000Z"}"#)
+        #expect(await eventually { (try? folder.read("note/earlier.json"))?.contains(#""v": 2"#) == true })
+    }
 }
