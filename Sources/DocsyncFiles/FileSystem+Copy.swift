@@ -15,7 +15,7 @@ extension FileSystem {
     /// file it displaced: unless that is the version the caller expected (a save came in between),
     /// the two are swapped back and nothing changed (false).
     public static func placeCopy(of source: String, at file: GatedFile, replacing: ((GatedFile) -> Bool)? = nil) throws(FileSystemError) -> Bool {
-        let temp = try file.sibling(".\(file.name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let temp = try temporary(beside: file)
         var st = stat()
         let alone = stat(source, &st) == 0 && st.st_nlink == 1
         if !alone || linkat(AT_FDCWD, source, temp.folder.fd, temp.name, 0) != 0 {
@@ -24,25 +24,7 @@ extension FileSystem {
             }
             try copy(source, to: temp)
         }
-        var consumed = false
-        defer { if !consumed { remove(temp) } }
-        guard let replacing else {
-            consumed = try move(temp, to: file)
-            return consumed
-        }
-        let dir = file.folder.fd
-        guard docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange) == 0 else {
-            if errno == ENOENT { return false }  // gone meanwhile: the caller looks again
-            guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: file.path) }
-            guard replacing(file) else { return false }
-            guard renameat(dir, temp.name, dir, file.name) == 0 else { throw FileSystemError("rename", path: file.path) }
-            consumed = true
-            return true
-        }
-        // `temp` now names what was at `file` an instant ago.
-        if replacing(temp) { return true }
-        _ = docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange)
-        return false
+        return try install(temp, at: file, ifDisplaced: replacing, stillOurs: { _ in true })
     }
 
     /// Copies `source` into the new file `target` (the kernel copies where it can) and flushes it.

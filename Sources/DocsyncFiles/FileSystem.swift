@@ -105,6 +105,21 @@ public enum FileSystem {
     /// neither, the check is made just before a plain rename. The mode is kept.
     public static func replace(_ file: GatedFile, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644) throws(FileSystemError) -> Bool {
         let temp = try writeTemporary(bytes, beside: file, mode: mode)
+        return try install(
+            temp, at: file, ifDisplaced: expected.map { expected in { (try? read($0, maxSize: expected.count).bytes) == expected } },
+            // Someone else's save goes back, unless `file` was written again since (then that
+            // newer version stays, as it would have without us).
+            stillOurs: { (try? read($0, maxSize: bytes.count).bytes) == bytes })
+    }
+
+    /// Moves the new file `temp` to `file`, or removes it. With `ifDisplaced` nil, only where
+    /// nothing is. Otherwise `temp` is swapped in (`RENAME_EXCHANGE`) and `ifDisplaced` is asked
+    /// about what it displaced: unless that is what the caller expected (a save came in between),
+    /// the two are swapped back, provided `stillOurs` says `file` holds what was put there. Where
+    /// the file system cannot swap, the check is made just before a plain rename.
+    static func install(
+        _ temp: GatedFile, at file: GatedFile, ifDisplaced expected: ((GatedFile) -> Bool)?, stillOurs: (GatedFile) -> Bool
+    ) throws(FileSystemError) -> Bool {
         var consumed = false
         defer { if !consumed { remove(temp) } }
         guard let expected else {
@@ -115,19 +130,21 @@ public enum FileSystem {
         guard docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange) == 0 else {
             if errno == ENOENT { return false }  // moved or deleted meanwhile
             guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: file.path) }
-            guard (try? read(file, maxSize: expected.count).bytes) == expected else { return false }
+            guard expected(file) else { return false }
             guard renameat(dir, temp.name, dir, file.name) == 0 else { throw FileSystemError("rename", path: file.path) }
             consumed = true
             return true
         }
         // `temp` now names what was at `file` an instant ago.
-        if (try? read(temp, maxSize: expected.count).bytes) == expected { return true }
-        // Saved by someone just before the swap: their version goes back, unless `file` was
-        // written again since (then that newer version stays, as it would have without us).
-        if (try? read(file, maxSize: bytes.count).bytes) == bytes {
-            _ = docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange)
-        }
+        if expected(temp) { return true }
+        if stillOurs(file) { _ = docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange) }
         return false
+    }
+
+    /// A hidden name beside `file` for its next version while it is written
+    /// (see ``isStaleTemporary(_:)``).
+    static func temporary(beside file: GatedFile) throws(FileSystemError) -> GatedFile {
+        try file.sibling(".\(file.name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
     }
 
     /// ``replace(_:with:ifItHolds:mode:)`` for a path the user named (its folder opened as given).
@@ -197,7 +214,7 @@ public enum FileSystem {
     /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
     /// flushes it with others) and returns it.
     private static func writeTemporary(_ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true) throws(FileSystemError) -> GatedFile {
-        let temp = try file.sibling(".\(file.name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let temp = try temporary(beside: file)
         let fd = openat(temp.folder.fd, temp.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode & 0o7777))
         guard fd >= 0 else { throw FileSystemError("create", path: temp.path) }
         defer { close(fd) }
