@@ -40,8 +40,9 @@ extension ChangeApplier {
             summary.skipped += 1  // our own write coming back, or older than what we have
             return
         }
-        try await queueNewVersions(incoming, known: known)
-        let mapped = try await localForm(incoming.wireBody, known: known)
+        let attached = try await attachments(of: known)
+        try await queueNewVersions(incoming, known: known, rows: attached?.rows ?? [])
+        let mapped = localForm(incoming.wireBody, known: known, attached: attached)
         if try await isOwnWriteComingBack(incoming, known: known, mapped: mapped) {
             summary.skipped += 1
             return

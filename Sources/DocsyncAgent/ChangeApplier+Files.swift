@@ -31,9 +31,8 @@ extension ChangeApplier {
     /// New versions of files attached here: the server's property names another of its files
     /// than the one this side has. Queued before the document is applied (which sees no change:
     /// the folder's reference stays as it is).
-    func queueNewVersions(_ incoming: Incoming, known: DocumentRow?) async throws {
+    func queueNewVersions(_ incoming: Incoming, known: DocumentRow?, rows: [UploadRow]) async throws {
         guard let known, !incoming.deleted else { return }
-        let rows = try await index.read { tx in try tx.hasUploads() ? try tx.uploads(docID: known.id) : [] }
         var jobs: [DownloadRow] = []
         for row in rows where row.state == .done && row.reference != nil && row.path != nil {
             guard case .string(let url)? = incoming.wireBody[row.property], url != row.remoteURL,

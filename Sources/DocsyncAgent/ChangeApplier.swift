@@ -102,12 +102,22 @@ struct ChangeApplier: Sendable {
     /// The server's version as the folder holds it: URLs of uploaded files back to the
     /// `{"$file": …}` references they came from (see ``AttachmentMapping``).
     func localForm(_ wireBody: JSONObject, known: DocumentRow?) async throws -> JSONObject {
-        guard let known else { return wireBody }
-        let found = try await index.read { tx -> (rows: [UploadRow], quiet: Bool)? in
+        localForm(wireBody, known: known, attached: try await attachments(of: known))
+    }
+
+    /// A known document's upload rows, and whether nothing of it is pending here; `nil` when it
+    /// cannot have any (no row in the index, no reference in its body).
+    func attachments(of known: DocumentRow?) async throws -> (rows: [UploadRow], quiet: Bool)? {
+        guard let known else { return nil }
+        return try await index.read { tx -> (rows: [UploadRow], quiet: Bool)? in
             guard try tx.hasUploads() || FileReference.mayAppear(in: known.body) else { return nil }
             return (try tx.uploads(docID: known.id), try tx.outboxEntry(key: "doc:\(known.id)") == nil)
         }
-        guard let found, let local = try? JSONParser.parse(known.body).object else { return wireBody }
+    }
+
+    /// ``localForm(_:known:)`` with the rows already read.
+    func localForm(_ wireBody: JSONObject, known: DocumentRow?, attached found: (rows: [UploadRow], quiet: Bool)?) -> JSONObject {
+        guard let known, let found, let local = try? JSONParser.parse(known.body).object else { return wireBody }
         var out = AttachmentMapping(found.rows).toLocal(wireBody, local: local)
         // A file this side had on the server is `null` there now: someone removed it. Taken only
         // while nothing is pending here (a restored server's older copy is merged, not obeyed).
