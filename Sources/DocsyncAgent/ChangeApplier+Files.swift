@@ -85,8 +85,9 @@ extension ChangeApplier {
 extension ChangeApplier.Written {
     /// Brings the document's download jobs in line with the content written: jobs for URLs it
     /// no longer holds end; new ones are queued (a job for the same URL keeps its retries).
-    func recordDownloads(_ tx: IndexTransaction) throws {
-        let existing = try tx.downloads(docID: id)
+    /// A document new to the index has no jobs yet: a first pull asks nothing per document.
+    func recordDownloads(_ tx: IndexTransaction, documentWasKnown: Bool) throws {
+        let existing = documentWasKnown ? try tx.downloads(docID: id) : []
         for job in existing where job.replaces == nil && !downloads.contains(where: { $0.property == job.property && $0.url == job.url }) {
             try tx.deleteDownload(docID: id, property: job.property)
         }

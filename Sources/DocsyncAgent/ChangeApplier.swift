@@ -279,7 +279,8 @@ struct ChangeApplier: Sendable {
                     path: path, docID: id, docType: docType, hash: fileHash,
                     stat: FileStat(recording: file.info, readBefore: readStart), state: .ok, error: nil))
             }
-            var doc = try tx.document(id: id) ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
+            let known = try tx.document(id: id)
+            var doc = known ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
             doc.docType = docType
             doc.path = path
             doc.body = bodyText
@@ -298,7 +299,7 @@ struct ChangeApplier: Sendable {
                 if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(entry) }
             }
             try tx.upsertDocument(doc)
-            try recordDownloads(tx)
+            try recordDownloads(tx, documentWasKnown: known != nil)
         }
     }
 
