@@ -197,6 +197,15 @@ struct Attachments: Sendable {
     }
 }
 
+extension UploadRow {
+    /// Whether the server's version `rev` was made after the upload that gave the property its
+    /// URL, so that what it holds there is news (a server without revisions: always).
+    func isOlder(than rev: Int64) -> Bool {
+        guard let remoteRev, rev > 0 else { return true }
+        return rev > remoteRev
+    }
+}
+
 /// The difference between the folder's copy of a document and the server's: locally a property
 /// holds `{"$file": "…"}`, on the server the uploaded file's URL (`null` until the upload is done,
 /// while the reference is bad, or once it was removed). Both directions go through here, so neither
@@ -223,11 +232,12 @@ struct AttachmentMapping: Sendable {
         return wire
     }
 
-    /// The jobs of files this side attached and the server held, whose property the server now
-    /// holds as `null`: removed by someone else.
-    static func removedOnServer(_ remote: JSONObject, rows: [UploadRow], local: JSONObject) -> [UploadRow] {
+    /// The jobs of files this side attached and the server held, whose property the server's
+    /// version `rev` holds as `null`: removed by someone else.
+    static func removedOnServer(_ remote: JSONObject, rev: Int64, rows: [UploadRow], local: JSONObject) -> [UploadRow] {
         rows.filter { row in
-            row.state == .done && row.remoteURL != nil && FileReference.isReference(local[row.property]) && remote[row.property]?.isNull == true
+            row.state == .done && row.remoteURL != nil && row.isOlder(than: rev) && FileReference.isReference(local[row.property])
+                && remote[row.property]?.isNull == true
         }
     }
 

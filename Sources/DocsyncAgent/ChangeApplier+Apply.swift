@@ -42,7 +42,7 @@ extension ChangeApplier {
         }
         let attached = try await attachments(of: known)
         try await queueNewVersions(incoming, known: known, rows: attached?.rows ?? [])
-        let mapped = localForm(incoming.wireBody, known: known, attached: attached)
+        let mapped = localForm(incoming.wireBody, rev: incoming.rev, known: known, attached: attached)
         if try await isOwnWriteComingBack(incoming, known: known, mapped: mapped) {
             summary.skipped += 1
             return
@@ -119,7 +119,7 @@ extension ChangeApplier {
                 if scanned.queued + scanned.deleted > 0 { scanner.queued() }
                 let id = incoming.id
                 known = try await index.read { try $0.document(id: id) }
-                mapped = try await localForm(incoming.wireBody, known: known)
+                mapped = try await localForm(incoming.wireBody, rev: incoming.rev, known: known)
             }
         }
         return (known, mapped)

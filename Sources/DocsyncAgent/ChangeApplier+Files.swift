@@ -34,7 +34,7 @@ extension ChangeApplier {
     func queueNewVersions(_ incoming: Incoming, known: DocumentRow?, rows: [UploadRow]) async throws {
         guard let known, !incoming.deleted else { return }
         var jobs: [DownloadRow] = []
-        for row in rows where row.state == .done && row.reference != nil && row.path != nil {
+        for row in rows where row.state == .done && row.reference != nil && row.path != nil && row.isOlder(than: incoming.rev) {
             guard case .string(let url)? = incoming.wireBody[row.property], url != row.remoteURL,
                   case .file(let file)? = remoteFiles(row.property, incoming.wireBody)
             else { continue }

@@ -101,8 +101,8 @@ struct ChangeApplier: Sendable {
 
     /// The server's version as the folder holds it: URLs of uploaded files back to the
     /// `{"$file": …}` references they came from (see ``AttachmentMapping``).
-    func localForm(_ wireBody: JSONObject, known: DocumentRow?) async throws -> JSONObject {
-        localForm(wireBody, known: known, attached: try await attachments(of: known))
+    func localForm(_ wireBody: JSONObject, rev: Int64, known: DocumentRow?) async throws -> JSONObject {
+        localForm(wireBody, rev: rev, known: known, attached: try await attachments(of: known))
     }
 
     /// A known document's upload rows, and whether nothing of it is pending here; `nil` when it
@@ -116,13 +116,14 @@ struct ChangeApplier: Sendable {
     }
 
     /// ``localForm(_:known:)`` with the rows already read.
-    func localForm(_ wireBody: JSONObject, known: DocumentRow?, attached found: (rows: [UploadRow], quiet: Bool)?) -> JSONObject {
+    func localForm(_ wireBody: JSONObject, rev: Int64, known: DocumentRow?, attached found: (rows: [UploadRow], quiet: Bool)?) -> JSONObject {
         guard let known, let found, let local = try? JSONParser.parse(known.body).object else { return wireBody }
         var out = AttachmentMapping(found.rows).toLocal(wireBody, local: local)
         // A file this side had on the server is `null` there now: someone removed it. Taken only
-        // while nothing is pending here (a restored server's older copy is merged, not obeyed).
+        // while nothing is pending here (a restored server's older copy is merged, not obeyed), and
+        // from a version newer than the one our upload made.
         if found.quiet {
-            for row in AttachmentMapping.removedOnServer(wireBody, rows: found.rows, local: local) { out[row.property] = .null }
+            for row in AttachmentMapping.removedOnServer(wireBody, rev: rev, rows: found.rows, local: local) { out[row.property] = .null }
         }
         return out
     }

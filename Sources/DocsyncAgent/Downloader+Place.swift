@@ -95,6 +95,7 @@ extension Downloader {
         updated.sha256 = sha256
         updated.stat = FileStat(recording: info, readBefore: readStart)
         updated.remoteURL = job.url
+        updated.remoteRev = nil
         updated.uploadedSHA256 = sha256
         updated.error = nil
         let final = updated

@@ -215,6 +215,7 @@ actor Uploader {
                 let current = try tx.removeEntry(job.entry)
                 guard var upload = try tx.upload(docID: job.upload.docID, property: property) else { return }
                 upload.remoteURL = stored[property]?.string
+                upload.remoteRev = Self.revision(of: stored)
                 upload.uploadedSHA256 = sentHash
                 upload.bytesSent = sent
                 if upload.sha256 == sentHash {
@@ -229,8 +230,7 @@ actor Uploader {
                 }
                 try tx.upsertUpload(upload)
                 // The upload made a new revision of the document: it is what both sides now hold.
-                guard var doc = try tx.document(id: upload.docID), case .number(let revText)? = stored[DocumentRules.revKey],
-                      let rev = Int64(revText), rev > (doc.serverRev ?? 0)
+                guard var doc = try tx.document(id: upload.docID), let rev = upload.remoteRev, rev > (doc.serverRev ?? 0)
                 else { return }
                 if let local = try? JSONParser.parse(doc.body).object {
                     let base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(WireForm.body(stored, docType: doc.docType), local: local)
@@ -250,6 +250,11 @@ actor Uploader {
         } catch {
             logger.error("cannot record a finished upload", metadata: ["error": "\(error)"])
         }
+    }
+
+    static func revision(of stored: JSONObject) -> Int64? {
+        guard case .number(let text)? = stored[DocumentRules.revKey], let rev = Int64(text), rev > 0 else { return nil }
+        return rev
     }
 
     /// Whether the server's version after an upload differs from the one before it in more than

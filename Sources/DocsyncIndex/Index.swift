@@ -295,6 +295,11 @@ public struct Index: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v11-upload-rev") { db in
+            // The revision our upload made: a pulled version older than it (Kinto's plugin writes
+            // the record before the property gets the file's URL) is not taken as a removal.
+            try db.execute(sql: "ALTER TABLE upload ADD COLUMN remote_rev INTEGER")
+        }
         return migrator
     }
 }

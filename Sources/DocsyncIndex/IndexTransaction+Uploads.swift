@@ -46,15 +46,16 @@ extension IndexTransaction {
     public func upsertUpload(_ u: UploadRow) throws {
         try db.cachedStatement(sql: """
                 INSERT INTO upload (doc_id, property, reference, path, sha256, size, mtime_ns, inode, state, error,
-                                    bytes_sent, remote_url, uploaded_sha256)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    bytes_sent, remote_url, uploaded_sha256, remote_rev)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(doc_id, property) DO UPDATE SET reference = excluded.reference, path = excluded.path,
                     sha256 = excluded.sha256, size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode,
                     state = excluded.state, error = excluded.error, bytes_sent = excluded.bytes_sent,
-                    remote_url = excluded.remote_url, uploaded_sha256 = excluded.uploaded_sha256
+                    remote_url = excluded.remote_url, uploaded_sha256 = excluded.uploaded_sha256, remote_rev = excluded.remote_rev
                 """).execute(arguments: [
                     u.docID, u.property, u.reference, u.path, u.sha256, u.stat?.size, u.stat?.mtimeNs,
                     u.stat.map { Int64(bitPattern: $0.inode) }, u.state.rawValue, u.error, u.bytesSent, u.remoteURL, u.uploadedSHA256,
+                    u.remoteRev,
                 ])
     }
 

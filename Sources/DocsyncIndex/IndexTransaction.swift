@@ -275,6 +275,6 @@ extension UploadRow {
             docID: row["doc_id"], property: row["property"], reference: row["reference"], path: row["path"], sha256: row["sha256"],
             stat: size.map { FileStat(size: $0, mtimeNs: row["mtime_ns"] ?? 0, inode: UInt64(bitPattern: row["inode"] ?? 0)) },
             state: State(rawValue: row["state"]) ?? .pending, error: row["error"], bytesSent: row["bytes_sent"],
-            remoteURL: row["remote_url"], uploadedSHA256: row["uploaded_sha256"])
+            remoteURL: row["remote_url"], uploadedSHA256: row["uploaded_sha256"], remoteRev: row["remote_rev"])
     }
 }

@@ -151,10 +151,14 @@ public struct UploadRow: Sendable, Hashable {
     public var bytesSent: Int64
     public var remoteURL: String?
     public var uploadedSHA256: String?
+    /// The server's revision that our upload made (`nil`: unknown, or the URL came from a pull):
+    /// a pulled version no newer than it was written before the URL and says nothing of the file.
+    public var remoteRev: Int64?
 
     public init(
         docID: String, property: String, reference: String?, path: String?, sha256: String? = nil, stat: FileStat? = nil,
-        state: State, error: String? = nil, bytesSent: Int64 = 0, remoteURL: String? = nil, uploadedSHA256: String? = nil
+        state: State, error: String? = nil, bytesSent: Int64 = 0, remoteURL: String? = nil, uploadedSHA256: String? = nil,
+        remoteRev: Int64? = nil
     ) {
         self.docID = docID
         self.property = property
@@ -167,6 +171,7 @@ public struct UploadRow: Sendable, Hashable {
         self.bytesSent = bytesSent
         self.remoteURL = remoteURL
         self.uploadedSHA256 = uploadedSHA256
+        self.remoteRev = remoteRev
     }
 
     /// The outbox key of this job.

@@ -177,4 +177,48 @@ import Testing
         try await agent.stop()
         await endpoint.stop()
     }
+    /// A version the server made before our upload gave the property its URL (Kinto's plugin
+    /// stores the file, then the URL is written: a pull can fall between) holds `null` there. It
+    /// says nothing of the file: the file stays. A version made after the upload that holds
+    /// `null` is a removal, and the file goes to the trash.
+    @Test func aVersionOlderThanOurUploadDoesNotRemoveTheFile() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let url = endpoint.url + "/api/app/upload/" + Self.sha + "/scan.pdf"
+        // What pulls get: nothing, then a version between the document's creation (rev 1) and the
+        // upload's (rev 3), then a later one.
+        let pulled = Mutex("")
+        endpoint.respond { method, path, body in
+            if path == "/api/app/upload", method == "POST" {
+                // More than the property changed (as the plugin adds its metadata): the index keeps
+                // the revision it had, and the next pulls bring what the server holds.
+                return .init(body: #"{"data":{"id":"doc","docType":"note","rev":3,"scan":"\#(url)","meta":"upload"}}"#)
+            }
+            guard path == "/api/sync" else { return nil }
+            if body.contains(#""id":"doc""#) {
+                return .init(body: #"{"documents":{"success":[{"id":"doc","rev":1}],"error":[]},"cursor":1,"more":false}"#)
+            }
+            let docs = pulled.withLock { $0 }
+            return .init(body: #"{"documents":{"success":[\#(docs)],"error":[]},"cursor":\#(docs.isEmpty ? 1 : 9),"more":false}"#)
+        }
+        let folder = try TempFolder("download-stale")
+        defer { folder.remove() }
+        try folder.write("note/scan.pdf", Self.content)
+        try folder.write("note/doc.json", #"{"id":"doc","docType":"note","scan":{"$file":"scan.pdf"}}"#)
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { agent.logs.count(containing: "uploaded") == 1 })
+
+        pulled.withLock { $0 = #"{"id":"doc","docType":"note","rev":2,"scan":null,"meta":"before the upload"}"# }
+        #expect(await eventually { (try? DocumentRules.parseObject(Array(folder.bytes("note/doc.json"))))?["meta"] == .string("before the upload") })
+        #expect(try DocumentRules.parseObject(Array(folder.bytes("note/doc.json")))["scan"] == fileRef("scan.pdf"))
+        #expect(try folder.read("note/scan.pdf") == Self.content)
+        #expect(agent.logs.count(containing: "removed on the server") == 0, "\(agent.logs.all)")
+
+        pulled.withLock { $0 = #"{"id":"doc","docType":"note","rev":4,"scan":null,"meta":"after the upload"}"# }
+        #expect(await eventually { (try? DocumentRules.parseObject(Array(folder.bytes("note/doc.json"))))?["meta"] == .string("after the upload") })
+        #expect(try DocumentRules.parseObject(Array(folder.bytes("note/doc.json")))["scan"] == .null)
+        #expect(await eventually { !folder.exists("note/scan.pdf") }, "removed on the server: moved to the trash")
+        try await agent.stop()
+        await endpoint.stop()
+    }
 }

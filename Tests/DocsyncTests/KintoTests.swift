@@ -249,7 +249,8 @@ extension HeavySuites {
 
         // B's new version reaches A's file, where A's reference points.
         let sha2 = try folderB.writeRandom("report/r.scan.pdf", size: 300_000, seed: 5)
-        #expect(await eventually(timeout: .seconds(30)) { (try? ContentHash.sha256Hex(folderA.bytes("reports/scan.pdf"))) == sha2 })
+        #expect(await eventually(timeout: .seconds(30)) { (try? ContentHash.sha256Hex(folderA.bytes("reports/scan.pdf"))) == sha2 },
+                "A: \(a.logs.all.suffix(12))\nB: \(b.logs.all.suffix(12))")
         #expect(object(of: "r", in: folderA)?["scan"] == fileRef("scan.pdf"))
     }
 
