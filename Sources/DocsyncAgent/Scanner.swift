@@ -16,6 +16,9 @@ public struct ScanSummary: Sendable, Hashable {
     public var idsAssigned = 0
     public var read = 0
     public var bytesRead = 0
+    /// The most file records a full scan held at once (a chunk of the walk, of the index and of
+    /// changes waiting): bounded by the chunk size, not the tree's size.
+    public var peakHeld = 0
 }
 
 /// Turns what is on disk into index state and outbox entries.
@@ -44,6 +47,8 @@ struct Scanner: Sendable {
     /// Files read and committed per transaction: large enough to amortise the commit, small enough
     /// that an import of 100k files shows progress and keeps memory flat.
     static let chunkSize = 512
+    /// Paths read at once from each side of a full scan's merge (the walk and the index).
+    var mergeChunk = 4096
 
     init(
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
@@ -69,53 +74,6 @@ struct Scanner: Sendable {
         var info: EntryInfo
         var nameIsUTF8: Bool
         var force: Bool
-    }
-
-    /// Reconciles the whole tree with the index.
-    func fullScan() async throws -> ScanSummary {
-        let found = walker.walkConcurrently(removeStaleTemporaries: true, threads: ProcessInfo.processInfo.activeProcessorCount)
-            .filter { DocumentRules.isDocumentName(lastComponent($0.path)) }
-        let known = try await index.read { try $0.allFileStats() }
-        // Files a new ignore rule now covers are forgotten, not deleted on the server.
-        let nowIgnored = known.keys.filter { walker.isIgnored($0, isDirectory: false) }
-        if !nowIgnored.isEmpty { try await index.write { tx in for path in nowIgnored { try tx.deleteFile(at: path) } } }
-        var vanished = Set(known.keys).subtracting(nowIgnored)
-        var seen: [Seen] = []
-        seen.reserveCapacity(found.count)
-        var summary = ScanSummary()
-        for f in found {
-            vanished.remove(f.path)
-            if let k = known[f.path], k.stat == FileStat(f.info), k.state == .ok {
-                summary.unchanged += 1
-                continue
-            }
-            seen.append(Seen(path: f.path, info: f.info, nameIsUTF8: f.nameIsUTF8, force: false))
-        }
-        // Documents whose attached files changed, appeared or vanished while the agent was away.
-        let pending = Set(seen.map(\.path))
-        for path in try await documentsWithChangedAttachments() where !pending.contains(path) {
-            if let info = FileSystem.info(walker.absolute(path)), info.kind == .file {
-                seen.append(Seen(path: path, info: info, nameIsUTF8: true, force: true))
-                summary.unchanged -= 1
-            }
-        }
-        try await apply(seen: seen, vanished: vanished, summary: &summary)
-        return summary
-    }
-
-    /// Paths of documents one of whose referenced files no longer has the stat it was hashed at.
-    func documentsWithChangedAttachments() async throws -> [String] {
-        let jobs = try await index.read { tx -> [(UploadRow, String?)] in
-            guard try tx.hasUploads() else { return [] }
-            return try tx.uploadsWithFiles().map { ($0, try tx.document(id: $0.docID)?.path) }
-        }
-        var out = Set<String>()
-        for (job, documentPath) in jobs {
-            guard let documentPath, let path = job.path else { continue }
-            let now = FileSystem.info(walker.absolute(path)).map(FileStat.init)
-            if now != job.stat || (now == nil) != (job.state == .invalid) { out.insert(documentPath) }
-        }
-        return out.sorted()
     }
 
     /// Reconciles the paths a watcher batch named.

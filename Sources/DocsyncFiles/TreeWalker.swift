@@ -1,9 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import DocsyncModel
-import Synchronization
 
 /// Walks a folder of the synced tree, reporting files and folders by their path relative to the
 /// root. Ignored names (hidden files and folders, editors' backups, conflict copies) are skipped,
@@ -58,35 +56,8 @@ public struct TreeWalker: Sendable {
         return files
     }
 
-    /// The files of `walk`, in no particular order, with the folders of each level of the tree
-    /// listed on `threads` threads at once: a whole-tree scan's stats are most of an agent's
-    /// start, and a second core halves them.
-    public func walkConcurrently(_ relative: String = "", removeStaleTemporaries: Bool = false, threads: Int) -> [Found] {
-        var files: [Found] = []
-        var level = [relative]
-        while !level.isEmpty {
-            let folders = level
-            let results = Mutex([(files: [Found], folders: [String])?](repeating: nil, count: folders.count))
-            // One worker (a single folder, or one thread) runs on the calling thread.
-            let workers = max(1, min(threads, folders.count))
-            DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                for i in stride(from: worker, to: folders.count, by: workers) {
-                    let one = list(folders[i], removeStaleTemporaries: removeStaleTemporaries)
-                    results.withLock { $0[i] = one }
-                }
-            }
-            let listed = results.withLock { $0.map { $0! } }
-            level = []
-            for one in listed {
-                files += one.files
-                level += one.folders
-            }
-        }
-        return files
-    }
-
     /// One folder's regular, non-ignored files and its subfolders.
-    private func list(_ dir: String, removeStaleTemporaries: Bool) -> (files: [Found], folders: [String]) {
+    func list(_ dir: String, removeStaleTemporaries: Bool) -> (files: [Found], folders: [String]) {
         var files: [Found] = []
         var folders: [String] = []
         guard let folder = Directory(absolute(dir)) else { return ([], []) }

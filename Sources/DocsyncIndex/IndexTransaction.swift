@@ -100,6 +100,22 @@ public struct IndexTransaction {
         return result
     }
 
+    /// The files after `after` in path order (SQLite's BINARY collation: bytes), at most `limit`:
+    /// a full scan reads the index a page at a time, beside a walk in the same order.
+    public func fileStats(after: String, limit: Int) throws -> [(path: String, summary: FileSummary)] {
+        var result: [(path: String, summary: FileSummary)] = []
+        result.reserveCapacity(limit)
+        let s = try RawStatement(db, cached: "SELECT path, size, mtime_ns, inode, state FROM file WHERE path > ? ORDER BY path LIMIT ?")
+        s.bind(1, after)
+        s.bind(2, Int64(limit))
+        while try s.step() {
+            result.append((s.string(0), FileSummary(
+                stat: FileStat(size: s.int64(1) ?? 0, mtimeNs: s.int64(2) ?? 0, inode: UInt64(bitPattern: s.int64(3) ?? 0)),
+                state: FileRow.State(rawValue: s.string(4)) ?? .invalid)))
+        }
+        return result
+    }
+
     /// Paths after `after`, in order, of files whose stat was recorded as ``FileStat/unsettled``;
     /// at most `limit`.
     public func unsettledFiles(after: String = "", limit: Int) throws -> [String] {

@@ -70,13 +70,16 @@ extension PostgresDocumentStore {
         return nil
     }
 
-    public func list(docType: String, includeDeleted: Bool) async throws -> [String] {
-        var bodies: [String] = []
+    public func list(docType: String, includeDeleted: Bool, after: String, limit: Int) async throws -> [(id: String, body: String)] {
+        var page: [(id: String, body: String)] = []
         let rows = includeDeleted
-            ? try await client.query("SELECT body FROM document WHERE doc_type = \(docType) ORDER BY id", logger: logger)
-            : try await client.query("SELECT body FROM document WHERE doc_type = \(docType) AND deleted_at IS NULL ORDER BY id", logger: logger)
-        for try await body in rows.decode(String.self) { bodies.append(body) }
-        return bodies
+            ? try await client.query(
+                "SELECT id, body FROM document WHERE doc_type = \(docType) AND id > \(after) ORDER BY id LIMIT \(limit)", logger: logger)
+            : try await client.query(
+                "SELECT id, body FROM document WHERE doc_type = \(docType) AND id > \(after) AND deleted_at IS NULL ORDER BY id LIMIT \(limit)",
+                logger: logger)
+        for try await (id, body) in rows.decode((String, String).self) { page.append((id, body)) }
+        return page
     }
 
     public func blob(sha256: String) async throws -> StoredBlob? {

@@ -54,6 +54,39 @@ import Testing
         }
     }
 
+    /// More documents than one page of the store: PingPong's form streams them all in one array;
+    /// `?limit=` pages through them with `next`, each document once.
+    @Test func aTypeListingLargerThanAPageIsStreamedWholeOrPaged() async throws {
+        try await withServer { server in
+            let total = 2_345
+            for start in stride(from: 0, to: total, by: 500) {
+                let docs = (start..<min(total, start + 500)).map { #"{"id":"n\#($0)","docType":"note","n":\#($0)}"# }.joined(separator: ",")
+                #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(docs)]}"#).status == 200)
+            }
+            _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"t","docType":"task"}"#)
+            _ = try await server.api.request("DELETE", "/api/document", body: #"{"id":"n7","docType":"note"}"#)
+            let all = try await server.api.documents(type: "note")
+            #expect(all.count == total, "one array, tombstones included")
+
+            var seen: [String] = []
+            var after: String? = ""
+            var pages = 0
+            while let from = after {
+                let reply = try await server.api.request("GET", "/api/document/type/note?deleted=false&limit=1000&after=\(from)")
+                let object = try #require(reply.json?.object)
+                seen += try #require(object["data"]).arrayValue.compactMap { $0.object?["id"]?.string }
+                after = object["next"]?.string
+                pages += 1
+            }
+            #expect(pages == 3)
+            #expect(seen.count == total - 1 && Set(seen).count == seen.count && !seen.contains("n7"))
+            #expect(seen == seen.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }), "ordered by id")
+            for bad in ["0", "-1", "10001", "x", "99999999999999999999"] {
+                #expect(try await server.api.request("GET", "/api/document/type/note?limit=\(bad)").status == 400, "limit=\(bad)")
+            }
+        }
+    }
+
     @Test func deleteKeepsATombstoneThatListingsCanLeaveOut() async throws {
         try await withServer { server in
             _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","t":1}"#)

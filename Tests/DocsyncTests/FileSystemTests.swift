@@ -31,9 +31,9 @@ import Testing
         #expect(try leftovers(folder).isEmpty, "no temp files left behind")
     }
 
-    /// The start-up scan lists the folders of each level on several threads: it finds what the
-    /// one-thread walk finds, skips what is ignored, and clears a dead writer's temporary file.
-    @Test func aConcurrentWalkFindsWhatTheWalkFinds() throws {
+    /// The start-up scan walks in the index's order, a chunk at a time: it finds what the plain
+    /// walk finds, skips what is ignored, and clears a dead writer's temporary file.
+    @Test func theSortedWalkFindsWhatTheWalkFinds() throws {
         let folder = try TempFolder("walk")
         defer { folder.remove() }
         var expected = Set<String>()
@@ -56,8 +56,15 @@ import Testing
         try folder.write("t1/.a.json.docsync-4194305-1.tmp", "{}")
         try folder.write(".docsyncignore", "t2/f3/\n")
         let walker = TreeWalker(root: folder.path, ignore: TreeWalker.ignoreRules(root: folder.path))
-        let found = walker.walkConcurrently(removeStaleTemporaries: true, threads: 4)
+        var walk = walker.sortedWalk(removeStaleTemporaries: true)
+        var found: [TreeWalker.Found] = []
+        while true {
+            let next = walk.next(max: 5)
+            if next.isEmpty { break }
+            found += next
+        }
         #expect(found.count == Set(found.map(\.path)).count, "each file once")
+        #expect(found.map(\.path) == found.map(\.path).sorted(by: bytewiseLess), "in the index's order")
         #expect(Set(found.map(\.path)) == expected.filter { !$0.hasPrefix("t2/f3/") })
         #expect(Set(found.map(\.path)) == Set(walker.walk().map(\.path)))
         #expect(found.allSatisfy { $0.info.kind == .file && $0.info.size == 2 })

@@ -64,18 +64,8 @@ struct DocumentRoutes: Sendable {
     private func addReads(to router: Router<BasicRequestContext>) {
         let store = self.store
         router.get("/api/document/type/{docType}") { request, context in
-            let docType = ReferenceServer.parameter("docType", context)
-            let includeDeleted = request.uri.queryParameters.get("deleted") != "false"
             do {
-                let bodies = try await store.list(docType: docType, includeDeleted: includeDeleted)
-                // Assemble the array from the stored texts: no parse and re-serialise per document.
-                var buffer = ByteBuffer(string: "{\"data\":[")
-                for (i, body) in bodies.enumerated() {
-                    if i > 0 { buffer.writeString(",") }
-                    buffer.writeString(body)
-                }
-                buffer.writeString("]}")
-                return ReferenceServer.response(.ok, buffer)
+                return try await TypeListing(store: store, request: request, docType: ReferenceServer.parameter("docType", context)).response()
             } catch {
                 return ReferenceServer.errorResponse(error)
             }

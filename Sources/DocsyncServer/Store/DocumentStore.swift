@@ -38,8 +38,9 @@ public protocol DocumentStore: Sendable {
         async throws -> JSONObject
 
     func get(id: String) async throws -> JSONValue?
-    /// The stored texts of one docType, ordered by id.
-    func list(docType: String, includeDeleted: Bool) async throws -> [String]
+    /// The stored texts of one docType with ids after `after`, ordered by id, at most `limit`:
+    /// a listing is read a page at a time, whatever the number of documents.
+    func list(docType: String, includeDeleted: Bool, after: String, limit: Int) async throws -> [(id: String, body: String)]
     func blob(sha256: String) async throws -> StoredBlob?
     func blobCount() async throws -> Int
     /// The latest change sequence.

@@ -302,13 +302,17 @@ public struct SQLiteDocumentStore: DocumentStore {
         }
     }
 
-    /// The stored bodies of one docType, ordered by id, as raw JSON texts (no re-serialisation).
-    public func list(docType: String, includeDeleted: Bool) async throws -> [String] {
+    /// A page of the stored bodies of one docType, ordered by id, as raw JSON texts (no
+    /// re-serialisation).
+    public func list(docType: String, includeDeleted: Bool, after: String, limit: Int) async throws -> [(id: String, body: String)] {
         try await read { db in
-            try String.fetchAll(
-                db,
-                sql: "SELECT body FROM document WHERE doc_type = ? \(includeDeleted ? "" : "AND deleted_at IS NULL") ORDER BY id",
-                arguments: [docType])
+            try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT id, body FROM document INDEXED BY document_type WHERE doc_type = ? AND id > ? \(includeDeleted ? "" : "AND deleted_at IS NULL")
+                    ORDER BY id LIMIT ?
+                    """),
+                arguments: [docType, after, limit]
+            ).map { ($0["id"], $0["body"]) }
         }
     }
 

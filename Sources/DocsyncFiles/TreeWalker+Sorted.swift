@@ -1,0 +1,68 @@
+import DocsyncModel
+
+extension TreeWalker {
+    /// The tree's files in the byte order of their paths: the order SQLite's BINARY collation
+    /// gives the index's `path` column, so a walk and the index can be compared as a merge, a
+    /// chunk at a time, whatever the size of the tree.
+    ///
+    /// A folder's entries are sorted as if each subfolder's name ended in `/`: `a.json` (`.` is
+    /// 0x2E) comes before everything under `a/` (`/` is 0x2F), which comes before `a0.json`.
+    /// What is held at once is the entries still to visit of the folders on the current path
+    /// (their depth times their width), never the tree.
+    public struct SortedWalk: Sendable {
+        let walker: TreeWalker
+        let removeStaleTemporaries: Bool
+        /// The folders being visited, outermost first; each one's entries still to visit, the
+        /// next last.
+        private var stack: [[Entry]] = []
+
+        enum Entry: Sendable {
+            case file(Found)
+            case folder(String)
+        }
+
+        init(walker: TreeWalker, relative: String, removeStaleTemporaries: Bool) {
+            self.walker = walker
+            self.removeStaleTemporaries = removeStaleTemporaries
+            stack = [[.folder(relative)]]
+        }
+
+        /// The next files, at most `max`; empty once the walk is done.
+        public mutating func next(max: Int) -> [Found] {
+            var out: [Found] = []
+            while out.count < max, !stack.isEmpty {
+                guard let entry = stack[stack.count - 1].popLast() else {
+                    stack.removeLast()
+                    continue
+                }
+                switch entry {
+                case .file(let found): out.append(found)
+                case .folder(let path): stack.append(entries(of: path))
+                }
+            }
+            return out
+        }
+
+        /// A folder's files and subfolders, the first in path order last.
+        private func entries(of folder: String) -> [Entry] {
+            let listed = walker.list(folder, removeStaleTemporaries: removeStaleTemporaries)
+            var keyed: [(key: String, entry: Entry)] = []
+            keyed.reserveCapacity(listed.files.count + listed.folders.count)
+            for file in listed.files { keyed.append((file.path, .file(file))) }
+            for sub in listed.folders { keyed.append((sub + "/", .folder(sub))) }
+            keyed.sort { $1.key.utf8.lexicographicallyPrecedes($0.key.utf8) }
+            return keyed.map(\.entry)
+        }
+    }
+
+    /// The files at or below `relative` in the byte order of their paths (see ``SortedWalk``).
+    public func sortedWalk(_ relative: String = "", removeStaleTemporaries: Bool = false) -> SortedWalk {
+        SortedWalk(walker: self, relative: relative, removeStaleTemporaries: removeStaleTemporaries)
+    }
+}
+
+/// Byte order of UTF-8 strings: SQLite's BINARY collation, not Swift's `<` (which orders by
+/// Unicode canonical equivalence).
+public func bytewiseLess(_ a: String, _ b: String) -> Bool {
+    a.utf8.lexicographicallyPrecedes(b.utf8)
+}

@@ -1,0 +1,87 @@
+@testable import DocsyncAgent
+import DocsyncClock
+import DocsyncFiles
+import DocsyncIndex
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// What a full scan holds at once: a chunk of the walk, of the index and of the changes, never
+/// the tree (counted through ``ScanSummary/peakHeld``, not by RSS).
+@Suite struct ScaleTests {
+    static let folders = 40
+    static let perFolder = 50
+
+    func scanner(_ folder: TempFolder, chunk: Int) throws -> DocsyncAgent.Scanner {
+        var scanner = DocsyncAgent.Scanner(
+            root: folder.path, gate: try PathGate(root: folder.path), index: try Index.open(root: folder.path), clock: ServerClock(),
+            maxFileSize: 1 << 20, logger: CapturedLogs().logger())
+        scanner.mergeChunk = chunk
+        return scanner
+    }
+
+    /// Folder and file names whose byte order differs from a plain sort of the names: `a.json`,
+    /// everything in `a/`, then `a-b/` … `a0.json` in bytes; `é` after every ASCII name.
+    static func path(_ f: Int, _ n: Int) -> String {
+        let folder = ["a", "a-b", "a.b", "a0", "é"][f % 5] + "\(f / 5)"
+        return "\(folder)/\(["d", "d-", "d.", "D", "ü"][n % 5])\(n).json"
+    }
+
+    @Test func aFullScanOfATreeOfManyChunksHoldsAFewChunksAtMost() async throws {
+        let folder = try TempFolder("scale-chunks")
+        defer { folder.remove() }
+        for f in 0..<Self.folders {
+            for n in 0..<Self.perFolder { try folder.write(Self.path(f, n), #"{"id":"d-\#(f)-\#(n)","docType":"note","n":\#(n)}"#) }
+        }
+        let total = Self.folders * Self.perFolder
+        let chunk = 100
+        let scanner = try scanner(folder, chunk: chunk)
+
+        let imported = try await scanner.fullScan()
+        #expect(imported.queued == total)
+        #expect(imported.peakHeld <= 3 * chunk, "held \(imported.peakHeld) records at once for a tree of \(total)")
+
+        let unchanged = try await scanner.fullScan()
+        #expect(unchanged.unchanged == total && unchanged.queued == 0 && unchanged.deleted == 0, "\(unchanged)")
+        #expect(unchanged.peakHeld <= 3 * chunk)
+
+        // Changes all through the tree while the agent was away: deletions, edits, moves into
+        // other folders (a move's old path may come after its new one, or before), new files.
+        for f in stride(from: 0, to: Self.folders, by: 4) {
+            try FileManager.default.removeItem(atPath: folder.file(Self.path(f, 1)))
+            try folder.write(Self.path(f, 2), #"{"id":"d-\#(f)-2","docType":"note","n":"edited"}"#)
+            try FileManager.default.moveItem(atPath: folder.file(Self.path(f, 3)), toPath: folder.file(Self.path((f + 21) % Self.folders, 99)))
+            try folder.write(Self.path(f, 100), #"{"id":"new-\#(f)","docType":"note"}"#)
+        }
+        let changed = try await scanner.fullScan()
+        let touched = Self.folders / 4
+        #expect(changed.deleted == touched, "\(changed)")
+        #expect(changed.moved == touched, "\(changed)")
+        #expect(changed.queued == 2 * touched, "edits and new files (a move changes no body): \(changed)")
+
+        // The index agrees with the tree, path by path.
+        let onDisk = Set(DocsyncWatcherProbe.walk(folder.path).map(\.0))
+        let index = try Index.open(root: folder.path)
+        let recorded = try await index.read { Set(try $0.allFileStats().keys) }
+        #expect(onDisk == recorded)
+        #expect(onDisk.count == total, "as many deleted as added")
+    }
+
+    @Test func theSortedWalkGivesTheIndexsOrder() throws {
+        let folder = try TempFolder("scale-order")
+        defer { folder.remove() }
+        for f in 0..<10 { for n in 0..<5 { try folder.write(Self.path(f, n), "{}") } }
+        try folder.write("a.json", "{}")
+        try folder.write("a0.json", "{}")
+        var walk = TreeWalker(root: folder.path).sortedWalk()
+        var paths: [String] = []
+        while true {
+            let next = walk.next(max: 7)
+            if next.isEmpty { break }
+            paths += next.map(\.path)
+        }
+        #expect(paths.count == 52)
+        #expect(paths == paths.sorted(by: bytewiseLess), "\(paths.prefix(12))")
+    }
+}
