@@ -47,6 +47,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Documents of ten docTypes on a server of its own, pulled whole and then one type alone; 0 skips.")
     var selectiveDocs = 100_000
 
+    @Option(help: "Only the scale run: each size's import, rescan, watch start, status, pull and type listing side by side (e.g. 100000,1000000).")
+    var scale: String?
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -79,6 +82,11 @@ struct Bench: AsyncParsableCommand {
         let token = UUID().uuidString
         try work.write("token", token + "\n")
         try work.write("curl-headers", "Authorization: Token token=\(token)\n")
+        if let scale {
+            let sizes = scale.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            print(Self.scaleTable(try await measureScale(sizes: sizes, work: work)))
+            return
+        }
         let (server, api) = try await freshServer(work: work, name: "server")
         defer { server.signal(SIGKILL) }
         let url = api.baseURL
