@@ -376,7 +376,15 @@ public actor Agent {
         await attachPusher()
         await calibrateClock()
         let scanner = self.scanner
-        let summary = try await lock.run { try await scanner.fullScan() }
+        // What the scan queues goes out while it reads on, as in `watch`: an import pushes its
+        // first chunks before the last are read.
+        let pusher = self.pusher
+        let pushing = Task { await pusher.run() }
+        let scanned: Result<ScanSummary, any Error>
+        do { scanned = .success(try await lock.run { try await scanner.fullScan() }) } catch { scanned = .failure(error) }
+        await pusher.stop()
+        await pushing.value
+        let summary = try scanned.get()
         var failure = await pusher.drain()
         if failure == nil { failure = await uploader.drain() }
         // An upload makes a new revision; a document change queued behind it goes out now.

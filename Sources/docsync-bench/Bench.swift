@@ -50,6 +50,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Only the scale run: each size's import, rescan, watch start, status, pull and type listing side by side (e.g. 100000,1000000).")
     var scale: String?
 
+    @Option(help: "Documents per folder in the scale run (100: a million in 10,000 folders; 10: in 100,000).")
+    var scalePerFolder = 100
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 

@@ -113,8 +113,11 @@ import Synchronization
         let docs = try await rig.server.api.documents(type: "note")
         #expect(docs.count == 5)
         #expect(rig.proxy.requests.filter { $0.fault == .dropMidReply }.count == 3)
-        // The server applied each dropped write; the agent, never told, sent it again: same id.
-        #expect(docs.values.filter { $0["rev"] != .number("1") }.count >= 3)
+        // The server applied each dropped write; the agent, never told, sent it again under the
+        // same id. A resend makes at most one more revision (none when the agent's conditional
+        // write finds its own content there), whichever documents the lost replies were for.
+        let extra = docs.values.compactMap { v -> Int? in if case .number(let n)? = v["rev"] { Int(n) } else { nil } }.map { $0 - 1 }.reduce(0, +)
+        #expect(extra <= 3, "\(docs.mapValues { $0["rev"] })")
         await rig.finish()
     }
 
