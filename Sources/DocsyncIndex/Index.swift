@@ -300,6 +300,7 @@ public struct Index: Sendable {
             // the record before the property gets the file's URL) is not taken as a removal.
             try db.execute(sql: "ALTER TABLE upload ADD COLUMN remote_rev INTEGER")
         }
+        migrator.registerMigration("v12-tally") { db in try Index.createTally(db) }
         return migrator
     }
 }

@@ -188,21 +188,19 @@ public struct IndexTransaction {
 
     // MARK: Status
 
+    /// The counts `status` shows, read from the tally the triggers keep (see `Index+Tally.swift`).
+    /// Synced documents are those in state `synced` less those with work still waiting (a file
+    /// job): found from the outbox, so the cost follows what is pending, not the index's size.
     public func statusCounts() throws -> StatusCounts {
-        let row = try Row.fetchOne(db, sql: """
-            SELECT
-              (SELECT COUNT(*) FROM document WHERE deleted_at IS NULL) AS live,
-              (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL) AS tombstones,
-              (SELECT COUNT(*) FROM document d WHERE d.state = 'synced'
-                 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.doc_id = d.id)) AS synced,
-              (SELECT COUNT(*) FROM outbox) AS pending,
-              (SELECT COUNT(*) FROM file WHERE state = 'invalid') AS invalid,
-              (SELECT COUNT(*) FROM file WHERE state = 'excluded') AS excluded,
-              (SELECT COUNT(*) FROM document WHERE state = 'rejected') AS rejected
-            """)!
+        var tally: [String: Int] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, n FROM tally")) { tally[row["name"]] = row["n"] }
+        let waiting = try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT COUNT(*) FROM (SELECT DISTINCT doc_id FROM outbox) o JOIN document d ON d.id = o.doc_id WHERE d.state = 'synced'
+            """)) ?? 0
         return StatusCounts(
-            live: row["live"], tombstones: row["tombstones"], synced: row["synced"],
-            pending: row["pending"], invalid: row["invalid"], rejected: row["rejected"], excluded: row["excluded"])
+            live: tally["live"] ?? 0, tombstones: tally["tombstones"] ?? 0, synced: (tally["document:synced"] ?? 0) - waiting,
+            pending: tally["outbox"] ?? 0, invalid: tally["file:invalid"] ?? 0, rejected: tally["document:rejected"] ?? 0,
+            excluded: tally["file:excluded"] ?? 0)
     }
 
     public func invalidFiles() throws -> [(path: String, error: String)] {

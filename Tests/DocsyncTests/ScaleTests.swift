@@ -1,10 +1,11 @@
 @testable import DocsyncAgent
 import DocsyncClock
 import DocsyncFiles
-import DocsyncIndex
+@testable import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// What a full scan holds at once: a chunk of the walk, of the index and of the changes, never
@@ -66,6 +67,31 @@ import Testing
         let recorded = try await index.read { Set(try $0.allFileStats().keys) }
         #expect(onDisk == recorded)
         #expect(onDisk.count == total, "as many deleted as added")
+
+        // The counts `status` reads are kept by triggers; they agree with counting the rows.
+        try folder.write("a0/broken.json", "{ not json")
+        try folder.write("a0/other.json", #"{"id":"o","docType":"other-type"}"#)
+        _ = try await scanner.fullScan()
+        try await index.write { tx in
+            try tx.db.execute(sql: "UPDATE document SET state = 'synced' WHERE rowid % 3 = 0")
+            try tx.db.execute(sql: "DELETE FROM outbox WHERE rowid % 2 = 0")
+            try tx.db.execute(sql: "UPDATE document SET state = 'rejected' WHERE rowid % 7 = 0")
+        }
+        let (kept, counted) = try await index.read { tx -> (StatusCounts, StatusCounts) in
+            let row = try Row.fetchOne(tx.db, sql: """
+                SELECT (SELECT COUNT(*) FROM document WHERE deleted_at IS NULL) AS live,
+                       (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL) AS tombstones,
+                       (SELECT COUNT(*) FROM document d WHERE state = 'synced' AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.doc_id = d.id)) AS synced,
+                       (SELECT COUNT(*) FROM outbox) AS pending, (SELECT COUNT(*) FROM file WHERE state = 'invalid') AS invalid,
+                       (SELECT COUNT(*) FROM file WHERE state = 'excluded') AS excluded,
+                       (SELECT COUNT(*) FROM document WHERE state = 'rejected') AS rejected
+                """)!
+            return (try tx.statusCounts(), StatusCounts(
+                live: row["live"], tombstones: row["tombstones"], synced: row["synced"], pending: row["pending"],
+                invalid: row["invalid"], rejected: row["rejected"], excluded: row["excluded"]))
+        }
+        #expect(kept == counted)
+        #expect(kept.invalid == 1 && kept.tombstones == touched && kept.synced > 0 && kept.rejected > 0)
     }
 
     @Test func theSortedWalkGivesTheIndexsOrder() throws {

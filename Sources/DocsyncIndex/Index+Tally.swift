@@ -1,0 +1,56 @@
+import GRDB
+
+/// The counts `status` shows, kept as rows change instead of counted when asked: on an index of
+/// a million documents, counting took two seconds. Triggers keep table `tally` in step with
+/// `document` (live, tombstones, each state), `file` (each state) and `outbox` (entries), in the
+/// transaction that changes them.
+extension Index {
+    static let tallyNames = [
+        "live", "tombstones", "document:pending", "document:synced", "document:rejected",
+        "file:ok", "file:invalid", "file:excluded", "outbox",
+    ]
+
+    static func createTally(_ db: Database) throws {
+        try db.execute(sql: "CREATE TABLE tally (name TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL) WITHOUT ROWID")
+        try db.execute(sql: """
+            INSERT INTO tally VALUES ('live', (SELECT COUNT(*) FROM document WHERE deleted_at IS NULL));
+            INSERT INTO tally VALUES ('tombstones', (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL));
+            INSERT INTO tally VALUES ('document:pending', (SELECT COUNT(*) FROM document WHERE state = 'pending'));
+            INSERT INTO tally VALUES ('document:synced', (SELECT COUNT(*) FROM document WHERE state = 'synced'));
+            INSERT INTO tally VALUES ('document:rejected', (SELECT COUNT(*) FROM document WHERE state = 'rejected'));
+            INSERT INTO tally VALUES ('file:ok', (SELECT COUNT(*) FROM file WHERE state = 'ok'));
+            INSERT INTO tally VALUES ('file:invalid', (SELECT COUNT(*) FROM file WHERE state = 'invalid'));
+            INSERT INTO tally VALUES ('file:excluded', (SELECT COUNT(*) FROM file WHERE state = 'excluded'));
+            INSERT INTO tally VALUES ('outbox', (SELECT COUNT(*) FROM outbox));
+            """)
+        let liveness = { (row: String) in "CASE WHEN \(row).deleted_at IS NULL THEN 'live' ELSE 'tombstones' END" }
+        try db.execute(sql: """
+            CREATE TRIGGER tally_document_insert AFTER INSERT ON document BEGIN
+                UPDATE tally SET n = n + 1 WHERE name IN (\(liveness("NEW")), 'document:' || NEW.state);
+            END;
+            CREATE TRIGGER tally_document_delete AFTER DELETE ON document BEGIN
+                UPDATE tally SET n = n - 1 WHERE name IN (\(liveness("OLD")), 'document:' || OLD.state);
+            END;
+            CREATE TRIGGER tally_document_update AFTER UPDATE OF deleted_at, state ON document BEGIN
+                UPDATE tally SET n = n - 1 WHERE name IN (\(liveness("OLD")), 'document:' || OLD.state);
+                UPDATE tally SET n = n + 1 WHERE name IN (\(liveness("NEW")), 'document:' || NEW.state);
+            END;
+            CREATE TRIGGER tally_file_insert AFTER INSERT ON file BEGIN
+                UPDATE tally SET n = n + 1 WHERE name = 'file:' || NEW.state;
+            END;
+            CREATE TRIGGER tally_file_delete AFTER DELETE ON file BEGIN
+                UPDATE tally SET n = n - 1 WHERE name = 'file:' || OLD.state;
+            END;
+            CREATE TRIGGER tally_file_update AFTER UPDATE OF state ON file BEGIN
+                UPDATE tally SET n = n - 1 WHERE name = 'file:' || OLD.state;
+                UPDATE tally SET n = n + 1 WHERE name = 'file:' || NEW.state;
+            END;
+            CREATE TRIGGER tally_outbox_insert AFTER INSERT ON outbox BEGIN
+                UPDATE tally SET n = n + 1 WHERE name = 'outbox';
+            END;
+            CREATE TRIGGER tally_outbox_delete AFTER DELETE ON outbox BEGIN
+                UPDATE tally SET n = n - 1 WHERE name = 'outbox';
+            END;
+            """)
+    }
+}
