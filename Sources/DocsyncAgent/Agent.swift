@@ -287,7 +287,7 @@ public actor Agent {
         }
     }
 
-    private func attachPusher() async {
+    func attachPusher() async {
         let uploader = self.uploader
         await pusher.attach(applier: applier, lock: lock, uploading: uploading, writesAcknowledged: { uploader.wake() })
         await puller.attach(reconcile: { [weak self] () async throws(EndpointError) in try await self?.reconcileWithServer() })
@@ -366,36 +366,5 @@ public actor Agent {
     /// Test seam: stop reading inotify events so the kernel queue overflows (see DirectoryWatcher).
     package func setWatcherSuspended(_ value: Bool) {
         watcher?.setSuspended(value)
-    }
-
-    /// One full reconcile and push; `complete` only when every valid document is on the server.
-    public func syncOnce() async throws -> SyncReport {
-        let held = try FolderLock(root: options.root)
-        defer { withExtendedLifetime(held) {} }
-        try await index.write { try $0.rescheduleAll(at: 0) }
-        await attachPusher()
-        await calibrateClock()
-        let scanner = self.scanner
-        // What the scan queues goes out while it reads on, as in `watch`: an import pushes its
-        // first chunks before the last are read.
-        let pusher = self.pusher
-        let pushing = Task { await pusher.run() }
-        let scanned: Result<ScanSummary, any Error>
-        do { scanned = .success(try await lock.run { try await scanner.fullScan() }) } catch { scanned = .failure(error) }
-        await pusher.stop()
-        await pushing.value
-        let summary = try scanned.get()
-        var failure = await pusher.drain()
-        if failure == nil { failure = await uploader.drain() }
-        // An upload makes a new revision; a document change queued behind it goes out now.
-        if failure == nil, (try await index.read { try $0.pendingCount(kind: "put") }) > 0 { failure = await pusher.drain() }
-        if failure == nil, endpoint.capabilities.pull != .none {
-            failure = await catchUpOnSelection(retrying: false)
-            if failure == nil { failure = await puller.pullAll() }
-            if failure == nil { failure = await downloader.drain() }
-        }
-        await saveCalibration()
-        let counts = try await index.read { try $0.statusCounts() }
-        return SyncReport(scan: summary, pending: counts.pending, invalid: counts.invalid, rejected: counts.rejected, failure: failure)
     }
 }

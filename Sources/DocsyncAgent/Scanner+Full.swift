@@ -1,6 +1,7 @@
 import DocsyncFiles
 import DocsyncIndex
 import DocsyncModel
+import Foundation
 
 /// The whole tree against the index, at a start and after an inotify overflow: both read in path
 /// order, a chunk at a time, and compared as a merge. What the scan holds at once is a chunk of
@@ -25,7 +26,7 @@ extension Scanner {
         // Documents whose attached files changed, appeared or vanished while the agent was away
         // are read again even if their own stat did not move (as many as there are attachments).
         let forced = Set(try await documentsWithChangedAttachments())
-        var sides = Sides(walk: walker.sortedWalk(removeStaleTemporaries: true))
+        var sides = Sides(walk: walker.sortedWalk(removeStaleTemporaries: true, threads: ProcessInfo.processInfo.activeProcessorCount))
         var summary = ScanSummary()
         var changed: [Seen] = []
         var vanished = Set<String>()

@@ -1,4 +1,6 @@
+import Dispatch
 import DocsyncModel
+import Synchronization
 
 extension TreeWalker {
     /// The tree's files in the byte order of their paths: the order SQLite's BINARY collation
@@ -8,21 +10,26 @@ extension TreeWalker {
     /// A folder's entries are sorted as if each subfolder's name ended in `/`: `a.json` (`.` is
     /// 0x2E) comes before everything under `a/` (`/` is 0x2F), which comes before `a0.json`.
     /// What is held at once is the entries still to visit of the folders on the current path
-    /// (their depth times their width), never the tree.
+    /// (their depth times their width) and up to 32 folders listed ahead, never the tree.
     public struct SortedWalk: Sendable {
         let walker: TreeWalker
         let removeStaleTemporaries: Bool
         /// The folders being visited, outermost first; each one's entries still to visit, the
         /// next last.
         private var stack: [[Entry]] = []
+        /// Folders listed ahead of their turn (see `prefetch`).
+        private var listed: [String: [Entry]] = [:]
+        let threads: Int
+        static let prefetchFolders = 32
 
         enum Entry: Sendable {
             case file(Found)
             case folder(String)
         }
 
-        init(walker: TreeWalker, relative: String, removeStaleTemporaries: Bool) {
+        init(walker: TreeWalker, relative: String, removeStaleTemporaries: Bool, threads: Int) {
             self.walker = walker
+            self.threads = threads
             self.removeStaleTemporaries = removeStaleTemporaries
             stack = [[.folder(relative)]]
         }
@@ -37,10 +44,36 @@ extension TreeWalker {
                 }
                 switch entry {
                 case .file(let found): out.append(found)
-                case .folder(let path): stack.append(entries(of: path))
+                case .folder(let path):
+                    if listed[path] == nil { prefetch(startingWith: path) }
+                    stack.append(listed.removeValue(forKey: path) ?? [])
                 }
             }
             return out
+        }
+
+        /// Lists `first` and the folders that follow it in the current folder, up to
+        /// `prefetchFolders`, on `threads` threads: the stats of a whole-tree scan are most of an
+        /// agent's start, and a second core halves them. What is held is bounded by the batch.
+        private mutating func prefetch(startingWith first: String) {
+            var batch = [first]
+            if let frame = stack.last {
+                for entry in frame.reversed() {
+                    guard batch.count < Self.prefetchFolders else { break }
+                    if case .folder(let path) = entry { batch.append(path) }
+                }
+            }
+            let folders = batch
+            let results = Mutex([[Entry]](repeating: [], count: folders.count))
+            let workers = Swift.max(1, Swift.min(threads, folders.count))
+            let walk = self
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                for i in stride(from: worker, to: folders.count, by: workers) {
+                    let one = walk.entries(of: folders[i])
+                    results.withLock { $0[i] = one }
+                }
+            }
+            for (path, entries) in zip(batch, results.withLock { $0 }) { listed[path] = entries }
         }
 
         /// A folder's files and subfolders, the first in path order last.
@@ -56,8 +89,8 @@ extension TreeWalker {
     }
 
     /// The files at or below `relative` in the byte order of their paths (see ``SortedWalk``).
-    public func sortedWalk(_ relative: String = "", removeStaleTemporaries: Bool = false) -> SortedWalk {
-        SortedWalk(walker: self, relative: relative, removeStaleTemporaries: removeStaleTemporaries)
+    public func sortedWalk(_ relative: String = "", removeStaleTemporaries: Bool = false, threads: Int = 1) -> SortedWalk {
+        SortedWalk(walker: self, relative: relative, removeStaleTemporaries: removeStaleTemporaries, threads: threads)
     }
 }
 

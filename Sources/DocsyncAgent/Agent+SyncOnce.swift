@@ -1,0 +1,28 @@
+import DocsyncIndex
+import DocsyncModel
+
+/// `docsync sync`: the whole folder reconciled once, then the process ends.
+extension Agent {
+    /// One full reconcile and push; `complete` only when every valid document is on the server.
+    public func syncOnce() async throws -> SyncReport {
+        let held = try FolderLock(root: options.root)
+        defer { withExtendedLifetime(held) {} }
+        try await index.write { try $0.rescheduleAll(at: 0) }
+        await attachPusher()
+        await calibrateClock()
+        let scanner = self.scanner
+        let summary = try await lock.run { try await scanner.fullScan() }
+        var failure = await pusher.drain()
+        if failure == nil { failure = await uploader.drain() }
+        // An upload makes a new revision; a document change queued behind it goes out now.
+        if failure == nil, (try await index.read { try $0.pendingCount(kind: "put") }) > 0 { failure = await pusher.drain() }
+        if failure == nil, endpoint.capabilities.pull != .none {
+            failure = await catchUpOnSelection(retrying: false)
+            if failure == nil { failure = await puller.pullAll() }
+            if failure == nil { failure = await downloader.drain() }
+        }
+        await saveCalibration()
+        let counts = try await index.read { try $0.statusCounts() }
+        return SyncReport(scan: summary, pending: counts.pending, invalid: counts.invalid, rejected: counts.rejected, failure: failure)
+    }
+}
