@@ -21,6 +21,15 @@ extension IndexTransaction {
         for id in ids { try s.execute(arguments: [id]) }
     }
 
+    /// A document the server acknowledged while a reconcile runs is on the server, though the
+    /// reconcile's pull may have passed its place before it got there: it counts as seen, or it
+    /// would be taken for a deletion.
+    public func markSeenIfReconciling(_ id: String) throws {
+        try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO reconcile_seen (id) SELECT ? WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'reconcile')
+            """).execute(arguments: [id])
+    }
+
     /// Up to `limit` live documents the server held (it acknowledged them) that the reconcile has
     /// not seen and that wait for nothing in the outbox: the ones deleted on the server meanwhile.
     public func unseenOnServer(limit: Int) throws -> [(id: String, docType: String)] {
