@@ -215,7 +215,9 @@ actor Uploader {
                 let current = try tx.removeEntry(job.entry)
                 guard var upload = try tx.upload(docID: job.upload.docID, property: property) else { return }
                 upload.remoteURL = stored[property]?.string
-                upload.remoteRev = Self.revision(of: stored)
+                // 0: a server without revisions (nothing to compare later versions with).
+                let rev = ChangeApplier.revision(of: stored)
+                upload.remoteRev = rev > 0 ? rev : nil
                 upload.uploadedSHA256 = sentHash
                 upload.bytesSent = sent
                 if upload.sha256 == sentHash {
@@ -250,11 +252,6 @@ actor Uploader {
         } catch {
             logger.error("cannot record a finished upload", metadata: ["error": "\(error)"])
         }
-    }
-
-    static func revision(of stored: JSONObject) -> Int64? {
-        guard case .number(let text)? = stored[DocumentRules.revKey], let rev = Int64(text), rev > 0 else { return nil }
-        return rev
     }
 
     /// Whether the server's version after an upload differs from the one before it in more than
