@@ -89,15 +89,17 @@ public struct IndexTransaction {
 
     /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,
     /// without loading hashes and errors (100k files stay a few megabytes).
+    /// Every file's stat and state (for tests and small trees; a full scan pages through
+    /// ``fileStats(after:limit:)`` instead).
     public func allFileStats() throws -> [String: FileSummary] {
         var result: [String: FileSummary] = [:]
-        let s = try RawStatement(self, "SELECT path, size, mtime_ns, inode, state FROM file")
-        while try s.step() {
-            result[s.string(0)] = FileSummary(
-                stat: FileStat(size: s.int64(1) ?? 0, mtimeNs: s.int64(2) ?? 0, inode: UInt64(bitPattern: s.int64(3) ?? 0)),
-                state: FileRow.State(rawValue: s.string(4)) ?? .invalid)
+        var after = ""
+        while true {
+            let page = try fileStats(after: after, limit: 4096)
+            for row in page { result[row.path] = row.summary }
+            guard page.count == 4096, let last = page.last else { return result }
+            after = last.path
         }
-        return result
     }
 
     /// The files after `after` in path order (SQLite's BINARY collation: bytes), at most `limit`:
