@@ -41,7 +41,6 @@ struct Acknowledgement: Sendable {
 
     func record(tx: IndexTransaction, anyUploads: Bool) throws {
         let current = try tx.removeEntry(entry)
-        try tx.markSeenIfReconciling(entry.docID)
         if storedAsSent {
             try recordStoredAsSent(tx: tx, current: current)
             return

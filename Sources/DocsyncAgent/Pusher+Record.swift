@@ -79,10 +79,12 @@ extension Pusher {
         return try await index.write { tx in
             var rejected: [(String, String)] = []
             let anyUploads = try tx.hasUploads()
+            var stored: [String] = []
             for ((entry, outcome), ack) in zip(results, acknowledged) {
                 switch outcome {
                 case .stored, .storedAsSent:
                     try ack?.record(tx: tx, anyUploads: anyUploads)
+                    stored.append(entry.docID)
                 case .failed(.rejected(let reason)), .failed(.unsupported(let reason)):
                     try tx.removeEntry(entry)
                     if var doc = try tx.document(id: entry.docID), doc.bodyHash == entry.bodyHash || entry.bodyHash.hasPrefix("deleted:") {
@@ -98,6 +100,7 @@ extension Pusher {
                     try tx.recordFailure(key: entry.key, version: entry.version, error: error.description, nextAttemptAt: next)
                 }
             }
+            try tx.markSeenIfReconciling(stored)
             if state.cameBack { try tx.rescheduleAll(at: 0) }
             try tx.setMeta("offline_since", state.offlineSince.map(String.init))
             try tx.setMeta("next_retry_at", state.wentOffline ? String(state.deadlineNow + state.backoffMs) : nil)
@@ -154,10 +157,8 @@ extension Pusher {
             writesAcknowledged()
         }
         if paused != nil { return .idle(.seconds(2)) }
-        if oneShot && !report.transient.isEmpty {
-            lastError = report.transient[0].1.description
-            return .idle(nil)
-        }
+        if !report.transient.isEmpty { lastError = report.transient[0].1.description }
+        if oneShot && !report.transient.isEmpty { return .idle(nil) }
         return .progressed
     }
 

@@ -121,6 +121,13 @@ actor Pusher {
     /// Pushes until the outbox is empty or an attempt fails; for one-shot `sync`.
     /// Returns the failure that stopped it, if any.
     func drain() async -> String? {
+        // What is due goes out through the window (calls in flight while replies are recorded);
+        // what a failure left, and an endpoint already known to be offline, round by round.
+        if offlineSince == nil && paused == nil {
+            _ = await pushWindow()
+            if let paused { return paused }
+            if offlineSince != nil { return lastError }
+        }
         while true {
             let outcome = await pushRound(oneShot: true)
             if let paused { return paused }

@@ -21,13 +21,12 @@ extension IndexTransaction {
         for id in ids { try s.execute(arguments: [id]) }
     }
 
-    /// A document the server acknowledged while a reconcile runs is on the server, though the
-    /// reconcile's pull may have passed its place before it got there: it counts as seen, or it
-    /// would be taken for a deletion.
-    public func markSeenIfReconciling(_ id: String) throws {
-        try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO reconcile_seen (id) SELECT ? WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'reconcile')
-            """).execute(arguments: [id])
+    /// Documents the server acknowledged while a reconcile runs are on the server, though the
+    /// reconcile's pull may have passed their place before they got there: they count as seen, or
+    /// they would be taken for deletions.
+    public func markSeenIfReconciling(_ ids: [String]) throws {
+        guard !ids.isEmpty, try isReconciling() else { return }
+        try markSeen(ids)
     }
 
     /// Up to `limit` live documents the server held (it acknowledged them) that the reconcile has
