@@ -1,4 +1,7 @@
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import DocsyncModel
 import Synchronization
 
@@ -79,12 +82,39 @@ extension TreeWalker {
         /// A folder's files and subfolders, the first in path order last.
         private func entries(of folder: String) -> [Entry] {
             let listed = walker.list(folder, removeStaleTemporaries: removeStaleTemporaries)
-            var keyed: [(key: String, entry: Entry)] = []
-            keyed.reserveCapacity(listed.files.count + listed.folders.count)
-            for file in listed.files { keyed.append((file.path, .file(file))) }
-            for sub in listed.folders { keyed.append((sub + "/", .folder(sub))) }
-            keyed.sort { $1.key.utf8.lexicographicallyPrecedes($0.key.utf8) }
-            return keyed.map(\.entry)
+            var entries: [Entry] = []
+            entries.reserveCapacity(listed.files.count + listed.folders.count)
+            // The sort keys' bytes side by side in one buffer: comparing two of them is a memcmp,
+            // with no string or entry copied (a generic sort of (String, Entry) pairs was a
+            // third of a million-file rescan's CPU).
+            var bytes: [UInt8] = []
+            var spans: [Span] = []
+            func add(_ entry: Entry, key: String, suffix: UInt8?) {
+                let start = bytes.count
+                bytes.append(contentsOf: key.utf8)
+                if let suffix { bytes.append(suffix) }
+                spans.append(Span(start: start, count: bytes.count - start))
+                entries.append(entry)
+            }
+            for file in listed.files { add(.file(file), key: file.path, suffix: nil) }
+            for sub in listed.folders { add(.folder(sub), key: sub, suffix: UInt8(ascii: "/")) }
+            var order = Array(entries.indices)
+            bytes.withUnsafeBufferPointer { b in
+                spans.withUnsafeBufferPointer { s in order.sort { Span.less(s[$1], s[$0], in: b) } }
+            }
+            return order.map { entries[$0] }
+        }
+    }
+
+    /// Where one sort key lies in the shared buffer of `entries(of:)`.
+    struct Span {
+        var start: Int
+        var count: Int
+
+        static func less(_ a: Span, _ b: Span, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            let common = Swift.min(a.count, b.count)
+            let order = common == 0 ? 0 : memcmp(bytes.baseAddress! + a.start, bytes.baseAddress! + b.start, common)
+            return order != 0 ? order < 0 : a.count < b.count
         }
     }
 
