@@ -15,6 +15,8 @@ extension Bench {
         var seconds: Double
         var cpuSeconds: Double
         var peakRSSBytes: Int
+        /// What the step wrote (`wchar`); -1 where it was not read.
+        var writtenBytes = -1
     }
 
     struct ScaleRun {
@@ -48,7 +50,7 @@ extension Bench {
             log("scale \(n): \(name)")
             let r = try ChildRun.run(executable, arguments, log: base + "/\(name).log")
             guard r.exitStatus == 0 else { throw ProcessFailure("\(name) exited \(r.exitStatus): \(r.output.suffix(2000))") }
-            run.steps.append(ScaleStep(name: name, seconds: r.seconds, cpuSeconds: r.cpuSeconds, peakRSSBytes: r.peakRSSBytes))
+            run.steps.append(ScaleStep(name: name, seconds: r.seconds, cpuSeconds: r.cpuSeconds, peakRSSBytes: r.peakRSSBytes, writtenBytes: r.writtenBytes))
         }
         try step("import", ["sync", docsDir] + endpoint)
         try step("rescan", ["sync", docsDir] + endpoint)
@@ -106,10 +108,14 @@ extension Bench {
     static func scaleTable(_ runs: [ScaleRun]) -> String {
         guard let first = runs.first, let last = runs.last else { return "" }
         func mib(_ b: Int) -> String { fmt(Double(b) / 1_048_576, 0) }
-        let head = runs.map { "\($0.docs) docs: s · CPU s · peak RSS MiB" }.joined(separator: " | ")
+        let head = runs.map { "\($0.docs) docs: s · CPU s · peak RSS MiB · written MiB" }.joined(separator: " | ")
         var lines = ["| step | \(head) | × time · × RSS |", "|---|" + String(repeating: "---|", count: runs.count + 1)]
         for (i, s) in first.steps.enumerated() {
-            let cells = runs.map { r in "\(fmt(r.steps[i].seconds, 2)) · \(fmt(r.steps[i].cpuSeconds, 1)) · \(mib(r.steps[i].peakRSSBytes))" }
+            let cells = runs.map { r in
+                let step = r.steps[i]
+                let written = step.writtenBytes < 0 ? "–" : mib(step.writtenBytes)
+                return "\(fmt(step.seconds, 2)) · \(fmt(step.cpuSeconds, 1)) · \(mib(step.peakRSSBytes)) · \(written)"
+            }
             let l = last.steps[i]
             lines.append("| \(s.name) | \(cells.joined(separator: " | ")) | \(fmt(l.seconds / s.seconds, 1)) · \(fmt(Double(l.peakRSSBytes) / Double(s.peakRSSBytes), 2)) |")
         }

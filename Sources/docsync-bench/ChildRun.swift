@@ -6,11 +6,14 @@ import Glibc
 #endif
 
 /// One run of a command to its end, measured by the kernel: elapsed time, CPU time and the peak
-/// resident set (`wait4`'s rusage, which sees the last page the process touched, not a sample).
+/// resident set (`wait4`'s rusage, which sees the last page the process touched, not a sample),
+/// and the bytes it wrote (`/proc/PID/io`'s `wchar`, read between its exit and its reaping).
 struct ChildRun {
     var seconds: Double
     var cpuSeconds: Double
     var peakRSSBytes: Int
+    /// Bytes passed to write calls (files, the index, sockets); -1 if it could not be read.
+    var writtenBytes: Int
     var exitStatus: Int32
     /// stdout and stderr together.
     var output: String
@@ -28,6 +31,12 @@ struct ChildRun {
         let start = now()
         let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
         guard rc == 0 else { throw ProcessFailure("cannot start \(executable): \(String(cString: strerror(rc)))") }
+        // Exited but not yet reaped: its I/O counters are still there to read.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 {
+            guard errno == EINTR else { throw ProcessFailure("waitid: \(String(cString: strerror(errno)))") }
+        }
+        let written = Self.writtenBytes(pid: pid)
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0 {
@@ -40,6 +49,15 @@ struct ChildRun {
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return ChildRun(
             seconds: elapsed, cpuSeconds: secs(usage.ru_utime) + secs(usage.ru_stime), peakRSSBytes: Int(usage.ru_maxrss) * 1024,
-            exitStatus: code, output: output)
+            writtenBytes: written, exitStatus: code, output: output)
+    }
+
+    /// `wchar` of `/proc/PID/io`: what the process handed to write calls, page cache or not. An
+    /// index that rewrites its pages many times over shows here, not in the size of its file.
+    static func writtenBytes(pid: pid_t) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("wchar:") })
+        else { return -1 }
+        return Int(line.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces)) ?? -1
     }
 }
