@@ -157,8 +157,10 @@ extension Pusher {
             writesAcknowledged()
         }
         if paused != nil { return .idle(.seconds(2)) }
-        if !report.transient.isEmpty { lastError = report.transient[0].1.description }
-        if oneShot && !report.transient.isEmpty { return .idle(nil) }
+        if let (_, error) = report.transient.first {
+            lastError = error.description
+            if oneShot { return .idle(nil) }
+        }
         return .progressed
     }
 

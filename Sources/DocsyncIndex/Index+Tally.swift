@@ -5,24 +5,19 @@ import GRDB
 /// `document` (live, tombstones, each state), `file` (each state) and `outbox` (entries), in the
 /// transaction that changes them.
 extension Index {
-    static let tallyNames = [
-        "live", "tombstones", "document:pending", "document:synced", "document:rejected",
-        "file:ok", "file:invalid", "file:excluded", "outbox",
+    /// Each kept count and the rows it counts, for the first count when the table is made.
+    static let tallies: [(name: String, rows: String)] = [
+        ("live", "document WHERE deleted_at IS NULL"), ("tombstones", "document WHERE deleted_at IS NOT NULL"),
+        ("document:pending", "document WHERE state = 'pending'"), ("document:synced", "document WHERE state = 'synced'"),
+        ("document:rejected", "document WHERE state = 'rejected'"), ("file:ok", "file WHERE state = 'ok'"),
+        ("file:invalid", "file WHERE state = 'invalid'"), ("file:excluded", "file WHERE state = 'excluded'"), ("outbox", "outbox"),
     ]
 
     static func createTally(_ db: Database) throws {
         try db.execute(sql: "CREATE TABLE tally (name TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL) WITHOUT ROWID")
-        try db.execute(sql: """
-            INSERT INTO tally VALUES ('live', (SELECT COUNT(*) FROM document WHERE deleted_at IS NULL));
-            INSERT INTO tally VALUES ('tombstones', (SELECT COUNT(*) FROM document WHERE deleted_at IS NOT NULL));
-            INSERT INTO tally VALUES ('document:pending', (SELECT COUNT(*) FROM document WHERE state = 'pending'));
-            INSERT INTO tally VALUES ('document:synced', (SELECT COUNT(*) FROM document WHERE state = 'synced'));
-            INSERT INTO tally VALUES ('document:rejected', (SELECT COUNT(*) FROM document WHERE state = 'rejected'));
-            INSERT INTO tally VALUES ('file:ok', (SELECT COUNT(*) FROM file WHERE state = 'ok'));
-            INSERT INTO tally VALUES ('file:invalid', (SELECT COUNT(*) FROM file WHERE state = 'invalid'));
-            INSERT INTO tally VALUES ('file:excluded', (SELECT COUNT(*) FROM file WHERE state = 'excluded'));
-            INSERT INTO tally VALUES ('outbox', (SELECT COUNT(*) FROM outbox));
-            """)
+        for (name, rows) in tallies {
+            try db.execute(sql: "INSERT INTO tally VALUES (?, (SELECT COUNT(*) FROM \(rows)))", arguments: [name])
+        }
         let liveness = { (row: String) in "CASE WHEN \(row).deleted_at IS NULL THEN 'live' ELSE 'tombstones' END" }
         try db.execute(sql: """
             CREATE TRIGGER tally_document_insert AFTER INSERT ON document BEGIN

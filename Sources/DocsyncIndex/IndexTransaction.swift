@@ -87,17 +87,16 @@ public struct IndexTransaction {
         }
     }
 
-    /// Every file's stat and state, keyed by path: what a full rescan compares the tree against,
-    /// without loading hashes and errors (100k files stay a few megabytes).
-    /// Every file's stat and state (for tests and small trees; a full scan pages through
-    /// ``fileStats(after:limit:)`` instead).
+    /// Every file's stat and state, keyed by path (for tests and small trees; a full scan pages
+    /// through ``fileStats(after:limit:)`` instead).
     public func allFileStats() throws -> [String: FileSummary] {
         var result: [String: FileSummary] = [:]
         var after = ""
+        let pageSize = 4096
         while true {
-            let page = try fileStats(after: after, limit: 4096)
+            let page = try fileStats(after: after, limit: pageSize)
             for row in page { result[row.path] = row.summary }
-            guard page.count == 4096, let last = page.last else { return result }
+            guard page.count == pageSize, let last = page.last else { return result }
             after = last.path
         }
     }
