@@ -58,7 +58,7 @@ let package = Package(
         ]),
         // The local index: one SQLite file (GRDB) with files, documents, tombstones and the outbox.
         .target(name: "DocsyncIndex", dependencies: [
-            "DocsyncModel", "DocsyncSQL",
+            "DocsyncModel", "DocsyncSQL", "CSQLiteExtras",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),

@@ -303,8 +303,7 @@ public actor Agent {
 
     /// This folder's client id, made once: the endpoint does not echo this agent's writes to it.
     static func clientID(_ index: Index) throws -> String {
-        try index.writer.write { db in
-            let tx = IndexTransaction(db: db)
+        try index.writeSync { tx in
             if let id = try tx.meta("client_id") { return id }
             let id = UUID().uuidString.lowercased()
             try tx.setMeta("client_id", id)

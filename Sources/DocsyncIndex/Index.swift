@@ -11,15 +11,20 @@ import GRDB
 public struct Index: Sendable {
     public let writer: DatabasePool
     public let path: String
+    /// The writing connection's counts for `status` (see `Index+Tally.swift`).
+    public let tally: TallyCounter
 
-    /// Opens (creating and migrating as needed) the index database at `path`.
-    public init(path: String) throws {
+    /// Opens (creating and migrating as needed) the index database at `path`. `tallyKeeper`
+    /// `.triggers` keeps the counts as SQLite without a pre-update hook does (for the tests).
+    public init(path: String, tallyKeeper: TallyCounter.Keeper = .hook) throws {
         SQLiteSetup.prepare()
         var config = Configuration()
         config.busyMode = .timeout(10)
-        // Held by the pool's configuration, so it lives as long as the connections that call it.
+        // Held by the pool's configuration, so they live as long as the connections that use them.
         let checkpointer = WALCheckpointer(path: path)
+        let tally = TallyCounter()
         config.prepareDatabase { db in
+            withExtendedLifetime(tally) {}
             // Document rows are about a kilobyte: 8 KiB pages hold seven of them where 4 KiB
             // pages held three and wasted a fifth of the file. Takes effect on a new index only.
             try db.execute(sql: "PRAGMA page_size = 8192")
@@ -33,7 +38,9 @@ public struct Index: Sendable {
         }
         self.path = path
         self.writer = try DatabasePool(path: path, configuration: config)
+        self.tally = tally
         try Self.migrator.migrate(writer)
+        try writer.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: tallyKeeper == .hook) }
     }
 
     /// Opens the index of the synced folder `root`, creating `<root>/.docsync/` with a `.gitignore`
@@ -58,9 +65,22 @@ public struct Index: Sendable {
     /// The agent's own folder under the synced root.
     public static let stateFolderName = ".docsync"
 
-    /// Runs `body` in one write transaction.
+    /// Runs `body` in one write transaction (every write goes through here or ``writeSync(_:)``:
+    /// the counts the transaction changed are added to `tally` before it commits).
     public func write<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
-        try await writer.write { db in try body(IndexTransaction(db: db)) }
+        try await writer.write { [tally] db in try Self.counting(tally, db, body) }
+    }
+
+    /// ``write(_:)`` on the caller's thread.
+    public func writeSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
+        try writer.write { db in try Self.counting(tally, db, body) }
+    }
+
+    private static func counting<T>(_ tally: TallyCounter, _ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
+        tally.reset()
+        let result = try body(IndexTransaction(db: db))
+        try tally.flush(db)
+        return result
     }
 
     /// Runs `body` on a read-only snapshot.
@@ -301,6 +321,9 @@ public struct Index: Sendable {
             try db.execute(sql: "ALTER TABLE upload ADD COLUMN remote_rev INTEGER")
         }
         migrator.registerMigration("v12-tally") { db in try Index.createTally(db) }
+        // A migration from here on that changes rows of document, file or outbox recounts `tally`
+        // (the connection's counter is installed once the index is migrated).
+        migrator.registerMigration("v13-tally-off-schema") { db in try Index.dropTallyTriggers(db) }
         return migrator
     }
 }

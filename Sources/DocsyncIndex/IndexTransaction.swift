@@ -189,7 +189,7 @@ public struct IndexTransaction {
 
     // MARK: Status
 
-    /// The counts `status` shows, read from the tally the triggers keep (see `Index+Tally.swift`).
+    /// The counts `status` shows, read from the kept tally (see `Index+Tally.swift`).
     /// Synced documents are those in state `synced` less those with work still waiting (a file
     /// job): found from the outbox, so the cost follows what is pending, not the index's size.
     public func statusCounts() throws -> StatusCounts {
