@@ -28,6 +28,12 @@ extension Bench {
     }
 
     func measureScale(sizes: [Int], work: TempFolder) async throws -> [ScaleRun] {
+        // Each size's trees stay until every size has run. On an ext4 without a journal (this
+        // VM's), files created within minutes of many being deleted take several times as long
+        // (the inode allocator skips recently freed inodes, one look-up each; BENCHMARKS.md), so
+        // deleting the 100k run's trees made the 1M pull measure that instead of docsync.
+        // rm(1) unlinks a million files in seconds; FileManager takes minutes.
+        defer { for n in sizes { _ = try? ChildRun.run("/bin/rm", ["-rf", work.file("scale-\(n)")], log: work.file("rm.log")) } }
         var runs: [ScaleRun] = []
         for n in sizes { runs.append(try await measureScale(docs: n, work: work)) }
         return runs
@@ -35,8 +41,6 @@ extension Bench {
 
     private func measureScale(docs n: Int, work: TempFolder) async throws -> ScaleRun {
         let base = work.file("scale-\(n)")
-        // rm(1) unlinks a million files in seconds; FileManager takes minutes.
-        defer { _ = try? ChildRun.run("/bin/rm", ["-rf", base], log: work.file("rm.log")) }
         let docsDir = base + "/docs", pulledDir = base + "/pulled"
         log("scale \(n): generating")
         try generate(n, into: docsDir)
