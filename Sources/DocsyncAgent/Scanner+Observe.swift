@@ -21,24 +21,51 @@ extension Scanner {
         let stat: FileStat
         let bytes: [UInt8]
         let hash: String
-        let result: Result<JSONObject, DocumentProblem>
+        /// What the file holds as a document, or why it is not one.
+        let result: Result<Parsed, DocumentProblem>
         let attachments: [AttachmentObservation]
         /// The document's wire body as compact text, and its hash: worked out while reading, off
         /// the index's single writer.
         let wire: (text: String, hash: String)?
 
+        /// `parsed` is judged here, on the reading thread; its object is kept only where the
+        /// writer will look at it (`keepObject`, or a file reference in it).
         init(
-            path: String, info: EntryInfo, stat: FileStat, bytes: [UInt8], hash: String, result: Result<JSONObject, DocumentProblem>,
-            attachments: [AttachmentObservation] = [], wire: (text: String, hash: String)? = nil
+            path: String, info: EntryInfo, stat: FileStat, bytes: [UInt8], hash: String, result parsed: Result<JSONObject, DocumentProblem>,
+            attachments: [AttachmentObservation] = [], wire: (text: String, hash: String)? = nil, keepObject: Bool = true
         ) {
             self.path = path
             self.info = info
             self.stat = stat
             self.bytes = bytes
             self.hash = hash
-            self.result = result
+            self.result = parsed.map { Parsed($0, path: path, keepObject: keepObject || !attachments.isEmpty) }
             self.attachments = attachments
             self.wire = wire
+        }
+
+        /// The parsed object: kept, or parsed again from the bytes read (rarely: a document
+        /// without file references in an index that holds upload jobs, when the reader did not
+        /// know it would be needed).
+        func object() throws(DocumentProblem) -> JSONObject {
+            let parsed = try result.get()
+            if let object = parsed.object { return object }
+            return try DocumentRules.parseObject(bytes, maxSize: Int.max)
+        }
+    }
+
+    /// The fields of a parsed document the writer reads. The object itself goes on the reading
+    /// thread unless asked for: its many small allocations, freed by the writer's thread, made
+    /// `malloc` take the reader's arena lock for each (4 % of an import's CPU in contention).
+    struct Parsed: Sendable {
+        let docType: Result<String, DocumentProblem>
+        let declaredID: Result<String?, DocumentProblem>
+        let object: JSONObject?
+
+        init(_ object: JSONObject, path: String, keepObject: Bool) {
+            docType = Result { () throws(DocumentProblem) in try DocumentRules.docType(of: object, relativePath: path) }
+            declaredID = Result { () throws(DocumentProblem) in try DocumentRules.declaredID(of: object) }
+            self.object = keepObject ? object : nil
         }
     }
 
@@ -68,14 +95,16 @@ extension Scanner {
         // Files whose index row already holds their id go first, so that of an original and its
         // copy, the original keeps the id.
         let ordered = seen.sorted { $0.path < $1.path }
+        // With upload jobs in the index, recording looks at each document's members.
+        let keepObjects = try await index.read { try $0.hasUploads() }
         // Reading and parsing the next chunk overlaps committing this one.
         func observing(_ start: Int) -> Task<[Observed], Never> {
             let chunk = ordered[start..<min(start + Self.chunkSize, ordered.count)]
             return Task { [self] in
                 // Two halves at once: reading, parsing and hashing use a second core.
                 let middle = chunk.startIndex + chunk.count / 2
-                async let first = chunk[..<middle].map(observe)
-                let second = chunk[middle...].map(observe)
+                async let first = chunk[..<middle].map { observe($0, keepObject: keepObjects) }
+                let second = chunk[middle...].map { observe($0, keepObject: keepObjects) }
                 return await first + second
             }
         }
@@ -99,7 +128,7 @@ extension Scanner {
         } while start < ordered.count
     }
 
-    func observe(_ s: Seen) -> Observed {
+    func observe(_ s: Seen, keepObject: Bool) -> Observed {
         let abs = walker.absolute(s.path)
         if !s.nameIsUTF8 {
             return Observed(path: s.path, info: s.info, stat: FileStat(recording: s.info), bytes: [], hash: "", result: .failure(.nameNotUTF8))
@@ -111,7 +140,7 @@ extension Scanner {
             let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
             return Observed(
                 path: s.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path),
-                wire: Self.wire(result, path: s.path, bytes: bytes, hash: hash))
+                wire: Self.wire(result, path: s.path, bytes: bytes, hash: hash), keepObject: keepObject)
         } catch {
             return Observed(path: s.path, info: s.info, stat: FileStat(recording: s.info, readBefore: readStart), bytes: [], hash: "", result: .failure(error))
         }
@@ -140,8 +169,8 @@ extension Scanner {
         var result: RecordResult
         var assigned = 0
         let everyFileHasAnID = !observed.contains { o in
-            guard case .success(let object) = o.result else { return false }
-            return (try? DocumentRules.declaredID(of: object)) == .some(nil)
+            guard case .success(let parsed) = o.result else { return false }
+            return (try? parsed.declaredID.get()) == .some(nil)
         }
         if everyFileHasAnID, let recorded = try await planAndRecord(observed, vanished: vanished, claimedVanished: claimedVanished) {
             // The usual case, every file carrying its id (and none a copy): planned and recorded
@@ -194,12 +223,12 @@ extension Scanner {
     /// taken by another file that still exists (it is a copy).
     func planIDs(_ observed: [Observed], rows: ChunkRows, vanished: Set<String>) throws -> [Bool] {
         func declared(_ o: Observed) -> String?? {
-            guard case .success(let object) = o.result else { return .none }
+            guard case .success(let parsed) = o.result else { return .none }
             // A file that cannot become a document anyway (no usable docType) is reported as it
             // is: no id is written into it.
-            guard (try? DocumentRules.docType(of: object, relativePath: o.path)) != nil else { return .none }
+            guard case .success = parsed.docType else { return .none }
             do {
-                return .some(try DocumentRules.declaredID(of: object))
+                return .some(try parsed.declaredID.get())
             } catch {
                 return .none  // an invalid id is reported, not replaced
             }

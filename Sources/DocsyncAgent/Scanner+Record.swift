@@ -60,16 +60,16 @@ extension Scanner {
         return r
     }
 
-    /// A file judged a document: its id, docType and object.
-    typealias Judged = (id: String, docType: String, object: JSONObject)
+    /// A file judged a document: its id and docType.
+    typealias Judged = (id: String, docType: String)
 
     /// The document a file holds, or why it is not one (an id another file of the chunk claimed).
     private static func judge(_ o: Observed, claimed: Set<String>) throws(DocumentProblem) -> Judged {
-        let object = try o.result.get()
-        let docType = try DocumentRules.docType(of: object, relativePath: o.path)
-        guard let id = try DocumentRules.declaredID(of: object) else { throw .badID("no id could be assigned") }
+        let parsed = try o.result.get()
+        let docType = try parsed.docType.get()
+        guard let id = try parsed.declaredID.get() else { throw .badID("no id could be assigned") }
         if claimed.contains(id) { throw .duplicateID(id, otherPath: "another file in this batch") }
-        return (id, docType, object)
+        return (id, docType)
     }
 
     /// Records a document's file (a move when its id was elsewhere) and, when its body changed,
@@ -89,11 +89,11 @@ extension Scanner {
             r.counts.moved += 1
         }
         try tx.upsertFile(FileRow(path: o.path, docID: document.id, docType: document.docType, hash: o.hash, stat: o.stat, state: .ok, error: nil))
-        let (bodyText, bodyHash) = o.wire ?? wireText(document.object, docType: document.docType)
+        let (bodyText, bodyHash) = try o.wire ?? wireText(o.object(), docType: document.docType)
         var row = existing ?? DocumentRow(id: document.id, docType: document.docType, path: o.path, body: bodyText, bodyHash: "")
         if row.bodyHash == bodyHash && row.deletedAt == nil {
             if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
-            let attached = try reconcileAttachments(o, id: document.id, object: document.object, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
+            let attached = try reconcileAttachments(o, id: document.id, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
             guard attached.wireChanged else {
                 r.counts.unchanged += 1
                 return
@@ -117,7 +117,7 @@ extension Scanner {
         row.error = nil
         try tx.upsertDocument(row)
         try enqueue(row, stamp: stamp, tx: tx)
-        _ = try reconcileAttachments(o, id: document.id, object: document.object, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
+        _ = try reconcileAttachments(o, id: document.id, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
         r.counts.queued += 1
     }
 
@@ -148,8 +148,8 @@ extension Scanner {
         init(_ observed: [Observed], tx: IndexTransaction) throws {
             self.tx = tx
             let ids = Set(observed.compactMap { o -> String? in
-                guard case .success(let object) = o.result else { return nil }
-                return (try? DocumentRules.declaredID(of: object)) ?? nil
+                guard case .success(let parsed) = o.result else { return nil }
+                return (try? parsed.declaredID.get()) ?? nil
             })
             filesAt = try tx.files(at: observed.map(\.path))
             filesHolding = try tx.files(forDocuments: ids)
@@ -176,11 +176,11 @@ extension Scanner {
     }
 
     static func reconcileAttachments(
-        _ o: Observed, id: String, object: JSONObject, anyUploads: Bool, stamp: Int64, tx: IndexTransaction, result: inout RecordResult
+        _ o: Observed, id: String, anyUploads: Bool, stamp: Int64, tx: IndexTransaction, result: inout RecordResult
     ) throws -> Attachments.Reconciled {
         // While no document has ever referenced a file there are no jobs: the bulk path skips the look-up.
         if o.attachments.isEmpty, !anyUploads { return Attachments.Reconciled() }
-        let reconciled = try Attachments.reconcile(docID: id, object: object, observations: o.attachments, stamp: stamp, tx: tx)
+        let reconciled = try Attachments.reconcile(docID: id, object: o.object(), observations: o.attachments, stamp: stamp, tx: tx)
         for (property, reason) in reconciled.newProblems { result.attachmentProblems.append((o.path, property, reason)) }
         return reconciled
     }

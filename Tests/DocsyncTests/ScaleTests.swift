@@ -94,6 +94,27 @@ import Testing
         #expect(kept.invalid == 1 && kept.tombstones == touched && kept.synced > 0 && kept.rejected > 0)
     }
 
+    /// The readers drop each parsed document unless recording will look at it; a scan whose first
+    /// chunk makes the index's first upload job has the later chunks' documents parsed again
+    /// where they are recorded, and records them all the same.
+    @Test func documentsAfterTheFirstUploadJobAreRecordedLikeTheRest() async throws {
+        let folder = try TempFolder("scale-uploads")
+        defer { folder.remove() }
+        try folder.write("f.bin", "attached")
+        let total = DocsyncAgent.Scanner.chunkSize + 100
+        for i in 0..<total {
+            let reference = i == 0 || i == total - 1 ? #","scan":{"$file":"../f.bin"}"# : ""
+            try folder.write(String(format: "n/d%04d.json", i), #"{"id":"d\#(i)","docType":"note"\#(reference)}"#)
+        }
+        // One merge chunk: the whole scan is one pass of reading chunks, whose first makes the job.
+        let scanner = try scanner(folder, chunk: 10_000)
+        let imported = try await scanner.fullScan()
+        #expect(imported.queued == total && imported.invalid == 0, "\(imported)")
+        let index = try Index.open(root: folder.path)
+        let jobs = try await index.read { tx in try ["d0", "d\(total - 1)", "d1"].map { try tx.uploads(docID: $0).count } }
+        #expect(jobs == [1, 1, 0])
+    }
+
     @Test func theSortedWalkGivesTheIndexsOrder() throws {
         let folder = try TempFolder("scale-order")
         defer { folder.remove() }
