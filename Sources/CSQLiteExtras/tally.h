@@ -4,8 +4,8 @@
 
 // The counts `docsync status` shows, kept by a pre-update hook on the index's writing connection.
 // Triggers kept them before; every statement on a table with a trigger then opened a statement
-// journal (a copy of each page it touched) and ran a sub-program, which was two fifths of an
-// import's CPU. The hook reads the old and new row of each change instead, adds to the counters
+// journal (a copy of each page it touched) and ran a sub-program, most of the cost of writing a
+// row (BENCHMARKS.md, run 4). The hook reads the old and new row of each change instead, adds to the counters
 // below, and the transaction writes the sums to table `tally` once before it commits.
 //
 // The hook exists only where SQLite was built with SQLITE_ENABLE_PREUPDATE_HOOK (Debian's and

@@ -56,7 +56,7 @@ extension Scanner {
 
     /// The fields of a parsed document the writer reads. The object itself goes on the reading
     /// thread unless asked for: its many small allocations, freed by the writer's thread, made
-    /// `malloc` take the reader's arena lock for each (4 % of an import's CPU in contention).
+    /// `malloc` take the reader's arena lock for each.
     struct Parsed: Sendable {
         let docType: Result<String, DocumentProblem>
         let declaredID: Result<String?, DocumentProblem>

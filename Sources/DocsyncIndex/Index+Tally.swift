@@ -8,7 +8,7 @@ import GRDB
 ///
 /// Who keeps it: a pre-update hook on the writing connection (``TallyCounter``), or, where this
 /// SQLite has none, temporary triggers on that connection. Triggers were kept in the schema from
-/// v12 to v13; they cost an import two fifths of its CPU (see `tally.h`).
+/// v12 to v13; why they went is in `tally.h`.
 extension Index {
     /// Each kept count and the rows it counts, in the order of `tally.h`'s counters.
     static let tallies: [(name: String, rows: String)] = [
