@@ -37,11 +37,12 @@ static inline int docsync_tally_slot(sqlite3_value *value, int first, const char
     return -1;
 }
 
-// Adds `sign` (+1 for the new row, -1 for the old) to the counters the row falls in.
-static inline void docsync_tally_count(docsync_tally *t, sqlite3 *db, int is_new, int table, int sign) {
+// Adds one (for the new row) or takes one away (for the old row) from the counters it falls in.
+static inline void docsync_tally_count(docsync_tally *t, sqlite3 *db, int is_new, int table) {
     static const char *const document_states[3] = {"pending", "synced", "rejected"};
     static const char *const file_states[3] = {"ok", "invalid", "excluded"};
     docsync_preupdate_value_fn read = is_new ? t->new_value : t->old_value;
+    int sign = is_new ? 1 : -1;
     sqlite3_value *value = 0;
     int slot;
     switch (table) {
@@ -70,8 +71,8 @@ static inline void docsync_tally_hook(void *context, sqlite3 *db, int op, const 
     int which = strcmp(table, "document") == 0 ? 0 : strcmp(table, "file") == 0 ? 1 : strcmp(table, "outbox") == 0 ? 2 : -1;
     if (which < 0) return;
     docsync_tally *t = (docsync_tally *)context;
-    if (op != SQLITE_INSERT) docsync_tally_count(t, db, 0, which, -1);
-    if (op != SQLITE_DELETE) docsync_tally_count(t, db, 1, which, +1);
+    if (op != SQLITE_INSERT) docsync_tally_count(t, db, 0, which);
+    if (op != SQLITE_DELETE) docsync_tally_count(t, db, 1, which);
 }
 
 // Installs the hook on `db` with `t` (which must outlive the connection); 0 where this SQLite has
