@@ -10,6 +10,9 @@ final class ChangeFeed: Sendable {
 
     private let state = Mutex<(latest: Int64, next: Int, waiters: [Int: Waiter])>((0, 0, [:]))
 
+    /// The latest sequence published.
+    var latest: Int64 { state.withLock { $0.latest } }
+
     /// Records that the sequence reached `seq` and wakes everyone waiting for less.
     func published(_ seq: Int64) {
         let woken = state.withLock { s -> [CheckedContinuation<Void, Never>] in

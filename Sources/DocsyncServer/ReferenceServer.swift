@@ -138,7 +138,7 @@ public struct ReferenceServer: Sendable {
         let pace = configuration.connections
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
         DocumentRoutes(store: store, feed: feed, limit: limit, pace: pace, now: now).add(to: router)
-        SyncRoute(store: store, feed: feed, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now).add(to: router)
+        SyncRoute(store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now).add(to: router)
         UploadRoutes(
             store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes,
             publicURL: configuration.publicURL, listening: listening, pace: pace, now: now

@@ -7,10 +7,10 @@ import Synchronization
 /// The tokens `docsync serve` accepts: one, or several named ones from a file that is read again
 /// when it changes, so a token is added or revoked without a restart.
 ///
-/// The file has one token a line, `NAME TOKEN` or just `TOKEN`; blank lines and `#` comments are
-/// skipped. It is looked at (one `stat`) at most once a second, on a request; a file that cannot
-/// be read or holds no token leaves the tokens as they were (a half-written file must not lock
-/// everyone out). Tokens are never logged; their names may be.
+/// The file has one token a line, `NAME TOKEN` or just `TOKEN` (the grammar: ``TokenFileParser``).
+/// It is looked at (one `stat`) at most once a second, on a request; a file that cannot be read,
+/// does not parse or holds no token leaves the tokens as they were (a half-written file must not
+/// lock everyone out). Tokens are never logged; their names may be.
 public final class TokenStore: Sendable {
     private struct State {
         var tokens: [(name: String, bytes: [UInt8])]
@@ -34,8 +34,10 @@ public final class TokenStore: Sendable {
     /// The tokens of `file`; throws if it holds none.
     public init(file: String) throws {
         self.file = file
-        guard let (tokens, stamp) = Self.load(file), !tokens.isEmpty else {
-            throw StoreError(500, "no token in \(file) (one a line: NAME TOKEN, or TOKEN)")
+        let (tokens, stamp): ([(name: String, bytes: [UInt8])], FileStamp?)
+        switch Self.load(file) {
+        case .success(let loaded): (tokens, stamp) = loaded
+        case .failure(let problem): throw StoreError(500, "\(file): \(problem)")
         }
         state = Mutex(State(tokens: tokens, stamp: stamp, lastLook: .now))
     }
@@ -59,23 +61,30 @@ public final class TokenStore: Sendable {
             s.lastLook = now
             return true
         }
-        guard due, Self.stamp(file) != state.withLock({ $0.stamp }), let (tokens, stamp) = Self.load(file), !tokens.isEmpty else { return }
+        guard due, Self.stamp(file) != state.withLock({ $0.stamp }), case .success(let (tokens, stamp)) = Self.load(file) else { return }
         state.withLock {
             $0.tokens = tokens
             $0.stamp = stamp
         }
     }
 
-    private static func load(_ file: String) -> ([(name: String, bytes: [UInt8])], FileStamp?)? {
+    /// Why a token file cannot be used: it cannot be read, a line does not parse, or it holds no token.
+    struct LoadProblem: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The file's tokens (see ``TokenFileParser``), or why there are none to use.
+    private static func load(_ file: String) -> Result<([(name: String, bytes: [UInt8])], FileStamp?), LoadProblem> {
         let stamp = stamp(file)
-        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
-        var tokens: [(name: String, bytes: [UInt8])] = []
-        for (number, line) in text.split(whereSeparator: \.isNewline).enumerated() {
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard let last = fields.last, !fields[0].hasPrefix("#") else { continue }
-            tokens.append((fields.count > 1 ? String(fields[0]) : "line \(number + 1)", header(String(last))))
+        guard let data = FileManager.default.contents(atPath: file) else { return .failure(LoadProblem(description: "cannot be read")) }
+        let entries: [TokenFileParser.Entry]
+        do throws(TokenFileParser.Failure) {
+            entries = try TokenFileParser.parse(data)
+        } catch {
+            return .failure(LoadProblem(description: "\(error); the line is NAME TOKEN or TOKEN"))
         }
-        return (tokens, stamp)
+        guard !entries.isEmpty else { return .failure(LoadProblem(description: "no token (one a line: NAME TOKEN, or TOKEN)")) }
+        return .success((entries.map { ($0.name, header($0.token)) }, stamp))
     }
 
     private static func stamp(_ file: String) -> FileStamp? {

@@ -11,6 +11,10 @@ import ServiceLifecycle
 struct SyncRoute: Sendable {
     let store: any DocumentStore
     let feed: ChangeFeed
+    /// Asked again while a long poll is held: a revoked token's open poll ends with 401.
+    let tokens: TokenStore
+    /// How often a held long poll asks whether its token is still good.
+    static let tokenRecheck: Duration = .seconds(1)
     /// Largest request body.
     let batchLimit: Int
     let pace: ConnectionLimits
@@ -51,13 +55,27 @@ struct SyncRoute: Sendable {
             measureDepth: call.measureDepth)
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {
-            // Long poll: hold the request until something changes (or the wait ends).
-            // Ends early when the server shuts down, so a held request never delays a stop.
-            let (feed, after, timeout) = (self.feed, outcome.cursor, call.wait)
-            await cancelWhenGracefulShutdown { await feed.wait(after: after, timeout: timeout) }
+            guard try await holdLongPoll(after: outcome.cursor, wait: call.wait, authorization: request.headers[.authorization]) else {
+                return ReferenceServer.errorResponse(StoreError(401, "invalid token"))
+            }
             outcome = try await store.sync(since: call.since, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
         }
         return ReferenceServer.response(.ok, Self.reply(outcome, echo: call.echo))
+    }
+
+    /// Holds a long poll until something changes after `after`, or `wait` passes, or the server
+    /// shuts down (a held request never delays a stop). Returns `false` when the token that opened
+    /// it was revoked meanwhile: checked every ``tokenRecheck`` and before answering, so a revoked
+    /// reader is not told of a change made after the revocation.
+    private func holdLongPoll(after: Int64, wait: Duration, authorization: String?) async throws -> Bool {
+        let deadline = ContinuousClock.now + wait
+        let header = Array((authorization ?? "").utf8)
+        while true {
+            let slice = min(deadline - ContinuousClock.now, Self.tokenRecheck)
+            if slice > .zero { await cancelWhenGracefulShutdown { [feed] in await feed.wait(after: after, timeout: slice) } }
+            guard tokens.name(of: header) != nil else { return false }
+            if feed.latest > after || ContinuousClock.now >= deadline || Task.isShuttingDownGracefully || Task.isCancelled { return true }
+        }
     }
 
     /// The request body, checked: a JSON object no deeper than its documents may be.
