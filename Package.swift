@@ -81,7 +81,7 @@ let package = Package(
         ]),
         // Adapter: the sync-rails dialect of the sync-ios seed (one POST, `updated_at` watermarks).
         .target(name: "DocsyncSyncRails", dependencies: [
-            "DocsyncModel", "DocsyncEndpoint", "DocsyncHTTP",
+            "DocsyncModel", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncClock",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
@@ -158,7 +158,7 @@ let package = Package(
         .testTarget(name: "DocsyncTests", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
             "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncPostgres",
-            "DocsyncTestSupport", "DocsyncConfig",
+            "DocsyncTestSupport", "DocsyncConfig", "DocsyncSQL",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

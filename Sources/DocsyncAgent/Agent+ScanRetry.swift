@@ -20,7 +20,7 @@ extension Agent {
     private func rescanUntilItSucceeds() async {
         var failures = 0
         let scanner = self.scanner
-        try? await index.write { [lastScanError] in try $0.setMeta("scan_error", lastScanError) }
+        try? await index.write { [lastScanError] in try $0.setMeta(.scanError, lastScanError) }
         while !stopRequested {
             failures += 1
             await stopSignal.wait(timeout: options.retryPolicy.delay(afterFailures: failures, unit: Double.random(in: 0..<1)))
@@ -28,14 +28,14 @@ extension Agent {
             do {
                 metrics.rescan("retry")
                 let summary = try await lock.run { try await scanner.fullScan() }
-                try? await index.write { try $0.setMeta("scan_error", nil) }
+                try? await index.write { try $0.setMeta(.scanError, nil) }
                 logger.notice("the folder scanned cleanly again", metadata: ["scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)"])
                 lastScanError = nil
                 if summary.queued + summary.deleted > 0 { pusher.wake() }
                 break
             } catch {
                 lastScanError = "\(error)"
-                try? await index.write { [lastScanError] in try $0.setMeta("scan_error", lastScanError) }
+                try? await index.write { [lastScanError] in try $0.setMeta(.scanError, lastScanError) }
                 logger.debug("rescan failed again", metadata: ["error": "\(error)"])
             }
         }

@@ -8,8 +8,6 @@ import Logging
 /// start, by an adapter asking for them alone; what the folder already has is not pulled again.
 /// A shrinking selection needs nothing: the dropped types' files stay as they are.
 extension Agent {
-    static let selectionKey = "type_selection"
-
     /// Catches up on newly selected docTypes (retrying while the endpoint cannot be reached), then
     /// records the selection as the cursor's. Returns why it stopped early, if it did.
     @discardableResult
@@ -33,18 +31,18 @@ extension Agent {
 
     private func catchUpOnSelectionOnce() async throws(EndpointError) {
         let current = options.selection
-        let (stored, cursor) = (try? await index.read { tx in (try tx.meta(Self.selectionKey), try tx.meta("cursor")) }) ?? (nil, nil)
+        let (stored, cursor) = (try? await index.read { tx in (try tx.meta(.typeSelection), try tx.meta(.cursor)) }) ?? (nil, nil)
         let previous = stored.flatMap(TypeSelection.init(text:)) ?? .all
         // Without a cursor the next pull starts from the beginning anyway, for every selected type.
         if cursor != nil, previous != current, let added = current.added(since: previous) {
             logger.notice("the selection of docTypes grew: pulling the newly selected ones from the start", metadata: ["types.added": "\(added.text)"])
-            let (applier, lock, logger) = (applier.selecting(added), lock, logger)
-            let (_, pulled) = try await pullFromStart(adjusting: { $0.selection = added }) { changes in
-                try await Puller.applyChanges(changes, applier: applier, lock: lock, logger: logger)
+            let (applier, changes) = (applier.selecting(added), serverChanges)
+            let (_, pulled) = try await fresh.pull(adjusting: { $0.selection = added }) { documents in
+                try await changes.write(documents, applier: applier)
             }
             logger.notice("caught up on the newly selected docTypes", metadata: ["pull.documents": "\(pulled)"])
         }
-        if stored != current.text { try? await index.write { try $0.setMeta(Self.selectionKey, current.text) } }
+        if stored != current.text { try? await index.write { try $0.setMeta(.typeSelection, current.text) } }
     }
 
 }

@@ -8,7 +8,6 @@ extension Agent {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
         try await index.write { try $0.rescheduleAll(at: 0) }
-        await attachPusher()
         await calibrateClock()
         let scanner = self.scanner
         let summary = try await lock.run { try await scanner.fullScan() }

@@ -71,14 +71,17 @@ public actor Agent {
     let pusher: Pusher
     let uploader: Uploader
     let downloader: Downloader
-    let uploading = DocumentSet()
+    let uploading: DocumentSet
     let puller: Puller
+    /// What the server said, taken into the folder (pulls, pushes that pull, catching up).
+    let serverChanges: ServerChanges
     let applier: ChangeApplier
     let lock = TreeLock()
     let ignore: IgnoreRules
     public nonisolated let metrics: AgentMetrics
     let endpoint: any DocumentEndpoint
-    let endpointMaker: (make: @Sendable (EndpointContext) throws -> any DocumentEndpoint, context: EndpointContext)
+    /// Makes a second adapter, for the docTypes a grown selection adds.
+    let fresh: FreshPull
     private var watcher: DirectoryWatcher?
     private(set) var stopRequested = false
     private let calibratorWake = WakeSignal()
@@ -98,11 +101,7 @@ public actor Agent {
         logger: Logger
     ) throws {
         let clock = clock ?? ServerClock(logger: logger)
-        var root = options.root
-        while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
-        guard let info = FileSystem.info(root), info.kind == .directory else {
-            throw FileSystemError("open folder", path: root, code: ENOTDIR)
-        }
+        let root = try Self.folder(options.root)
         var options = options
         options.root = root
         self.options = options
@@ -117,37 +116,54 @@ public actor Agent {
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
             selection: options.selection, folderTypes: { [index] in (try? await index.read { try $0.docTypes() }) ?? [] })
         let endpoint = try makeEndpoint(context)
-        // A second adapter, for the docTypes a grown selection adds, is made from these.
-        self.endpointMaker = (makeEndpoint, context)
-        let tokenFile = options.tokenFile
-        let initialToken = options.token
         self.endpoint = endpoint
-        let reloadToken: @Sendable () -> String? = {
-            guard let tokenFile, let token = try? readToken(file: tokenFile), token != initialToken else { return nil }
-            return token
-        }
-        let pusher = Pusher(
-            index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy, reloadToken: reloadToken,
-            metrics: metrics)
-        self.pusher = pusher
+        let credential = Credential(token: options.token, file: options.tokenFile)
+        // The parts meet through these signals and values, each made before any part that uses it.
+        let pushWork = WakeSignal()
+        let uploadWork = WakeSignal()
         let gate = try PathGate(root: root)
-        self.scanner = Scanner(
+        let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
-            filesPerDocument: endpoint.capabilities.filesPerDocument, selection: options.selection, queued: { pusher.wake() })
+            filesPerDocument: endpoint.capabilities.filesPerDocument, selection: options.selection, queued: { pushWork.signal() })
+        self.scanner = scanner
+        let uploading = DocumentSet()
+        self.uploading = uploading
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
-            uploading: uploading, reloadToken: reloadToken, metrics: metrics, uploadEnded: { pusher.wake() })
+            uploading: uploading, credential: credential, metrics: metrics, signal: uploadWork, uploadEnded: { pushWork.signal() })
         var applier = ChangeApplier(
-            root: root, gate: gate, index: index, clock: clock, scanner: scanner, logger: logger, metrics: metrics, selection: options.selection)
+            root: root, gate: gate, index: index, clock: clock, walker: scanner.walker,
+            rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: logger,
+            metrics: metrics, selection: options.selection)
         applier.remoteFiles = { [endpoint] property, document in endpoint.remoteFile(in: property, of: document) }
         self.applier = applier
+        let changes = ServerChanges(
+            endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger, metrics: metrics,
+            pushWork: pushWork)
+        self.serverChanges = changes
+        self.pusher = Pusher(
+            changes: changes, clock: clock, logger: logger, signal: pushWork, uploading: uploading, uploadWork: uploadWork,
+            credential: credential)
         self.downloader = Downloader(
             root: root, gate: gate, index: index, endpoint: endpoint, applier: applier, lock: lock, clock: clock, logger: logger,
             policy: options.retryPolicy, metrics: metrics, maxBytes: options.maxDownloadBytes, signal: applier.downloadsQueued,
-            reloadToken: reloadToken)
+            credential: credential)
+        let fresh = FreshPull(make: makeEndpoint, context: context, credential: credential)
+        self.fresh = fresh
         self.puller = Puller(
-            endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger,
-            pollInterval: options.pollInterval, metrics: metrics)
+            changes: changes,
+            reconciler: Reconciler(fresh: fresh, changes: changes, clock: clock, selection: options.selection, logger: logger),
+            logger: logger, pollInterval: options.pollInterval)
+    }
+
+    /// The synced folder's path without trailing slashes, once it is known to be a folder.
+    static func folder(_ path: String) throws -> String {
+        var root = path
+        while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
+        guard let info = FileSystem.info(root), info.kind == .directory else {
+            throw FileSystemError("open folder", path: root, code: ENOTDIR)
+        }
+        return root
     }
 
     /// A folder's name when none is given: its last path component (`/` for the root).
@@ -170,7 +186,6 @@ public actor Agent {
         let pusher = self.pusher
         let uploader = self.uploader
         let puller = self.puller
-        await attachPusher()
         // A stored estimate stamps the scan's changes at once and is refreshed alongside it; only
         // a folder that never saw the endpoint waits for a first sample (a refused connect fails fast).
         let restored = await restoreCalibration()
@@ -231,7 +246,7 @@ public actor Agent {
         let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
         for await batch in batches {
             if let unwatched = batch.unwatchedFolders {
-                try? await index.write { try $0.setMeta("unwatched_folders", unwatched == 0 ? nil : String(unwatched)) }
+                try? await index.write { try $0.setMeta(.unwatchedFolders, unwatched == 0 ? nil : String(unwatched)) }
             }
             if batch.rootGone {
                 stop()  // everything winds down as for a stop asked for
@@ -287,12 +302,6 @@ public actor Agent {
         }
     }
 
-    func attachPusher() async {
-        let uploader = self.uploader
-        await pusher.attach(applier: applier, lock: lock, uploading: uploading, writesAcknowledged: { uploader.wake() })
-        await puller.attach(reconcile: { [weak self] () async throws(EndpointError) in try await self?.reconcileWithServer() })
-    }
-
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.
     public func stop() {
         stopRequested = true
@@ -304,9 +313,9 @@ public actor Agent {
     /// This folder's client id, made once: the endpoint does not echo this agent's writes to it.
     static func clientID(_ index: Index) throws -> String {
         try index.writeSync { tx in
-            if let id = try tx.meta("client_id") { return id }
+            if let id = try tx.meta(.clientID) { return id }
             let id = UUID().uuidString.lowercased()
-            try tx.setMeta("client_id", id)
+            try tx.setMeta(.clientID, id)
             return id
         }
     }
@@ -315,7 +324,7 @@ public actor Agent {
 
     /// Restores this boot's stored calibration; true when there was one.
     func restoreCalibration() async -> Bool {
-        guard let saved = try? await index.read({ try $0.meta("clock") }), let calibration = Calibration.decode(saved) else { return false }
+        guard let saved = try? await index.read({ try $0.meta(.clock) }), let calibration = Calibration.decode(saved) else { return false }
         clock.restore(calibration)
         return clock.isCalibrated
     }
@@ -359,7 +368,7 @@ public actor Agent {
 
     func saveCalibration() async {
         guard let snapshot = clock.snapshot() else { return }
-        try? await index.write { try $0.setMeta("clock", snapshot.encoded()) }
+        try? await index.write { try $0.setMeta(.clock, snapshot.encoded()) }
     }
 
     /// Test seam: stop reading inotify events so the kernel queue overflows (see DirectoryWatcher).

@@ -21,6 +21,13 @@ public struct AgentMetrics: Sendable {
         Counter(label: "docsync_pushed_documents_total", dimensions: labels(("outcome", outcome))).increment(by: count)
     }
 
+    /// A call that keeps leaving the agent where it was (`conflict`: writes of one document answered
+    /// with a conflict again and again; `apply`: pulled changes that cannot be written), counted
+    /// once per streak when the agent starts backing off.
+    func repeated(_ what: String) {
+        Counter(label: "docsync_repeated_failures_total", dimensions: labels(("what", what))).increment()
+    }
+
     /// Pull calls by outcome (`ok`, `failed`), and the documents they brought.
     func pulled(documents: Int, ok: Bool) {
         Counter(label: "docsync_pulls_total", dimensions: labels(("outcome", ok ? "ok" : "failed"))).increment()
@@ -58,7 +65,7 @@ public struct AgentMetrics: Sendable {
     public func refresh(_ index: Index, clock: ServerClock) async throws {
         let now = clock.now()
         let (counts, unwatched, pending, oldest) = try await index.read { tx in
-            (try tx.statusCounts(), try tx.meta("unwatched_folders").flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt())
+            (try tx.statusCounts(), try tx.meta(.unwatchedFolders).flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt())
         }
         for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected),
                               ("excluded", counts.excluded)] {

@@ -24,6 +24,17 @@ public struct AgentStatus: Sendable {
     public var downloads: [DownloadStatus]
     /// The last stored clock calibration (`nil`: never calibrated, changes carry local time).
     public var clock: Calibration?
+    /// Pulled changes that could not be written into the folder (retried): how many, and the
+    /// first few with why.
+    public var pullFailureCount: Int
+    public var pullFailures: [IndexTransaction.PullFailure]
+
+    /// Whether nothing waits, fails or needs the user: what "in sync" means on every surface
+    /// (`status`, the page, `/status`). `conflictCopies`: copies found in the tree.
+    public func inSync(conflictCopies: Int = 0) -> Bool {
+        counts.pending == 0 && counts.invalid == 0 && counts.rejected == 0 && offlineSince == nil && paused == nil
+            && pullFailureCount == 0 && pullError == nil && conflictCopies == 0
+    }
 
     public static func read(root: String) async throws -> AgentStatus {
         try await read(Index.open(root: root))
@@ -32,15 +43,16 @@ public struct AgentStatus: Sendable {
     /// From an index already open (a listener asked every few seconds keeps one).
     public static func read(_ index: Index) async throws -> AgentStatus {
         try await index.read { tx in
-            AgentStatus(
+            let failed = try tx.pullFailures(limit: 20)
+            return AgentStatus(
                 counts: try tx.statusCounts(),
-                offlineSince: try tx.meta("offline_since").flatMap { Int64($0) },
-                nextRetryAt: try tx.meta("next_retry_at").flatMap { Int64($0) },
-                lastError: try tx.meta("last_error") ?? tx.lastOutboxError(),
-                paused: try tx.meta("paused"),
-                scanError: try tx.meta("scan_error"),
-                pullError: try tx.meta("pull_error"),
-                unwatchedFolders: try tx.meta("unwatched_folders").flatMap { Int($0) } ?? 0,
+                offlineSince: try tx.meta(.offlineSince).flatMap { Int64($0) },
+                nextRetryAt: try tx.meta(.nextRetryAt).flatMap { Int64($0) },
+                lastError: try tx.meta(.lastError) ?? tx.lastOutboxError(),
+                paused: try tx.meta(.paused),
+                scanError: try tx.meta(.scanError),
+                pullError: try tx.meta(.pullError),
+                unwatchedFolders: try tx.meta(.unwatchedFolders).flatMap { Int($0) } ?? 0,
                 invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
                 rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) },
                 uploads: try tx.uploadsNeedingAttention().map {
@@ -50,7 +62,7 @@ public struct AgentStatus: Sendable {
                         attempts: $0.attempts, error: $0.upload.error ?? $0.lastError)
                 },
                 downloads: try tx.downloadsForStatus().map(DownloadStatus.init),
-                clock: try tx.meta("clock").flatMap(Calibration.decode))
+                clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first)
         }
     }
 
@@ -59,7 +71,7 @@ public struct AgentStatus: Sendable {
         func ts(_ ms: Int64?) -> JSONValue { ms.map { .string(Timestamp(unixMilliseconds: $0).rfc3339) } ?? .null }
         func str(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
         let nextIn: JSONValue = nextRetryAt.map { .number(String(format3(Double(max(0, $0 - RetryPolicy.deadlineNow())) / 1000))) } ?? .null
-        return .object(JSONObject([
+        var object = JSONObject([
             ("synced", .number(String(counts.synced))),
             ("pending", .number(String(counts.pending))),
             ("invalid", .number(String(counts.invalid))),
@@ -87,7 +99,21 @@ public struct AgentStatus: Sendable {
                 ].map { (key: $0.0, value: $0.1) }))
             })),
             ("downloads", .array(downloads.map(\.json))),
-        ].map { (key: $0.0, value: $0.1) }))
+        ].map { (key: $0.0, value: $0.1) })
+        object["pull_failures"] = .number(String(pullFailureCount))
+        object["pull_failed"] = pullFailedJSON
+        return .object(object)
+    }
+
+    /// The first few pulled changes that could not be written, for scripts.
+    var pullFailedJSON: JSONValue {
+        .array(pullFailures.map { failure -> JSONValue in
+            let members: [(key: String, value: JSONValue)] = [
+                (key: "id", value: .string(failure.id)), (key: "reason", value: .string(failure.reason)),
+                (key: "attempts", value: .number(String(failure.attempts))),
+            ]
+            return .object(JSONObject(members))
+        })
     }
 
     /// Server minus local wall clock, ms, for a calibration made on this boot.
@@ -112,6 +138,10 @@ public struct AgentStatus: Sendable {
         if let paused { lines.append("paused: \(paused)") }
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
+        if pullFailureCount > 0 {
+            lines.append("\(pullFailureCount) changes from the server could not be written into the folder; retrying:")
+            lines += pullFailures.map { "  \($0.id): \($0.reason) (\($0.attempts) attempts)" }
+        }
         if unwatchedFolders > 0 {
             lines.append("\(unwatchedFolders) folders have no inotify watch (fs.inotify.max_user_watches reached): changes there are found by a rescan every 30 s")
         }

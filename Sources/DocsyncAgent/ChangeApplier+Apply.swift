@@ -2,7 +2,6 @@ import DocsyncClock
 import DocsyncFiles
 import DocsyncIndex
 import DocsyncModel
-import DocsyncWatcher
 import Logging
 
 /// Applying one document from the server that the folder may already hold: what it is, whether
@@ -105,7 +104,7 @@ extension ChangeApplier {
         if let path = known?.path {
             // A .docsyncignore rule has covered the file since it was synced: it stays as it is
             // (the index no longer follows it, so nothing could tell a save there from ours).
-            if scanner.walker.isIgnored(path, isDirectory: false) {
+            if walker.isIgnored(path, isDirectory: false) {
                 summary.skipped += 1
                 return nil
             }
@@ -115,8 +114,7 @@ extension ChangeApplier {
             }
             // A local edit not scanned yet must reach the index before anything is written over it.
             if let row = try await index.read({ try $0.file(at: path) }), FileStat(info) != row.stat {
-                let scanned = try await scanner.scan(ChangeBatch(paths: [path]))
-                if scanned.queued + scanned.deleted > 0 { scanner.queued() }
+                try await rescan(path)
                 let id = incoming.id
                 known = try await index.read { try $0.document(id: id) }
                 mapped = try await localForm(incoming.wireBody, rev: incoming.rev, known: known)

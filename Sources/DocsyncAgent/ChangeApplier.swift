@@ -3,7 +3,6 @@ import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
 import DocsyncFiles
-import DocsyncWatcher
 import Foundation
 import Logging
 
@@ -27,7 +26,13 @@ struct ChangeApplier: Sendable {
     let gate: PathGate
     let index: Index
     let clock: ServerClock
-    let scanner: Scanner
+    /// The folder's ignore rules: a file they cover is left as it is.
+    let walker: TreeWalker
+    /// Reads one file again (a local edit the index has not seen yet must reach it before
+    /// anything is written over it); the scanner queues what it finds and says so.
+    let rescan: @Sendable (String) async throws -> Void
+    /// Told when a merge queued a document for the server.
+    let pushWork: WakeSignal
     let logger: Logger
     let metrics: AgentMetrics
     /// The docTypes this folder syncs: a document of another is not applied, whatever sent it.
@@ -45,6 +50,9 @@ struct ChangeApplier: Sendable {
         /// Documents whose file is changing under us (moved or deleted, not scanned yet): applied
         /// again once the scanner has caught up.
         var deferred: [JSONObject] = []
+        /// Documents that could not be written (a full disk, a name the file system refuses), and
+        /// why: recorded in the index before the cursor passes them, and tried again from there.
+        var failed: [(remote: JSONObject, reason: String)] = []
     }
 
     /// Applies documents from the server (pulled changes, or the current version a 409 sent back).
@@ -66,13 +74,15 @@ struct ChangeApplier: Sendable {
         return summary
     }
 
-    /// A change that could not be applied: again later if its file was changing under us,
-    /// otherwise logged.
+    /// A change that could not be applied: again soon if its file was changing under us,
+    /// otherwise logged and handed back as failed (the puller records it to be retried).
     func setAside(_ remote: JSONObject, after error: any Error, summary: inout Summary) {
         if error is ChangedOnDisk {
             summary.deferred.append(remote)
         } else {
-            logger.error("cannot apply a change from the server", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
+            logger.error(
+                "cannot apply a change from the server; it is retried", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
+            summary.failed.append((remote, "\(error)"))
         }
     }
 
@@ -225,83 +235,7 @@ struct ChangeApplier: Sendable {
             try also?(tx)
         }
         if !record.downloads.isEmpty { downloadsQueued.signal() }
-        if pending != nil { scanner.queued() }  // the pusher is told, as for a scanned change
-    }
-
-    /// A document written to the folder (or, with `file` nil, kept beside a file that is not a
-    /// document right now), as the index records it.
-    struct Written {
-        let path: String
-        let id: String
-        let docType: String
-        /// The file as read back just after writing it, and when that read started.
-        let file: (bytes: [UInt8], info: EntryInfo)?
-        let readStart: Int64
-        let fileHash: String?
-        let bodyText: String
-        let bodyHash: String
-        let baseText: String
-        let rev: Int64
-        let stamp: Int64
-        /// Queued for the server (the merge of a local change); nil: in sync at `rev`.
-        let pending: OutboxEntry?
-        let now: Int64
-        /// Files of the endpoint the content's properties point at (see ``fileJobs(id:content:)``).
-        let downloads: [DownloadRow]
-
-        /// Texts and hashes are made here, outside the transaction that records them.
-        init(
-            path: String, id: String, docType: String, file: (bytes: [UInt8], info: EntryInfo)?, readStart: Int64, content: JSONObject,
-            base: JSONObject, rev: Int64, stamp: Int64, pending: OutboxEntry?, now: Int64, downloads: [DownloadRow] = []
-        ) {
-            self.downloads = downloads
-            self.path = path
-            self.id = id
-            self.docType = docType
-            self.file = file
-            self.readStart = readStart
-            fileHash = file.map { ContentHash.sha256Hex($0.bytes) }
-            let body = WireForm.body(content, docType: docType)
-            bodyText = JSONWriter.string(.object(body))
-            bodyHash = ContentHash.sha256Hex(bodyText.utf8)
-            // A base equal to the body (every document a pull writes new) is not written out twice.
-            baseText = base == body ? bodyText : JSONWriter.string(.object(base))
-            self.rev = rev
-            self.stamp = stamp
-            self.pending = pending
-            self.now = now
-        }
-
-        /// Records file and document (and the outbox entry) in `tx`.
-        func record(_ tx: IndexTransaction) throws {
-            if let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
-            if let file {
-                try tx.upsertFile(FileRow(
-                    path: path, docID: id, docType: docType, hash: fileHash,
-                    stat: FileStat(recording: file.info, readBefore: readStart), state: .ok, error: nil))
-            }
-            let known = try tx.document(id: id)
-            var doc = known ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
-            doc.docType = docType
-            doc.path = path
-            doc.body = bodyText
-            doc.bodyHash = bodyHash
-            doc.deletedAt = nil
-            doc.serverRev = rev
-            doc.base = baseText
-            doc.updatedAt = stamp
-            if let pending {
-                doc.state = .pending
-                doc.updatedAt = now
-                try tx.enqueue(key: pending.key, docID: id, kind: "put", payload: nil, bodyHash: bodyHash, queuedAt: now)
-            } else {
-                doc.state = .synced
-                doc.pushedHash = bodyHash
-                if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(entry) }
-            }
-            try tx.upsertDocument(doc)
-            try recordDownloads(tx, documentWasKnown: known != nil)
-        }
+        if pending != nil { pushWork.signal() }  // the pusher is told, as for a scanned change
     }
 
     /// Moves the file of a document deleted on the server into `.docsync/trash/` (recoverable).
@@ -328,6 +262,7 @@ struct ChangeApplier: Sendable {
         try await index.write { tx in
             if let path { try tx.deleteFile(at: path) }
             try tx.upsertDocument(final)
+            try tx.clearPullFailure(id: final.id)
             try tx.deleteDownloads(docID: final.id)
         }
         doc = final
@@ -378,7 +313,7 @@ struct ChangeApplier: Sendable {
 
     func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {
         summary.refused += 1
-        let key = "refused:" + String(id.prefix(200))
+        let key = MetaKey.refused(id)
         let known = try await index.read { try $0.meta(key) }
         if known == nil {
             logger.error("refused a document from the server: \(reason); nothing was written", metadata: ["doc.id": "\(id.prefix(200))"])

@@ -98,7 +98,7 @@ extension Downloader {
     /// A job that failed: a refusal ends it (reported until the server's URL changes), anything
     /// else is tried again with backoff.
     func failed(_ job: DownloadRow, entry: OutboxEntry, _ error: EndpointError) async {
-        if case .unauthorized = error, let token = reloadToken() { endpoint.useCredential(token) }
+        if case .unauthorized = error { credential.refusedBy(endpoint) }
         let permanent: Bool
         switch error {
         case .rejected, .unsupported: permanent = true

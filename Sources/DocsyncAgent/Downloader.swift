@@ -37,7 +37,8 @@ actor Downloader {
     let metrics: AgentMetrics
     /// Larger files are not fetched (`--max-download-size`).
     let maxBytes: Int64
-    let reloadToken: @Sendable () -> String?
+    /// The token, refused or replaced after a 401/403 (see ``Credential``).
+    let credential: Credential
     let signal: WakeSignal
     private var stopping = false
     private var inFlight: Task<Void, Never>?
@@ -50,7 +51,7 @@ actor Downloader {
     init(
         root: String, gate: PathGate, index: Index, endpoint: any DocumentEndpoint, applier: ChangeApplier, lock: TreeLock, clock: ServerClock,
         logger: Logger, policy: RetryPolicy, metrics: AgentMetrics, maxBytes: Int64, signal: WakeSignal,
-        reloadToken: @escaping @Sendable () -> String?
+        credential: Credential
     ) {
         self.signal = signal
         self.root = root
@@ -65,7 +66,7 @@ actor Downloader {
         self.policy = policy
         self.metrics = metrics
         self.maxBytes = maxBytes
-        self.reloadToken = reloadToken
+        self.credential = credential
     }
 
     nonisolated func wake() { signal.signal() }

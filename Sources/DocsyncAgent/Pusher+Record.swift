@@ -60,7 +60,16 @@ extension Pusher {
             logger.error("cannot record push results in the index", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
         }
-        for case (let entry, .failed(.conflict(let current))) in results { await resolveConflict(entry, current: current) }
+        for (entry, outcome) in results {
+            if case .failed(.conflict(let current)) = outcome {
+                conflictStreaks[entry.docID, default: 0] += 1
+                await resolveConflict(entry, current: current)
+                await holdIfConflictsRepeat(entry)
+            } else if case .failed = outcome {
+            } else {
+                conflictStreaks[entry.docID] = nil
+            }
+        }
         for (path, message) in rejected {
             logger.error("document rejected by the endpoint; fix the file to retry: \(message)", metadata: ["file.path": "\(path)"])
         }
@@ -102,12 +111,12 @@ extension Pusher {
             }
             try tx.markSeenIfReconciling(stored)
             if state.cameBack { try tx.rescheduleAll(at: 0) }
-            try tx.setMeta("offline_since", state.offlineSince.map(String.init))
-            try tx.setMeta("next_retry_at", state.wentOffline ? String(state.deadlineNow + state.backoffMs) : nil)
+            try tx.setMeta(.offlineSince, state.offlineSince.map(String.init))
+            try tx.setMeta(.nextRetryAt, state.wentOffline ? String(state.deadlineNow + state.backoffMs) : nil)
             if let unauthorized = report.unauthorized {
-                try tx.setMeta("paused", "token rejected by \(state.endpoint): \(unauthorized)")
+                try tx.setMeta(.paused, "token rejected by \(state.endpoint): \(unauthorized)")
             }
-            try tx.setMeta("last_error", report.transient.first.map { $0.1.description } ?? report.unauthorized?.description)
+            try tx.setMeta(.lastError, report.transient.first.map { $0.1.description } ?? report.unauthorized?.description)
             return rejected
         }
     }
@@ -131,9 +140,10 @@ extension Pusher {
     /// The pusher's state after a recorded round, said once to the user; what to do next.
     private func settle(_ report: RoundReport, state: RoundState, backoff: Duration, oneShot: Bool) -> Outcome {
         if let unauthorized = report.unauthorized, paused == nil {
+            credential.refuse()
             paused = "token rejected by \(state.endpoint)"
             logger.error(
-                "token rejected by \(state.endpoint); pushing is paused until the token file changes or the agent restarts",
+                "token rejected by \(state.endpoint); pushing is paused until the token file holds a token not refused yet, or the agent restarts",
                 metadata: ["error": "\(unauthorized)"])
         }
         if state.cameBack {
@@ -154,7 +164,7 @@ extension Pusher {
         nextTry = nil
         if report.successes > 0 {
             lastError = nil
-            writesAcknowledged()
+            uploadWork.signal()
         }
         if paused != nil { return .idle(.seconds(2)) }
         if let (_, error) = report.transient.first {
@@ -167,7 +177,6 @@ extension Pusher {
     /// The server holds a newer revision than the write was based on: merge it into the folder
     /// (the applier re-queues the merged version, based on the current revision).
     private func resolveConflict(_ entry: OutboxEntry, current: JSONObject?) async {
-        guard let applier else { return }
         var document = current
         if document == nil {
             do throws(EndpointError) {
@@ -177,11 +186,43 @@ extension Pusher {
                 return
             }
         }
-        guard let document else { return }
+        guard let document else {
+            // The server has no such document: deleted there, and its tombstone purged since. An
+            // edit beats a delete, so it goes again as a new document ("create it if absent").
+            do {
+                try await index.write { try $0.forgetServerRevision(of: entry.docID) }
+                logger.info("the endpoint no longer has this document (deleted, its tombstone purged); sending it as new", metadata: ["doc.id": "\(entry.docID)"])
+            } catch {
+                logger.error("cannot record that the endpoint lost a document", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
+            }
+            return
+        }
         do {
             _ = try await lock.run { try await applier.apply([document]) }
         } catch {
             logger.error("cannot merge a conflicting version", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
+        }
+    }
+
+    /// A document whose writes keep meeting a conflict (a server that answers each one with yet
+    /// another current version) waits with backoff after the second in a row, instead of being
+    /// merged and sent again as fast as the agent can; said once, and kept on its entry for
+    /// `status`. The merge has queued a new version by now, so the hold applies to whatever
+    /// version waits.
+    func holdIfConflictsRepeat(_ entry: OutboxEntry) async {
+        let streak = conflictStreaks[entry.docID] ?? 0
+        guard streak >= 2 else { return }
+        let delay = policy.delay(afterFailures: streak - 1, unit: Double.random(in: 0..<1))
+        let until = RetryPolicy.deadlineNow() + Int64(delay / .milliseconds(1))
+        let why = "the endpoint answered \(streak) writes in a row with a conflict"
+        if streak == 3 {
+            logger.warning("\(why); backing off", metadata: ["doc.id": "\(entry.docID)"])
+            metrics.repeated("conflict")
+        }
+        do {
+            try await index.write { try $0.deferEntry(key: entry.key, error: why, nextAttemptAt: until) }
+        } catch {
+            logger.error("cannot hold a conflicting write", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
         }
     }
 }

@@ -42,8 +42,8 @@ extension Pusher {
             OutgoingChange(
                 id: e.docID, docType: e.docType ?? "", body: Self.wirePayload(e, mapping: mappings[e.docID]), baseRevision: revisions[e.docID])
         }
-        let pullsToo = endpoint.capabilities.pullsWithPush && applier != nil
-        let cursor = pullsToo ? (try? await index.read { try $0.meta("cursor") }).flatMap { $0.map(SyncCursor.init) } : nil
+        let pullsToo = endpoint.capabilities.pullsWithPush
+        let cursor = pullsToo ? (try? await index.read { try $0.meta(.cursor) }).flatMap { $0.map(SyncCursor.init) } : nil
         let reply: PushReply
         let started = ContinuousClock.now
         do throws(EndpointError) {
@@ -53,14 +53,14 @@ extension Pusher {
             return entries.map { ($0, .failed(error)) }
         }
         metrics.call("push", since: started)
-        if let pulled = reply.pulled, let applier {
-            // Another server, or this one restored: its changes since our cursor are not all it
-            // has; the pull starts over instead (the acknowledgements below still hold).
-            let replaced = (try? await Puller.serverWasReplaced(pulled, index: index, logger: logger)) ?? false
-            if replaced {
-                wake()
-            } else {
-                try? await Puller.apply(pulled, endpoint: endpoint, applier: applier, index: index, lock: lock, logger: logger)
+        if let pulled = reply.pulled {
+            // Taken as a pull's reply is (another server, or this one restored, starts the pull
+            // over; the acknowledgements below still hold). A failure leaves the cursor where it
+            // was: the changes come again with the next pull.
+            do {
+                try await self.changes.take(pulled)
+            } catch {
+                logger.error("cannot apply the changes a push brought back; the next pull brings them again", metadata: ["error": "\(error)"])
             }
         }
         return entries.map { e in (e, reply.outcomes[e.docID] ?? .failed(.badReply("the reply does not mention document \(e.docID)"))) }

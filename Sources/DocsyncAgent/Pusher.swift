@@ -23,25 +23,23 @@ actor Pusher {
     let clock: ServerClock
     let logger: Logger
     let policy: RetryPolicy
-    let signal = WakeSignal()
-    /// Re-reads the token (from its file) when pushing was paused by a 401/403; `nil` = no change.
-    let reloadToken: @Sendable () -> String?
+    /// "The outbox has work": the scanner, the applier and the uploader signal it; the pusher waits on it.
+    let signal: WakeSignal
+    /// The token: re-read from its file while pushing is paused by a 401/403.
+    let credential: Credential
     var stopping = false
-    /// Set once the agent is wired: where pulled changes go.
-    var applier: ChangeApplier?
-    var lock = TreeLock()
+    /// Where changes a push brings back go, and how conflicts are merged into the folder.
+    let changes: ServerChanges
+    var applier: ChangeApplier { changes.applier }
+    var lock: TreeLock { changes.lock }
     /// Documents whose file is being uploaded: their own writes wait (both change the revision).
-    var uploading = DocumentSet()
+    let uploading: DocumentSet
     /// Uploads wait for their document's write: told when writes were acknowledged.
-    var writesAcknowledged: @Sendable () -> Void = {}
+    let uploadWork: WakeSignal
 
-    func attach(applier: ChangeApplier, lock: TreeLock, uploading: DocumentSet, writesAcknowledged: @escaping @Sendable () -> Void) {
-        self.applier = applier
-        self.lock = lock
-        self.uploading = uploading
-        self.writesAcknowledged = writesAcknowledged
-    }
-
+    /// Conflicts in a row, per document id (see ``holdIfConflictsRepeat(_:)``); cleared when a
+    /// write of it is stored.
+    var conflictStreaks: [String: Int] = [:]
     var offlineSince: Int64?
     var consecutiveFailures = 0
     var nextTry: ContinuousClock.Instant?
@@ -51,16 +49,20 @@ actor Pusher {
     let metrics: AgentMetrics
 
     init(
-        index: Index, endpoint: any DocumentEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy = RetryPolicy(),
-        reloadToken: @escaping @Sendable () -> String? = { nil }, metrics: AgentMetrics
+        changes: ServerChanges, clock: ServerClock, logger: Logger, signal: WakeSignal, uploading: DocumentSet, uploadWork: WakeSignal,
+        credential: Credential
     ) {
-        self.metrics = metrics
-        self.index = index
-        self.endpoint = endpoint
+        self.changes = changes
+        self.metrics = changes.metrics
+        self.index = changes.index
+        self.endpoint = changes.endpoint
+        self.policy = changes.policy
         self.clock = clock
         self.logger = logger
-        self.policy = policy
-        self.reloadToken = reloadToken
+        self.signal = signal
+        self.uploading = uploading
+        self.uploadWork = uploadWork
+        self.credential = credential
     }
 
     nonisolated func wake() { signal.signal() }
@@ -145,11 +147,11 @@ actor Pusher {
 
     private func pushRound(oneShot: Bool = false) async -> Outcome {
         if paused != nil {
-            if let token = reloadToken() {
+            if let token = credential.usable() {
                 endpoint.useCredential(token)
                 logger.info("token changed; resuming pushing")
                 paused = nil
-                try? await index.write { try $0.setMeta("paused", nil) }
+                try? await index.write { try $0.setMeta(.paused, nil) }
             } else {
                 return oneShot ? .idle(nil) : .idle(.seconds(2))
             }
@@ -207,9 +209,9 @@ actor Pusher {
     }
 
     private func restoreState() async {
-        let saved = try? await index.read { tx in (try tx.meta("offline_since"), try tx.meta("paused")) }
+        let saved = try? await index.read { tx in (try tx.meta(.offlineSince), try tx.meta(.paused)) }
         offlineSince = saved?.0.flatMap { Int64($0) }
         // A pause is not carried over a restart: restarting is how a user says "try the token again".
-        if saved?.1 != nil { try? await index.write { try $0.setMeta("paused", nil) } }
+        if saved?.1 != nil { try? await index.write { try $0.setMeta(.paused, nil) } }
     }
 }

@@ -22,11 +22,12 @@ actor Uploader {
     let logger: Logger
     let policy: RetryPolicy
     let uploading: DocumentSet
-    let signal = WakeSignal()
+    /// "Uploads may go": the scanner's batches and the pusher's acknowledged writes signal it.
+    let signal: WakeSignal
     /// Called when an upload ends, so document writes that waited for it go out.
     let uploadEnded: @Sendable () -> Void
-    /// Re-reads the token (from its file) after a 401/403; `nil` = unchanged.
-    let reloadToken: @Sendable () -> String?
+    /// The token, refused or replaced after a 401/403 (see ``Credential``).
+    let credential: Credential
     private var stopping = false
     /// The uploads in flight: cancelled when the agent stops (a large file would otherwise hold
     /// the exit until it is sent; it is sent again at the next start).
@@ -41,11 +42,12 @@ actor Uploader {
 
     init(
         root: String, index: Index, endpoint: any DocumentEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy,
-        uploading: DocumentSet, reloadToken: @escaping @Sendable () -> String? = { nil }, metrics: AgentMetrics,
-        uploadEnded: @escaping @Sendable () -> Void
+        uploading: DocumentSet, credential: Credential, metrics: AgentMetrics,
+        signal: WakeSignal, uploadEnded: @escaping @Sendable () -> Void
     ) {
+        self.signal = signal
         self.metrics = metrics
-        self.reloadToken = reloadToken
+        self.credential = credential
         self.root = root
         self.realRoot = Attachments.realPath(root) ?? root
         self.index = index
@@ -266,9 +268,7 @@ actor Uploader {
     }
 
     private func failed(_ job: Job, _ error: EndpointError) async {
-        if case .unauthorized = error, let token = reloadToken() {
-            endpoint.useCredential(token)
-        }
+        if case .unauthorized = error { credential.refusedBy(endpoint) }
         let permanent: Bool
         switch error {
         case .rejected, .unsupported: permanent = true

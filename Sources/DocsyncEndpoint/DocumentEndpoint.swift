@@ -32,7 +32,9 @@ public protocol DocumentEndpoint: AnyObject, Sendable {
     /// server cannot be pulled from.
     func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply
 
-    /// The document with `id` as the server holds it now, or `nil` when it has none.
+    /// The document with `id` as the server holds it now, or `nil` when it has none. Throws
+    /// ``EndpointError/unsupported(_:)`` when the server cannot be asked for one document: never
+    /// `nil` for "cannot tell".
     func fetch(id: String, docType: String) async throws(EndpointError) -> JSONObject?
 
     /// Sends a file for one property of a document; returns the document as stored, the property

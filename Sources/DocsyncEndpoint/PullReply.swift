@@ -19,6 +19,9 @@ public struct PullReply: Sendable {
     /// The server no longer keeps tombstones deleted before this Unix ms time: the index may
     /// forget its own.
     public var tombstonesPurgedBefore: Int64?
+    /// Documents the reply held that cannot be represented (a lone surrogate, a duplicate key),
+    /// left out of `changes`: each is reported with its id, and the rest is applied.
+    public var refused: [IsolatedElement] = []
 
     public init(changes: [JSONObject], cursor: SyncCursor?, more: Bool = false, storeIdentity: String? = nil, historyBehind: Bool = false) {
         self.changes = changes

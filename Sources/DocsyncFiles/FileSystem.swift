@@ -144,7 +144,23 @@ public enum FileSystem {
     /// A hidden name beside `file` for its next version while it is written
     /// (see ``isStaleTemporary(_:)``).
     static func temporary(beside file: GatedFile) throws(FileSystemError) -> GatedFile {
-        try file.sibling(".\(file.name).docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let suffix = ".docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+        // Within NAME_MAX whatever the file's name: the name is cut (on a character boundary) to fit.
+        return try file.sibling("." + prefix(of: file.name, bytes: Int(NAME_MAX) - 1 - suffix.utf8.count) + suffix)
+    }
+
+    /// The longest start of `name` that is at most `bytes` long in UTF-8, cut between characters.
+    public static func prefix(of name: String, bytes: Int) -> String {
+        guard name.utf8.count > bytes else { return name }
+        var out = ""
+        var used = 0
+        for character in name {
+            let size = character.utf8.count
+            if used + size > bytes { break }
+            out.append(character)
+            used += size
+        }
+        return out
     }
 
     /// ``replace(_:with:ifItHolds:mode:)`` for a path the user named (its folder opened as given).

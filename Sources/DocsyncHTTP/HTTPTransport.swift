@@ -63,6 +63,9 @@ public final class HTTPTransport: Sendable {
         public var bytes: ByteBuffer
         /// The body as JSON; `.null` when it is empty or not JSON.
         public var json: JSONValue
+        /// Objects of the body's lists left out of `json`: well-formed, but no document can hold
+        /// them (see ``JSONParser/parseIsolating(_:maxDepth:)``). The adapter rejects each alone.
+        public var isolated: [IsolatedElement] = []
         public var ok: Bool { (200..<300).contains(status) }
         /// The server's own words for a refusal: its `error`/`message`/`reason`, else the body's start.
         public var message: String { HTTPTransport.errorMessage(json, bytes: bytes, status: status) }
@@ -109,8 +112,9 @@ public final class HTTPTransport: Sendable {
         }
         let (response, bytes) = try await execute(request, timeout: timeout ?? requestTimeout)
         let status = Int(response.status.code)
-        let json = (try? JSONParser.parse(Array(buffer: bytes))) ?? .null
-        let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json)
+        let parsed = try? JSONParser.parseIsolating(Array(buffer: bytes))
+        let json = parsed?.value ?? .null
+        let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json, isolated: parsed?.isolated ?? [])
         if reply.ok {
             guard !json.isNull || bytes.readableBytes == 0 else { throw .badReply("the body is not JSON") }
             return reply

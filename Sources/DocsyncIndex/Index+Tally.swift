@@ -102,7 +102,7 @@ public final class TallyCounter: @unchecked Sendable {
 
     /// Forgets what a transaction that did not commit counted.
     func reset() {
-        withUnsafeMutableBytes(of: &counters.pointee.delta) { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        _ = withUnsafeMutableBytes(of: &counters.pointee.delta) { $0.initializeMemory(as: UInt8.self, repeating: 0) }
     }
 
     /// Adds what the transaction counted to `tally`.

@@ -324,6 +324,19 @@ public struct Index: Sendable {
         // A migration from here on that changes rows of document, file or outbox recounts `tally`
         // (the connection's counter is installed once the index is migrated).
         migrator.registerMigration("v13-tally-off-schema") { db in try Index.dropTallyTriggers(db) }
+        migrator.registerMigration("v14-pull-failures") { db in
+            // Pulled changes that could not be written (a full disk, a name too long): kept with
+            // the change itself, so the cursor can move past them and they are retried from here.
+            try db.execute(sql: """
+                CREATE TABLE pull_failure (
+                    id TEXT PRIMARY KEY NOT NULL,     -- the document's id as the server sent it
+                    change TEXT NOT NULL,             -- the change, as pulled (wire form)
+                    reason TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 1,
+                    next_attempt_at INTEGER NOT NULL  -- on RetryPolicy.deadlineNow()'s clock
+                ) WITHOUT ROWID
+                """)
+        }
         return migrator
     }
 }

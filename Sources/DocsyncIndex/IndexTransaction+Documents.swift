@@ -22,6 +22,12 @@ extension IndexTransaction {
         return out
     }
 
+    /// Forgets the revision the server last had of `id`: it has none now (deleted and its
+    /// tombstone purged), so the document's next write goes as new, "create it if absent".
+    public func forgetServerRevision(of id: String) throws {
+        try db.cachedStatement(sql: "UPDATE document SET server_rev = NULL WHERE id = ?").execute(arguments: [id])
+    }
+
     public func upsertDocument(_ d: DocumentRow) throws {
         // A merge base equal to the body (a document the server holds as it is here: nearly all of
         // them) is stored as a flag, not a second copy.

@@ -34,7 +34,7 @@ extension IndexTransaction {
     /// like any conflict). Returns how many documents were queued.
     @discardableResult
     public func forgetServer(queuedAt now: Int64) throws -> Int {
-        try setMeta("cursor", nil)
+        try setMeta(.cursor, nil)
         try db.execute(sql: """
             UPDATE document SET server_rev = 0, pushed_hash = NULL, state = CASE WHEN state = 'synced' THEN 'pending' ELSE state END
             WHERE server_rev IS NOT NULL AND state != 'invalid'
@@ -183,6 +183,14 @@ extension IndexTransaction {
                 UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
                 WHERE key = ? AND version = ?
                 """).execute(arguments: [error, nextAttemptAt, key, version])
+    }
+
+    /// Holds `key`'s entry, whatever its version, until `nextAttemptAt`, counting an attempt that
+    /// failed with `error` (a write the server keeps answering with a conflict: the merge queued a
+    /// new version, which must still wait).
+    public func deferEntry(key: String, error: String, nextAttemptAt: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE key = ?")
+            .execute(arguments: [error, nextAttemptAt, key])
     }
 
     /// Makes every waiting entry due at `at` (the endpoint came back, or pushing resumed).

@@ -11,10 +11,10 @@ extension IndexTransaction {
     /// Starts (or starts again) a reconcile: nothing seen yet.
     public func beginReconcile() throws {
         try db.execute(sql: "DELETE FROM reconcile_seen")
-        try setMeta("reconcile", "1")
+        try setMeta(.reconcile, "1")
     }
 
-    public func isReconciling() throws -> Bool { try meta("reconcile") != nil }
+    public func isReconciling() throws -> Bool { try meta(.reconcile) != nil }
 
     public func markSeen(_ ids: some Sequence<String>) throws {
         let s = try db.cachedStatement(sql: "INSERT OR IGNORE INTO reconcile_seen (id) VALUES (?)")
@@ -44,7 +44,7 @@ extension IndexTransaction {
 
     public func endReconcile() throws {
         try db.execute(sql: "DELETE FROM reconcile_seen")
-        try setMeta("reconcile", nil)
+        try setMeta(.reconcile, nil)
     }
 
     /// Forgets the tombstones deleted before `deletedBefore` (Unix ms) that the server has

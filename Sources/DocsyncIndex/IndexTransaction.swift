@@ -7,6 +7,7 @@ import GRDB
 public struct IndexTransaction {
     let db: Database
     let statements = StatementMemo()
+    let anyPullFailures = TransactionFlag()
 
     public init(db: Database) { self.db = db }
 
@@ -160,25 +161,23 @@ public struct IndexTransaction {
         try s.run()
     }
 
-    public func updateStat(path: String, stat: FileStat) throws {
-        try db.cachedStatement(sql: "UPDATE file SET size = ?, mtime_ns = ?, inode = ? WHERE path = ?").execute(arguments: [stat.size, stat.mtimeNs, Int64(bitPattern: stat.inode), path])
-    }
-
     public func deleteFile(at path: String) throws {
         try db.cachedStatement(sql: "DELETE FROM file WHERE path = ?").execute(arguments: [path])
     }
 
     // MARK: Meta
 
-    public func meta(_ key: String) throws -> String? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [key])
+    /// A `meta` row's value (see ``MetaKey`` for what each holds).
+    public func meta(_ key: MetaKey) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [key.name])
     }
 
-    public func setMeta(_ key: String, _ value: String?) throws {
+    /// Sets a `meta` row; `nil` removes it.
+    public func setMeta(_ key: MetaKey, _ value: String?) throws {
         if let value {
-            try db.cachedStatement(sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").execute(arguments: [key, value])
+            try db.cachedStatement(sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").execute(arguments: [key.name, value])
         } else {
-            try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: [key])
+            try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: [key.name])
         }
     }
 

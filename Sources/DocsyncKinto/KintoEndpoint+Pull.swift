@@ -19,6 +19,7 @@ extension KintoEndpoint {
             return try reset(position.since.isEmpty ? nil : "the bucket is gone")
         }
         var changes: [JSONObject] = []
+        var refused: [IsolatedElement] = []
         var more = false
         for collection in collections where selection.contains(collection) {
             var path = "\(bucketPath)/collections/\(collection)/records?_sort=last_modified&_limit=\(Self.pageSize)"
@@ -27,6 +28,7 @@ extension KintoEndpoint {
             let reply = try await http.send(.GET, path)
             if reply.status == 404 { continue }  // gone meanwhile
             guard reply.ok, case .array(let records)? = reply.json.object?["data"] else { throw Self.refusal(reply) }
+            refused += reply.isolated
             // The collection's own timestamp older than a record this folder saw: its history
             // went back.
             if let since = position.since[collection], let etag = Self.etag(reply), etag < since {
@@ -42,7 +44,9 @@ extension KintoEndpoint {
                 break
             }
         }
-        return PullReply(changes: changes, cursor: position.cursor, more: more)
+        var pulled = PullReply(changes: changes, cursor: position.cursor, more: more)
+        pulled.refused = refused
+        return pulled
     }
 
     /// An empty reply; with a `reason`, one that says the server's history is behind this folder's

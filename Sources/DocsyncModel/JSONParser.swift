@@ -3,6 +3,9 @@ public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertibl
     public var line: Int
     public var column: Int
     public var reason: String
+    /// Well-formed, but not a value the model can hold (a lone surrogate, a duplicate key): a
+    /// document of a reply that is rejected alone (see ``JSONParser/parseIsolating(_:maxDepth:)``).
+    public var unrepresentable = false
 
     public var description: String { "line \(line), column \(column): \(reason)" }
 }
@@ -15,17 +18,22 @@ public struct JSONParser: ~Copyable {
     /// Nesting deeper than this is refused rather than risking the stack on a hostile file.
     public static let maxDepth = 512
 
-    private let bytes: [UInt8]
-    private var index = 0
-    private var depth = 0
-    private var depthLimit = JSONParser.maxDepth
+    let bytes: [UInt8]
+    var index = 0
+    var depth = 0
+    var depthLimit = JSONParser.maxDepth
     /// The deepest nesting met, in containers.
-    private var deepest = 0
+    var deepest = 0
     /// Byte ranges of the top-level object's member values, when asked for.
     private var recordSpans = false
+    /// Objects in arrays are parsed one by one, an unrepresentable one left out and noted
+    /// (``parseIsolating(_:maxDepth:)``); inside such an object, nothing more is isolated.
+    var isolating = false
+    var inIsolatedElement = false
+    var isolated: [IsolatedElement] = []
     private var spans: [(key: String, value: Range<Int>)] = []
 
-    private init(bytes: [UInt8]) {
+    init(bytes: [UInt8]) {
         self.bytes = bytes
     }
 
@@ -66,7 +74,7 @@ public struct JSONParser: ~Copyable {
 
     // MARK: - Grammar
 
-    private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
+    mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
         guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -107,7 +115,7 @@ public struct JSONParser: ~Copyable {
                 if seen == nil { seen = Set(members.map(\.key)) }
                 duplicate = !seen!.insert(key).inserted
             }
-            if duplicate { throw error("duplicate key \"\(key)\"", at: keyStart) }
+            if duplicate { throw unrepresentable("duplicate key \"\(key)\"", at: keyStart) }
             skipWhitespace()
             guard peek == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\", found \(describeCurrent())") }
             index += 1
@@ -144,7 +152,11 @@ public struct JSONParser: ~Copyable {
         }
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            if isolating && !inIsolatedElement && peek == UInt8(ascii: "{") {
+                if let element = try parseIsolatedElement() { elements.append(element) }
+            } else {
+                elements.append(try parseValue())
+            }
             skipWhitespace()
             switch peek {
             case UInt8(ascii: ","):
@@ -260,14 +272,14 @@ public struct JSONParser: ~Copyable {
             var scalar: UInt32
             if (0xD800...0xDBFF).contains(unit) {
                 guard peek == UInt8(ascii: "\\"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") else {
-                    throw error("lone high surrogate \\u\(hex4(unit))")
+                    throw unrepresentable("lone high surrogate \\u\(hex4(unit))")
                 }
                 index += 2
                 let low = try parseHex4()
-                guard (0xDC00...0xDFFF).contains(low) else { throw error("invalid low surrogate \\u\(hex4(low))") }
+                guard (0xDC00...0xDFFF).contains(low) else { throw unrepresentable("invalid low surrogate \\u\(hex4(low))") }
                 scalar = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
             } else if (0xDC00...0xDFFF).contains(unit) {
-                throw error("lone low surrogate \\u\(hex4(unit))")
+                throw unrepresentable("lone low surrogate \\u\(hex4(unit))")
             } else {
                 scalar = UInt32(unit)
             }
@@ -313,11 +325,11 @@ public struct JSONParser: ~Copyable {
 
     // MARK: - Helpers
 
-    private var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
+    var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
 
     private func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -338,7 +350,13 @@ public struct JSONParser: ~Copyable {
         return String(repeating: "0", count: 4 - s.count) + s
     }
 
-    private func error(_ reason: String, at position: Int? = nil) -> JSONSyntaxError {
+    func unrepresentable(_ reason: String, at position: Int? = nil) -> JSONSyntaxError {
+        var failure = error(reason, at: position)
+        failure.unrepresentable = true
+        return failure
+    }
+
+    func error(_ reason: String, at position: Int? = nil) -> JSONSyntaxError {
         let end = min(position ?? index, bytes.count)
         var line = 1
         var column = 1

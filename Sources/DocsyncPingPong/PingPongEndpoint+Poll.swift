@@ -40,11 +40,13 @@ extension PingPongEndpoint {
         var types = await folderTypes()
         types.formUnion(selection.only ?? [])
         var changes: [JSONObject] = []
+        var refused: [IsolatedElement] = []
         var marks: [String: [String: String]] = [:]
         for type in types.sorted() where selection.contains(type) && DocumentRules.docTypeProblem(type) == nil {
             let reply = try await http.send(.GET, "/api/document/type/\(type.addingPercentEncodingForPathSegment())")
             if reply.status == 404 { continue }
             guard case .array(let listed)? = try Self.data(reply) else { throw .badReply("no list under \"data\" for docType \(type)") }
+            refused += reply.isolated
             var seen: [String: String] = [:]
             for case .object(var document) in listed {
                 guard let id = document["id"]?.string else { continue }
@@ -61,7 +63,9 @@ extension PingPongEndpoint {
             memory.offered = (memory.generation, marks)
             return memory.generation
         }
-        return PullReply(changes: changes, cursor: SyncCursor("poll:\(generation)"))
+        var pulled = PullReply(changes: changes, cursor: SyncCursor("poll:\(generation)"))
+        pulled.refused = refused
+        return pulled
     }
 
     /// What tells one version of a listed document from another: its `updated_at` and revision,

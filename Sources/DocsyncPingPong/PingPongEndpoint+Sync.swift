@@ -16,6 +16,8 @@ extension PingPongEndpoint {
         var purgedBefore: Int64 = 0
         /// The identity of the store that answered (`X-Docsync-Store`), when the server names one.
         var store: String?
+        /// Documents of the reply that cannot be represented, left out of `success`.
+        var isolated: [IsolatedElement] = []
     }
 
     /// The batch call: sends `documents` (each may carry `rev`, its base revision) and receives
@@ -61,14 +63,20 @@ extension PingPongEndpoint {
         func number(_ key: String) -> Int64 { if case .number(let n)? = object[key] { Int64(n) ?? 0 } else { 0 } }
         return SyncReply(
             success: success, errors: errors, cursor: cursor, more: object["more"] == true, horizon: number("horizon"),
-            purgedBefore: number("purged_before"), store: reply.headers.first(name: "X-Docsync-Store"))
+            purgedBefore: number("purged_before"), store: reply.headers.first(name: "X-Docsync-Store"), isolated: reply.isolated)
     }
 
-    /// What is under `"data"` in a 2xx reply; a refusal otherwise.
+    /// What a 2xx reply carries: what is under `"data"` (PingPong's envelope), or the reply itself
+    /// where a server sends it bare (a JSON array for a listing, a document with an `id`: most REST
+    /// servers do, and the seed names the envelope for its writes only); a refusal otherwise.
     static func data(_ reply: HTTPTransport.Reply) throws(EndpointError) -> JSONValue? {
         guard reply.ok else { throw refusal(reply) }
-        guard let data = reply.json.object?["data"] else { throw .badReply("no \"data\" in the reply") }
-        return data
+        switch reply.json {
+        case .object(let object) where object["data"] != nil: return object["data"]
+        case .object(let object) where object["id"] != nil: return reply.json
+        case .array: return reply.json
+        default: throw .badReply("neither a \"data\" envelope, a document nor a list in the reply")
+        }
     }
 
     /// A 4xx the transport left to us: 409 is a stale revision (with the current document).
@@ -87,6 +95,7 @@ extension PingPongEndpoint {
         let sane = reply.more || reply.horizon <= reply.cursor
         pulled.missedDeletions = since > 0 && reply.horizon > since && sane
         pulled.tombstonesPurgedBefore = reply.purgedBefore > 0 ? reply.purgedBefore : nil
+        pulled.refused = reply.isolated
         return pulled
     }
 

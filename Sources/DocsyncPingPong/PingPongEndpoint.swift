@@ -113,10 +113,16 @@ public final class PingPongEndpoint: DocumentEndpoint {
             // The reference endpoint words a stale base revision "revision …" and sends the current document.
             outcomes[id] = .failed(e.message.hasPrefix("revision") ? .conflict(current: e.current) : .rejected("400: \(e.message)"))
         }
+        for element in reply.isolated {
+            guard let id = element.id, sent.contains(id), outcomes[id] == nil else { continue }
+            outcomes[id] = .failed(.rejected("the endpoint answered with this document in a form that cannot be represented (\(element.reason))"))
+        }
         for id in sent where outcomes[id] == nil {
             outcomes[id] = .failed(.badReply("the reply does not mention document \(id)"))
         }
-        return PushReply(outcomes: outcomes, pulled: Self.pullReply(reply, changes: others, since: since))
+        var pulled = Self.pullReply(reply, changes: others, since: since)
+        pulled.refused.removeAll { $0.id.map(sent.contains) ?? false }
+        return PushReply(outcomes: outcomes, pulled: pulled)
     }
 
     /// An acknowledgement without `docType` says the body was stored exactly as sent.
@@ -128,10 +134,13 @@ public final class PingPongEndpoint: DocumentEndpoint {
         return .stored(doc)
     }
 
-    /// The body of a change in a batch call: its base revision goes inside, as `rev`.
+    /// The body of a change in a batch call: its base revision goes inside, as `rev`. A document
+    /// the server never acknowledged goes as `rev: 0`, "create it only if absent": a write whose
+    /// reply was lost and is sent again must not overwrite an edit someone made meanwhile (the
+    /// server answers with a conflict and the current version, and the engine merges).
     static func batchBody(_ change: OutgoingChange) -> String {
-        guard let rev = change.baseRevision, case .object(var object)? = try? JSONParser.parse(change.body) else { return change.body }
-        object[DocumentRules.revKey] = .number(String(rev))
+        guard case .object(var object)? = try? JSONParser.parse(change.body) else { return change.body }
+        object[DocumentRules.revKey] = .number(String(change.baseRevision ?? 0))
         return JSONWriter.string(.object(object))
     }
 

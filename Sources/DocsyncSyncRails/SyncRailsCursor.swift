@@ -37,12 +37,18 @@ struct SyncRailsCursor {
         return String(text.prefix(19)) + "Z"
     }
 
+    /// How far past the server's time (as the agent's clock estimates it) a stamp may be and still
+    /// move the watermark: a clock's error and the second's rounding, no more.
+    static let futureSlack: Int64 = 300
+
     /// `candidates` (documents in wire form) without those already seen, and the cursor after
-    /// `all` (the raw objects of the reply).
-    func advance(_ candidates: [JSONObject], all: [JSONObject]) -> ([JSONObject], SyncRailsCursor) {
+    /// `all` (the raw objects of the reply). `now`: the server's time in Unix seconds. A stamp
+    /// later than `now` (beyond ``futureSlack``) is passed on but never becomes the watermark: an
+    /// object dated 9999-12-31 would otherwise make every later change "older" and drop it.
+    func advance(_ candidates: [JSONObject], all: [JSONObject], now: Int64) -> ([JSONObject], SyncRailsCursor) {
         var next = self
         for object in all {
-            guard let id = object["uuid"]?.string, let stamp = Self.seconds(object) else { continue }
+            guard let id = object["uuid"]?.string, let stamp = Self.seconds(object), stamp <= now + Self.futureSlack else { continue }
             if stamp > (next.watermark ?? Int64.min) {
                 next.watermark = stamp
                 next.seen = [:]

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DocsyncClock
 import DocsyncEndpoint
 import DocsyncHTTP
 import DocsyncModel
@@ -70,21 +71,37 @@ public final class SyncRailsEndpoint: DocumentEndpoint {
             }
         }
         for (uuid, message) in reply.errors where sent.contains(uuid) { outcomes[uuid] = .failed(.rejected(message)) }
+        for element in reply.isolated {
+            guard let id = element.id, sent.contains(id), outcomes[id] == nil else { continue }
+            outcomes[id] = .failed(.rejected("the endpoint answered with this object in a form that cannot be represented (\(element.reason))"))
+        }
         for id in sent where outcomes[id] == nil { outcomes[id] = .failed(.badReply("the reply does not mention \(id)")) }
-        let (fresh, next) = reply.cursor.advance(others, all: reply.success)
-        return PushReply(outcomes: outcomes, pulled: PullReply(changes: fresh, cursor: next.cursor))
+        let (fresh, next) = reply.cursor.advance(others, all: reply.success, now: serverSeconds)
+        var pulled = PullReply(changes: fresh, cursor: next.cursor)
+        pulled.refused = reply.isolated.filter { !($0.id.map(sent.contains) ?? false) }
+        return PushReply(outcomes: outcomes, pulled: pulled)
     }
 
     public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
         let reply = try await call([], after: cursor)
         let documents = reply.success.map { SyncRailsForm.document($0, docType: resource) }
-        let (fresh, next) = reply.cursor.advance(documents, all: reply.success)
-        return PullReply(changes: fresh, cursor: next.cursor)
+        let (fresh, next) = reply.cursor.advance(documents, all: reply.success, now: serverSeconds)
+        var pulled = PullReply(changes: fresh, cursor: next.cursor)
+        pulled.refused = reply.isolated
+        return pulled
     }
 
-    /// sync-rails has no route for one object; the engine asks only after a conflict, which this
-    /// endpoint never reports.
-    public func fetch(id: String, docType: String) async throws(EndpointError) -> JSONObject? { nil }
+    /// The server's time now, Unix seconds: the calibrated clock's estimate, or local time.
+    var serverSeconds: Int64 {
+        (http.clock?.now() ?? SystemClockSeam().wallNanoseconds() / 1_000_000) / 1000
+    }
+
+    /// sync-rails has no route for one object: said, so that nobody takes a `nil` for "the server
+    /// has no such document". (The engine asks only after a conflict, which this endpoint never
+    /// reports.)
+    public func fetch(id: String, docType: String) async throws(EndpointError) -> JSONObject? {
+        throw .unsupported("\(location) has no route for one object")
+    }
 
     /// An empty call with a watermark in the future: nothing comes back but the `Date` header.
     public func sampleClock() async throws(EndpointError) {
@@ -95,6 +112,8 @@ public final class SyncRailsEndpoint: DocumentEndpoint {
         var success: [JSONObject]
         var errors: [(String, String)]
         var cursor: SyncRailsCursor
+        /// Objects of the reply that cannot be represented, left out of `success`.
+        var isolated: [IsolatedElement] = []
     }
 
     private func call(_ objects: [JSONObject], after cursor: SyncCursor?) async throws(EndpointError) -> Reply {
@@ -115,6 +134,6 @@ public final class SyncRailsEndpoint: DocumentEndpoint {
         if case .array(let list)? = lists["error"] {
             for case .object(let e) in list { if let uuid = e["uuid"]?.string { errors.append((uuid, e["message"]?.string ?? "error")) } }
         }
-        return Reply(success: success, errors: errors, cursor: position)
+        return Reply(success: success, errors: errors, cursor: position, isolated: reply.isolated)
     }
 }

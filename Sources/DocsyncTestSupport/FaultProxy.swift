@@ -33,6 +33,7 @@ public final class FaultProxy: Sendable {
     private let stripSync = Mutex(false)
     private let noBatch = Mutex(false)
     private let uploadFault = Mutex<Fault?>(nil)
+    private let readFault = Mutex<Fault?>(nil)
     /// Counts `stop` calls: a stall ends when the proxy stops, so stopping does not wait it out.
     private let stops = Mutex(0)
     var stopCount: Int { stops.withLock { $0 } }
@@ -45,6 +46,10 @@ public final class FaultProxy: Sendable {
 
     /// What every upload (`/api/app/upload`) meets, ahead of the queue and the rule; `nil`: those.
     public func setUploadFault(_ fault: Fault?) { uploadFault.withLock { $0 = fault } }
+
+    /// What every read meets (a pull, a long poll, a `GET` of a document); `nil`: passed through.
+    /// With it an agent can be kept from learning through a pull what a lost reply did not tell it.
+    public func setReadFault(_ fault: Fault?) { readFault.withLock { $0 = fault } }
 
     /// Answers 404 to `/api/sync`: an endpoint with the document routes only, one request per document.
     public func setBatchDisabled(_ value: Bool) { noBatch.withLock { $0 = value } }
@@ -108,7 +113,10 @@ public final class FaultProxy: Sendable {
         // uploads, and batch calls that carry documents (not long polls).
         let isBatchWrite = path == "/api/sync" && body.contains("\"documents\":[{")
         let isDocumentWrite = path.hasPrefix("/api/document") && method != "GET"
-        guard isDocumentWrite || path.hasPrefix("/api/app/upload") || isBatchWrite else { return .pass }
+        guard isDocumentWrite || path.hasPrefix("/api/app/upload") || isBatchWrite else {
+            let isRead = path == "/api/sync" || (path.hasPrefix("/api/document") && method == "GET")
+            return isRead ? readFault.withLock { $0 } ?? .pass : .pass
+        }
         let forUploads = path.hasPrefix("/api/app/upload") ? uploadFault.withLock { $0 } : nil
         let fault = forUploads ?? plan.withLock { p -> Fault in
             if !p.queue.isEmpty { return p.queue.removeFirst() }

@@ -42,10 +42,9 @@ final class LiveStatus: Sendable {
         let recent = try await index.read { try $0.recentFiles(limit: 10) }
         guard case .object(var object) = status.json(now: SystemClockSeam().wallNanoseconds() / 1_000_000) else { return .null }
         let copies = conflictCopies()
-        let c = status.counts
         object["name"] = .string(name)
         object["folder"] = .string(root)
-        object["in_sync"] = .bool(c.pending == 0 && c.invalid == 0 && c.rejected == 0 && status.offlineSince == nil && status.paused == nil && copies.isEmpty)
+        object["in_sync"] = .bool(status.inSync(conflictCopies: copies.count))
         object["conflicts"] = .array(copies.map { copy in
             .object(JSONObject([(key: "copy", value: .string(copy)), (key: "document", value: .string(ConflictCopy.documentPath(of: copy) ?? ""))]))
         })

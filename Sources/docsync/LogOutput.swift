@@ -38,9 +38,10 @@ struct LineLogHandler: LogHandler {
     }
 
     private func text(_ event: LogEvent, _ metadata: Logger.Metadata) -> String {
-        let fields = metadata.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
-        if journal { return "<\(Self.priority(event.level))>\(event.level) \(event.message)\(fields)" }
-        return "\(Self.timestamp()) \(event.level) \(event.message)\(fields)"
+        let fields = metadata.sorted { $0.key < $1.key }.map { " \($0.key)=\(LogText.escaped("\($0.value)"))" }.joined()
+        let message = LogText.escaped("\(event.message)")
+        if journal { return "<\(Self.priority(event.level))>\(event.level) \(message)\(fields)" }
+        return "\(Self.timestamp()) \(event.level) \(message)\(fields)"
     }
 
     static func json(_ event: LogEvent, _ metadata: Logger.Metadata) -> String {

@@ -34,6 +34,26 @@ import Testing
         }
     }
 
+    /// Regression: sync-rails answered every fetch with `nil`, which the engine reads as "the
+    /// server has no such document". An adapter that cannot fetch one document says so.
+    @Test(arguments: EndpointFixture.all)
+    func aFetchFindsAStoredDocumentOrSaysItCannotFetch(_ fixture: EndpointFixture) async throws {
+        try await with(fixture) { live in
+            let (a, b) = (live.client("client-a"), live.client("client-b"))
+            let change = live.change("fetched", #""title":"here""#)
+            _ = try await a.push([change], pullingAfter: nil)
+            do throws(EndpointError) {
+                let found = try await b.fetch(id: "fetched", docType: live.docType)
+                #expect(found?["title"] == .string("here"), "a stored document is found: \(String(describing: found))")
+                #expect(try await b.fetch(id: "never-stored", docType: live.docType) == nil)
+            } catch .unsupported {
+                // Said, not pretended: the engine knows it cannot ask.
+            } catch {
+                Issue.record("fetch failed: \(error)")
+            }
+        }
+    }
+
     @Test(arguments: EndpointFixture.all)
     func aPushedDocumentIsStoredAndReachesAnotherClient(_ fixture: EndpointFixture) async throws {
         try await with(fixture) { live in

@@ -88,6 +88,30 @@ import Synchronization
         await rig.finish()
     }
 
+    /// Regression: a token file changed from one wrong token to another wrong token unpaused the
+    /// agent, which then sent a window every 2 s, was refused and said so, for as long as the file
+    /// stayed wrong.
+    @Test func aSecondWrongTokenIsTriedOnceNotEveryFewSeconds() async throws {
+        let tokens = try TempFolder("tokens-storm")
+        defer { tokens.remove() }
+        try tokens.write("token", "wrong-token-1\n")
+        let rig = try await Rig.start(token: "wrong-token-1", tokenFile: tokens.file("token"))
+        try writeNotes(rig.folder, 0..<3)
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.paused != nil })
+        let first = rig.proxy.requests.count
+        try tokens.write("token", "wrong-token-2\n")
+        #expect(await eventually { rig.proxy.requests.count > first }, "the new token is tried")
+        #expect(await eventually { rig.agent.logs.count(containing: "token rejected by") == 2 })
+        let tried = rig.proxy.requests.count
+        // Absence over time can only be checked over time: the pause re-reads the file every 2 s.
+        try await Task.sleep(for: .seconds(5))
+        #expect(rig.proxy.requests.count == tried, "the refused token is not sent again")
+        #expect(rig.agent.logs.count(containing: "token rejected by") == 2)
+        try tokens.write("token", rig.server.token + "\n")
+        #expect(await rig.matches())
+        await rig.finish()
+    }
+
     @Test func aRejectedDocumentIsReportedAndTheRestKeepFlowing() async throws {
         let rig = try await Rig.start()
         rig.proxy.setRule { _, body in body.contains("poison") ? .status(400, message: "poison is not allowed here") : .pass }

@@ -31,6 +31,21 @@ import Testing
         #expect(try leftovers(folder).isEmpty, "no temp files left behind")
     }
 
+    /// Regression: the temporary beside a file with a 240-byte name was over NAME_MAX, so every
+    /// write from the server into such a file failed ("create …tmp").
+    @Test func aFileWhoseNameIsNearTheLimitIsReplacedAtomically() throws {
+        let folder = try TempFolder("long-name")
+        defer { folder.remove() }
+        for name in [String(repeating: "n", count: 250) + ".json", String(repeating: "é", count: 125) + ".json"] {
+            #expect(name.utf8.count > 240 && name.utf8.count <= 255)
+            try folder.write(name, "read")
+            #expect(try FileSystem.replace(folder.file(name), with: bytes("ours"), ifItHolds: bytes("read")))
+            #expect(try folder.read(name) == "ours")
+        }
+        #expect(try leftovers(folder).isEmpty)
+        #expect(FileSystem.prefix(of: "aé", bytes: 2) == "a", "cut between characters, never inside one")
+    }
+
     /// The start-up scan walks in the index's order, a chunk at a time: it finds what the plain
     /// walk finds, skips what is ignored, and clears a dead writer's temporary file.
     @Test func theSortedWalkFindsWhatTheWalkFinds() throws {

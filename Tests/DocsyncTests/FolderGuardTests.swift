@@ -94,11 +94,11 @@ extension HeavySuites {
     @Test func filesWrittenWhileTheDiskWasFullArePushedOnceSpaceIsFreed() async throws {
         let mount = try TempFolder("tmpfs")
         defer { mount.remove() }
-        guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mount.path]) == 0 else {
+        guard let disk = SmallDisk(at: mount.path, size: "3m") else {
             Issue.record("cannot mount a tmpfs here (needs root); the disk-full test did not run")
             return
         }
-        defer { _ = run("/bin/umount", ["-l", mount.path]) }
+        defer { disk.unmount() }
         let server = try await TestServer.start()
         let root = mount.path + "/docs"
         #expect(mkdir(root, 0o755) == 0)
@@ -107,33 +107,16 @@ extension HeavySuites {
         try folder.write("notes/first.json", #"{"id":"first","docType":"note"}"#)
         #expect(await eventually { (try? await server.api.documents(type: "note"))?["first"] != nil })
         // Fill the disk, then free a little: room for the user's files, not for the index's log.
-        let filler = mount.path + "/filler"
-        let fd = open(filler, O_WRONLY | O_CREAT, 0o644)
-        let block = [UInt8](repeating: 7, count: 64 << 10)
-        while write(fd, block, block.count) > 0 {}
-        let size = lseek(fd, 0, SEEK_END)
-        #expect(ftruncate(fd, size - (200 << 10)) == 0)
-        close(fd)
+        disk.fill(leaving: 200 << 10, name: "filler")
         let pad = String(repeating: "x", count: 7_000)
         for i in 0..<20 { try folder.write("notes/full-\(i).json", #"{"id":"full\#(i)","docType":"note","pad":"\#(pad)"}"#) }
         #expect(await eventually { agent.logs.count(containing: "scan failed") > 0 }, "the disk-full failure was met")
-        unlink(filler)
+        disk.free(name: "filler")
         // No further change: the agent finds the files by itself.
         #expect(await eventually(timeout: .seconds(30)) { (try? await server.api.documents(type: "note"))?.count == 21 })
         #expect(await eventually { (try? await AgentStatus.read(root: root))?.scanError == nil })
         try await agent.stop()
         await server.stop()
-    }
-
-    func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }
 }

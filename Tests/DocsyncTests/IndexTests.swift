@@ -1,4 +1,5 @@
 @testable import DocsyncIndex
+import DocsyncSQL
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -11,6 +12,22 @@ import Testing
         let folder = try TempFolder("index")
         defer { folder.remove() }
         try await body(try Index.open(root: folder.path))
+    }
+
+    /// Regression: the transaction's statement memo was keyed by line number alone, so two files
+    /// using a statement on the same line ran the first one's SQL for both.
+    @Test func twoSitesOnTheSameLineInTwoFilesRunTheirOwnStatements() async throws {
+        try await withIndex { index in
+            let (a, b) = try await index.read { tx -> (String?, String?) in
+                let first = try RawStatement(tx, "SELECT 'first'", file: "One.swift", line: 42)
+                let a = try first.step() ? first.text(0) : nil
+                let second = try RawStatement(tx, "SELECT 'second'", file: "Two.swift", line: 42)
+                let b = try second.step() ? second.text(0) : nil
+                return (a, b)
+            }
+            #expect(a == "first")
+            #expect(b == "second")
+        }
     }
 
     @Test func openingCreatesTheStateFolderWithItsGitignoreAndMigrates() throws {

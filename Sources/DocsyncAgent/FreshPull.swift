@@ -2,20 +2,27 @@ import DocsyncEndpoint
 import DocsyncModel
 
 /// A second adapter for the folder's endpoint, pulled from the start: what catching up on newly
-/// selected docTypes (`Agent+Selection`) and reconciling past the purge horizon (`Agent+Reconcile`)
+/// selected docTypes (`Agent+Selection`) and reconciling past the purge horizon (``Reconciler``)
 /// both do, each with its own context and its own handling of the pages.
-extension Agent {
+struct FreshPull: Sendable {
+    /// Makes an adapter for the folder's endpoint (the CLI picks it by URL), and the folder's context.
+    let make: @Sendable (EndpointContext) throws -> any DocumentEndpoint
+    let context: EndpointContext
+    /// The token in use now (the context's is the one the agent started with).
+    let credential: Credential
+
     /// Pulls every page from the start through an adapter made from the folder's context changed by
     /// `adjust`, handing each page's documents to `page`; the folder's own cursor is not touched.
     /// Returns the cursor the last page ended at and the number of documents received.
-    func pullFromStart(
+    func pull(
         adjusting adjust: (inout EndpointContext) -> Void, page: ([JSONObject]) async throws -> Void
     ) async throws(EndpointError) -> (cursor: SyncCursor?, received: Int) {
-        var context = endpointMaker.context
+        var context = self.context
+        context.credential = credential.current
         adjust(&context)
         let endpoint: any DocumentEndpoint
         do {
-            endpoint = try endpointMaker.make(context)
+            endpoint = try make(context)
         } catch {
             throw .rejected("cannot make the endpoint's adapter: \(error)")
         }

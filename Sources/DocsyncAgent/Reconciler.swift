@@ -1,3 +1,4 @@
+import DocsyncClock
 import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
@@ -9,21 +10,28 @@ import Logging
 /// from the start, and the documents the server held (it acknowledged them) and no longer lists
 /// were deleted there meanwhile: they go to the trash, as a pulled tombstone would send them.
 /// Local changes are left to the outbox: pushed as usual, never taken for deletions.
-extension Agent {
-    static let reconcileChunk = 500
+struct Reconciler: Sendable {
+    let fresh: FreshPull
+    let changes: ServerChanges
+    let clock: ServerClock
+    let selection: TypeSelection
+    let logger: Logger
+    var index: Index { changes.index }
 
-    func reconcileWithServer() async throws(EndpointError) {
+    static let chunk = 500
+
+    func reconcile() async throws(EndpointError) {
         logger.notice("reconciling with the endpoint's documents")
         // The server leaves a client's own writes out of its pulls; here they must come back too.
         let clientID = "reconcile-" + UUID().uuidString.lowercased()
-        let (latest, received) = try await pullFromStart(adjusting: { $0.clientID = clientID }) { changes in
+        let (latest, received) = try await fresh.pull(adjusting: { $0.clientID = clientID }) { changes in
             try await self.applyAndMarkSeen(changes)
         }
         let deleted = try await trashUnseen()
         do {
             try await index.write { tx in
                 try tx.endReconcile()
-                if let latest { try tx.setMeta("cursor", latest.text) }
+                if let latest { try tx.setMeta(.cursor, latest.text) }
             }
         } catch {
             throw .localFile("ending the reconcile: \(error)")
@@ -34,7 +42,7 @@ extension Agent {
     /// Applies documents as pulled changes, and notes them seen.
     private func applyAndMarkSeen(_ documents: [JSONObject]) async throws(EndpointError) {
         do {
-            try await Puller.applyChanges(documents, applier: applier, lock: lock, logger: logger)
+            try await changes.write(documents)
             let ids = documents.compactMap { $0["id"]?.string }
             try await index.write { try $0.markSeen(ids) }
         } catch {
@@ -49,13 +57,13 @@ extension Agent {
         while true {
             let unseen: [(id: String, docType: String)]
             do {
-                unseen = try await index.read { try $0.unseenOnServer(limit: Self.reconcileChunk) }
+                unseen = try await index.read { try $0.unseenOnServer(limit: Self.chunk) }
             } catch {
                 throw .localFile("reading the index: \(error)")
             }
             if unseen.isEmpty { return deleted }
             let stamp = JSONValue.string(Timestamp(unixMilliseconds: clock.now()).rfc3339)
-            let tombstones = unseen.filter { options.selection.contains($0.docType) }.map { doc in
+            let tombstones = unseen.filter { selection.contains($0.docType) }.map { doc in
                 JSONObject([
                     (key: "id", value: .string(doc.id)), (key: "docType", value: .string(doc.docType)),
                     (key: DocumentRules.updatedAtKey, value: stamp), (key: DocumentRules.deletedAtKey, value: stamp),

@@ -1,0 +1,82 @@
+import DocsyncFiles
+import DocsyncIndex
+import DocsyncModel
+
+extension ChangeApplier {
+    /// A document written to the folder (or, with `file` nil, kept beside a file that is not a
+    /// document right now), as the index records it.
+    struct Written {
+        let path: String
+        let id: String
+        let docType: String
+        /// The file as read back just after writing it, and when that read started.
+        let file: (bytes: [UInt8], info: EntryInfo)?
+        let readStart: Int64
+        let fileHash: String?
+        let bodyText: String
+        let bodyHash: String
+        let baseText: String
+        let rev: Int64
+        let stamp: Int64
+        /// Queued for the server (the merge of a local change); nil: in sync at `rev`.
+        let pending: OutboxEntry?
+        let now: Int64
+        /// Files of the endpoint the content's properties point at (see ``fileJobs(id:content:)``).
+        let downloads: [DownloadRow]
+
+        /// Texts and hashes are made here, outside the transaction that records them.
+        init(
+            path: String, id: String, docType: String, file: (bytes: [UInt8], info: EntryInfo)?, readStart: Int64, content: JSONObject,
+            base: JSONObject, rev: Int64, stamp: Int64, pending: OutboxEntry?, now: Int64, downloads: [DownloadRow] = []
+        ) {
+            self.downloads = downloads
+            self.path = path
+            self.id = id
+            self.docType = docType
+            self.file = file
+            self.readStart = readStart
+            fileHash = file.map { ContentHash.sha256Hex($0.bytes) }
+            let body = WireForm.body(content, docType: docType)
+            bodyText = JSONWriter.string(.object(body))
+            bodyHash = ContentHash.sha256Hex(bodyText.utf8)
+            // A base equal to the body (every document a pull writes new) is not written out twice.
+            baseText = base == body ? bodyText : JSONWriter.string(.object(base))
+            self.rev = rev
+            self.stamp = stamp
+            self.pending = pending
+            self.now = now
+        }
+
+        /// Records file and document (and the outbox entry) in `tx`.
+        func record(_ tx: IndexTransaction) throws {
+            if let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
+            if let file {
+                try tx.upsertFile(FileRow(
+                    path: path, docID: id, docType: docType, hash: fileHash,
+                    stat: FileStat(recording: file.info, readBefore: readStart), state: .ok, error: nil))
+            }
+            let known = try tx.document(id: id)
+            var doc = known ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
+            doc.docType = docType
+            doc.path = path
+            doc.body = bodyText
+            doc.bodyHash = bodyHash
+            doc.deletedAt = nil
+            doc.serverRev = rev
+            doc.base = baseText
+            doc.updatedAt = stamp
+            if let pending {
+                doc.state = .pending
+                doc.updatedAt = now
+                try tx.enqueue(key: pending.key, docID: id, kind: "put", payload: nil, bodyHash: bodyHash, queuedAt: now)
+            } else {
+                doc.state = .synced
+                doc.pushedHash = bodyHash
+                if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(entry) }
+            }
+            try tx.upsertDocument(doc)
+            try tx.clearPullFailure(id: id)
+            try recordDownloads(tx, documentWasKnown: known != nil)
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import Foundation
+import Logging
+
+/// What the server said, taken into the folder: one path for every reply that carries changes (a
+/// pull, a push that pulls too, a reconcile, a grown selection), so the rules hold on all of them.
+///
+/// - The cursor moves only past what is durable: each change is written and recorded in the index,
+///   or recorded as failed (``IndexTransaction/recordPullFailures(_:nextAttemptAt:)``), before the
+///   cursor passes it. Failed changes are retried with backoff (``retryFailed()``) and shown by
+///   `status` until written.
+/// - A server that is not the one the index was synced with is noticed before its cursor is taken.
+/// - Nothing here is dropped without a log line: an error is thrown to the caller, which logs it
+///   and backs off.
+struct ServerChanges: Sendable {
+    let endpoint: any DocumentEndpoint
+    let index: Index
+    let applier: ChangeApplier
+    let lock: TreeLock
+    let policy: RetryPolicy
+    let logger: Logger
+    let metrics: AgentMetrics
+    /// Told when the server was replaced: every document was queued to go out again.
+    let pushWork: WakeSignal
+    /// Told when changes that could not be written were recorded: the puller's retry loop waits
+    /// on it (one waiter only, as every ``WakeSignal``).
+    let failedWork = WakeSignal()
+
+    /// Failed changes retried in one pass at most.
+    static let retryBatch = 200
+
+    /// What taking a reply did.
+    struct Taken: Sendable {
+        /// The server was found replaced: the pull starts over.
+        var replaced = false
+        /// Changes that changed the folder or the index (written, trashed, merged, recorded as
+        /// failed); 0 when the reply brought nothing new.
+        var changed = 0
+    }
+
+    /// Takes a reply: notices a replaced server, begins a reconcile when deletions were missed,
+    /// forgets purged tombstones, writes the changes and then stores the cursor (unless the
+    /// endpoint orders it before the stored one: replies to calls in flight together come back in
+    /// any order).
+    @discardableResult
+    func take(_ reply: PullReply) async throws -> Taken {
+        if try await serverWasReplaced(reply) {
+            pushWork.signal()
+            return Taken(replaced: true)
+        }
+        if reply.missedDeletions {
+            try await beginReconcile()
+            return Taken(changed: 1)
+        }
+        if let before = reply.tombstonesPurgedBefore {
+            // The server keeps no tombstone deleted before `before`: neither does the index.
+            try await index.write { tx in
+                guard Int64(try tx.meta(.purgedBefore) ?? "") ?? 0 < before else { return }
+                try tx.forgetTombstones(deletedBefore: before)
+                try tx.setMeta(.purgedBefore, String(before))
+            }
+        }
+        for element in reply.refused {
+            var summary = ChangeApplier.Summary()
+            try await applier.refuse(element.id ?? "(no id)", "the server sent it in a form that cannot be represented (\(element.reason))", summary: &summary)
+        }
+        let written = try await write(reply.changes)
+        guard written.complete, let cursor = reply.cursor else { return Taken(changed: written.changed) }
+        try await index.write { [endpoint] tx in
+            let old = try tx.meta(.cursor).map(SyncCursor.init)
+            if old.map({ endpoint.orders(cursor, after: $0) }) ?? true { try tx.setMeta(.cursor, cursor.text) }
+        }
+        return Taken(changed: written.changed)
+    }
+
+    /// This reply and its cursor are superseded: everything is pulled again from the start.
+    private func beginReconcile() async throws {
+        let begun = try await index.write { tx in
+            guard !(try tx.isReconciling()) else { return false }  // one is under way
+            try tx.beginReconcile()
+            return true
+        }
+        if begun {
+            logger.warning("the endpoint has purged deletions this folder has not seen (offline past its tombstone retention); reconciling with its documents")
+        }
+    }
+
+    /// Writes `changes` into the folder under the tree lock, again while some wait for their files
+    /// to settle, and records those that cannot be written (to be retried) before returning.
+    /// `complete` is `false` when some still wait for their files (they come again with the next
+    /// pull: the cursor stays); `changed` counts what was written, trashed, merged or recorded as failed.
+    @discardableResult
+    func write(_ changes: [JSONObject], applier: ChangeApplier? = nil) async throws -> (complete: Bool, changed: Int) {
+        let applier = applier ?? self.applier
+        var docs = changes
+        var attempts = 0
+        var changed = 0
+        while !docs.isEmpty {
+            let batch = docs
+            let summary = try await lock.run { try await applier.apply(batch) }
+            try await recordFailures(summary.failed)
+            changed += summary.written + summary.trashed + summary.merged + summary.failed.count
+            docs = summary.deferred
+            attempts += 1
+            if summary.written + summary.trashed + summary.merged > 0 {
+                logger.info(
+                    "pulled changes", metadata: ["pull.written": "\(summary.written)", "pull.trashed": "\(summary.trashed)",
+                                                 "pull.merged": "\(summary.merged)", "pull.conflicts": "\(summary.conflicts)"])
+            }
+            if !docs.isEmpty {
+                // Files moving on disk right now: let the watcher's batch reach the index first.
+                if attempts > 50 {
+                    logger.warning("some pulled changes wait for their files to settle", metadata: ["pull.deferred": "\(docs.count)"])
+                    return (false, changed)
+                }
+                try? await Task.sleep(for: .milliseconds(150))
+            }
+        }
+        return (true, changed)
+    }
+
+    /// Records changes that could not be written, due again after the first backoff step.
+    private func recordFailures(_ failed: [(remote: JSONObject, reason: String)]) async throws {
+        guard !failed.isEmpty else { return }
+        let rows = failed.map { (id: $0.remote["id"]?.string ?? "", change: JSONWriter.string(.object($0.remote)), reason: $0.reason) }
+        let next = RetryPolicy.deadlineNow() + Int64(policy.delay(afterFailures: 1, unit: Double.random(in: 0..<1)) / .milliseconds(1))
+        try await index.write { try $0.recordPullFailures(rows, nextAttemptAt: next) }
+        metrics.repeated("apply")
+        failedWork.signal()
+    }
+
+    /// Tries the failed changes that are due once more; returns when the next one is due (on
+    /// ``RetryPolicy/deadlineNow()``'s clock), `nil` when none waits.
+    func retryFailed() async throws -> Int64? {
+        let due = try await index.read { try $0.duePullFailures(now: RetryPolicy.deadlineNow(), limit: Self.retryBatch) }
+        if !due.isEmpty {
+            let changes = due.compactMap { row -> JSONObject? in (try? JSONParser.parse(row.change))?.object }
+            let summary = try await lock.run { [applier] in try await applier.apply(changes) }
+            let failedAgain = Dictionary(summary.failed.map { ($0.remote["id"]?.string ?? "", $0.reason) }, uniquingKeysWith: { a, _ in a })
+            let waiting = Set(summary.deferred.compactMap { $0["id"]?.string })
+            let now = RetryPolicy.deadlineNow()
+            try await index.write { [policy] tx in
+                for row in due where !waiting.contains(row.id) {
+                    if let reason = failedAgain[row.id] {
+                        let delay = policy.delay(afterFailures: row.attempts + 1, unit: Double.random(in: 0..<1))
+                        try tx.pullFailedAgain(id: row.id, reason: reason, nextAttemptAt: now + Int64(delay / .milliseconds(1)))
+                    } else {
+                        try tx.clearPullFailure(id: row.id)
+                    }
+                }
+            }
+            let written = due.count - failedAgain.count - waiting.count
+            if written > 0 { logger.info("changes that could not be written before are in the folder now", metadata: ["pull.written": "\(written)"]) }
+        }
+        return try await index.read { try $0.nextPullRetry() }
+    }
+
+    /// Whether the server that answered is not the one the index was synced with: another store
+    /// (its identity changed: reset, or a new server at the same address) or the same one restored
+    /// from an older copy (its history is behind our cursor). Then the index forgets what it knew
+    /// of the server (``IndexTransaction/forgetServer(queuedAt:)``): the next pull starts from the
+    /// beginning and every document goes out again, so the two sides meet again instead of the
+    /// agent trusting a cursor that skips everything.
+    func serverWasReplaced(_ reply: PullReply) async throws -> Bool {
+        let known = try await index.read { try $0.meta(.storeID) }
+        let otherStore = known != nil && reply.storeIdentity != nil && known != reply.storeIdentity
+        guard otherStore || reply.historyBehind else {
+            if known == nil, let store = reply.storeIdentity { try await index.write { try $0.setMeta(.storeID, store) } }
+            return false
+        }
+        let now = applier.clock.now()
+        let cursor = try await index.read { try $0.meta(.cursor) }
+        let queued = try await index.write { tx in
+            let queued = try tx.forgetServer(queuedAt: now)
+            try tx.setMeta(.storeID, reply.storeIdentity)
+            try tx.setMeta(.serverReplacedAt, String(now))
+            return queued
+        }
+        logger.warning(
+            otherStore
+                ? "the endpoint is another store than the one this folder synced with; reconciling everything"
+                : "the endpoint's change history is behind this folder's cursor (restored from an older copy?); reconciling everything",
+            metadata: ["store.known": "\(known ?? "-")", "store.now": "\(reply.storeIdentity ?? "-")", "sync.cursor": "\(cursor ?? "-")",
+                       "server.cursor": "\(reply.cursor?.text ?? "-")", "reconcile.queued": "\(queued)"])
+        return true
+    }
+}

@@ -1,0 +1,39 @@
+/// The names of the index's `meta` rows, in one place: what each holds is said here once.
+public struct MetaKey: Sendable, Hashable {
+    public let name: String
+
+    init(_ name: String) { self.name = name }
+
+    /// The endpoint's cursor: the changes before it are in the folder (or recorded as failed).
+    public static let cursor = MetaKey("cursor")
+    /// The identity of the store the index was synced with (see `ServerChanges.serverWasReplaced`).
+    public static let storeID = MetaKey("store_id")
+    /// When the agent last found the server replaced (calibrated ms).
+    public static let serverReplacedAt = MetaKey("server_replaced_at")
+    /// Set while a full reconcile against the server's live set is under way.
+    public static let reconcile = MetaKey("reconcile")
+    /// The server's purge horizon time last taken (Unix ms).
+    public static let purgedBefore = MetaKey("purged_before")
+    /// The selection of docTypes the cursor was taken with.
+    public static let typeSelection = MetaKey("type_selection")
+    /// This folder's client id: the endpoint does not echo this agent's writes to it.
+    public static let clientID = MetaKey("client_id")
+    /// The last clock calibration (see `Calibration.encoded`).
+    public static let clock = MetaKey("clock")
+    /// Since when the endpoint has been unreachable (calibrated ms), and when pushing is tried again.
+    public static let offlineSince = MetaKey("offline_since")
+    public static let nextRetryAt = MetaKey("next_retry_at")
+    /// Why pushing is paused (a refused token).
+    public static let paused = MetaKey("paused")
+    /// The last transient push failure.
+    public static let lastError = MetaKey("last_error")
+    /// Why the last scan failed, while rescans are retried.
+    public static let scanError = MetaKey("scan_error")
+    /// Why pulling fails, while it does.
+    public static let pullError = MetaKey("pull_error")
+    /// Folders without an inotify watch.
+    public static let unwatchedFolders = MetaKey("unwatched_folders")
+
+    /// That a document from the server was refused (and why), said once per id.
+    public static func refused(_ id: String) -> MetaKey { MetaKey("refused:" + String(id.prefix(200))) }
+}

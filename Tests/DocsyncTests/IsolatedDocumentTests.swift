@@ -1,0 +1,80 @@
+@testable import DocsyncAgent
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// One bad document stops one document. Regression: a lone surrogate or a duplicate key in any
+/// document of a pull page (or of a push reply) made the whole body "not JSON", and pushes and
+/// pulls stalled for ever.
+@Suite struct IsolatedDocumentTests {
+    func list(_ value: JSONValue?) -> [JSONValue] {
+        if case .array(let items)? = value { items } else { [] }
+    }
+
+    func parse(_ text: String) throws -> (JSONValue, [IsolatedElement]) {
+        let (value, isolated) = try JSONParser.parseIsolating(Array(text.utf8))
+        return (value, isolated)
+    }
+
+    @Test func anUnrepresentableDocumentIsLeftOutWithItsIdAndTheRestKept() throws {
+        let (value, isolated) = try parse(#"""
+            {"documents":{"success":[{"id":"a","x":1},{"id":"b","k":1,"k":2},{"id":"c","s":"\ud800 lone"},{"x":{"id":"inner"},"id":"d","t":"\udc00"}]},"cursor":9}
+            """#)
+        let ids = list(value.object?["documents"]?.object?["success"]).compactMap { $0.object?["id"]?.string }
+        #expect(ids == ["a"])
+        #expect(value.object?["cursor"] == .number("9"))
+        #expect(isolated.map(\.id) == ["b", "c", "d"], "the id at the document's own level, not a nested one")
+        #expect(isolated[0].reason.contains("duplicate key"))
+        #expect(isolated[1].reason.contains("surrogate"))
+    }
+
+    @Test func insideADocumentNothingIsDroppedTheWholeDocumentIs() throws {
+        let (value, isolated) = try parse(#"[{"id":"whole","list":[{"k":1,"k":1}]},{"id":"fine"}]"#)
+        #expect(list(value).count == 1)
+        #expect(isolated.map(\.id) == ["whole"])
+    }
+
+    @Test func aSyntaxErrorStillFailsTheWholeBody() {
+        #expect(throws: JSONSyntaxError.self) { try parse(#"[{"id":"a"},{"id":"b",]"#) }
+        #expect(throws: JSONSyntaxError.self) { try parse(#"[{"id":"a","k":1,"k":2"#) }
+        #expect(throws: JSONSyntaxError.self) { try parse(#"{"k":1,"k":2}"#) }  // no list: the body itself
+    }
+
+    /// The strangest inputs: an id that is not an identifier, quotes and escapes in keys, deep
+    /// nesting inside the bad document; no crash and no id that could name a file.
+    @Test func hostileIdsAndDepths() throws {
+        let deep = String(repeating: "[", count: 400) + String(repeating: "]", count: 400)
+        let (_, isolated) = try parse(#"[{"id":"../../etc","k":1,"k":1},{"i\"d":"x","id":"ok-1","d":\#(deep),"d":0}]"#)
+        #expect(isolated.map(\.id) == [nil, "ok-1"])
+    }
+}
+
+/// The same rule through an agent: the good documents of a page arrive, the bad one is reported.
+extension HeavySuites {
+@Suite(.serialized) struct IsolatedDocumentAgentTests {
+    @Test func aPullPageWithOneUnrepresentableDocumentAppliesTheRest() async throws {
+        let endpoint = HostileEndpoint()
+        endpoint.respond { _, path, body in
+            guard path == "/api/sync" else { return nil }
+            if body.contains(#""since":0"#) {
+                return .init(body: #"""
+                    {"documents":{"success":[{"id":"good1","docType":"note","rev":1},{"id":"bad","docType":"note","t":"\ud800","rev":1},{"id":"good2","docType":"note","rev":1}]},"cursor":3}
+                    """#)
+            }
+            return .init(body: #"{"documents":{"success":[]},"cursor":3}"#)
+        }
+        try await endpoint.start()
+        let folder = try TempFolder("isolated")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { folder.exists("note/good1.json") && folder.exists("note/good2.json") }, "\(agent.logs.all.suffix(5))")
+        #expect(await eventually { agent.logs.count(containing: "cannot be represented") == 1 })
+        #expect(agent.logs.all.contains { $0.contains("cannot be represented") && $0.contains("bad") }, "reported with its id")
+        #expect(!folder.exists("note/bad.json"))
+        #expect(agent.logs.count(containing: "pulling failed") == 0)
+        try await agent.stop()
+        await endpoint.stop()
+    }
+}
+}
