@@ -84,6 +84,8 @@ public actor Agent {
     let fresh: FreshPull
     private var watcher: DirectoryWatcher?
     private(set) var stopRequested = false
+    /// Set when a pull found the folder gone (see ``folderWentAway()``).
+    private var folderGone = false
     private let calibratorWake = WakeSignal()
     private let settlerWake = WakeSignal()
     /// Ends retry waits when the agent stops.
@@ -160,9 +162,9 @@ public actor Agent {
     static func folder(_ path: String) throws -> String {
         var root = path
         while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
-        guard let info = FileSystem.info(root), info.kind == .directory else {
-            throw FileSystemError("open folder", path: root, code: ENOTDIR)
-        }
+        guard let info = FileSystem.info(root) else { throw FileSystemError("open folder", path: root) }
+        guard info.kind != .symlink else { throw FolderProblem("\(root) is a symlink: give docsync the folder it points to") }
+        guard info.kind == .directory else { throw FileSystemError("open folder", path: root, code: ENOTDIR) }
         return root
     }
 
@@ -197,6 +199,9 @@ public actor Agent {
         let pulling = Task {
             await self.catchUpOnSelection(retrying: true)
             await puller.run()
+            // Found by the pull before (or instead of) the watcher: the agent stops as for a
+            // folder the watcher saw go.
+            if await puller.folderGone { self.folderWentAway() }
         }
         let calibrating = Task {
             if restored { await self.refreshCalibration() }
@@ -208,7 +213,7 @@ public actor Agent {
         pusher.wake()
         uploader.wake()
         settlerWake.signal()
-        let gone = await follow(batches)
+        let gone = await follow(batches) || folderGone
         await pusher.stop()
         await uploader.stop()
         await downloader.stop()
@@ -300,6 +305,12 @@ public actor Agent {
                 }
             }
         }
+    }
+
+    /// The synced folder was deleted or moved away (seen by a pull): ``run()`` ends with ``RootGone``.
+    func folderWentAway() {
+        folderGone = true
+        stop()
     }
 
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.

@@ -59,8 +59,17 @@ public final class Credential: Sendable {
 }
 
 /// Reads a token file: the first line, trimmed. A token never needs to be on a command line.
+/// Errors name the file and the reason in a line (`read token from F: No such file or directory`).
 public func readToken(file: String) throws -> String {
-    let text = try String(contentsOfFile: file, encoding: .utf8)
+    let fd = open(file, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileSystemError("read token from", path: file) }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: 64 << 10)
+    let count = read(fd, &bytes, bytes.count)
+    guard count >= 0 else { throw FileSystemError("read token from", path: file) }
+    guard let text = String(validating: bytes[..<count], as: UTF8.self) else {
+        throw FileSystemError("read token from", path: file, code: EILSEQ)
+    }
     let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
     guard !token.isEmpty else { throw FileSystemError("read token from", path: file, code: ENODATA) }
     return token

@@ -44,6 +44,12 @@ final class FolderLock: Sendable {
     deinit { close(fd) }
 }
 
+/// The folder named cannot be synced as it is, and why (the message says what to do).
+public struct FolderProblem: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// The folder the agent was started on is not at its path any more.
 public struct RootGone: Error, CustomStringConvertible {
     public let root: String

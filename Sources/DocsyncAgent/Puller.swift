@@ -18,6 +18,8 @@ actor Puller {
     let wait: Int
     let pollInterval: Duration
     private var stopping = false
+    /// The synced folder went away while a pull was being written: pulling has stopped.
+    private(set) var folderGone = false
     private var task: Task<Result<Step, EndpointError>, Never>?
     /// Ends a backoff or poll wait early when the agent stops: a retry delay can be a minute long.
     private let stopped = WakeSignal()
@@ -85,6 +87,9 @@ actor Puller {
                 }
             case .failure(.unsupported(let why)):
                 logger.notice("\(why); pushing only")
+                return
+            case .failure(let error) where folderGone:
+                logger.error("\(error); pulling stopped")
                 return
             case .failure(let error):
                 failures += 1
@@ -170,6 +175,9 @@ actor Puller {
         do {
             taken = try await changes.take(reply)
             if taken.replaced { return Step(more: true, changed: 1) }
+        } catch let gone as ServerChanges.FolderGone {
+            folderGone = true
+            throw .localFile(gone.description)
         } catch {
             // Not even a failure could be recorded (the index cannot be written): the cursor stays,
             // and the pull backs off like any failed one instead of asking again at once.

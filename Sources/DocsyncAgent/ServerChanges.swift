@@ -28,6 +28,13 @@ struct ServerChanges: Sendable {
     /// on it (one waiter only, as every ``WakeSignal``).
     let failedWork = WakeSignal()
 
+    /// The synced folder was deleted or moved away while changes were being taken: nothing more is
+    /// written (a long pull would otherwise go on recording every change as failed).
+    struct FolderGone: Error, CustomStringConvertible {
+        let root: String
+        var description: String { "the synced folder \(root) was deleted or moved away" }
+    }
+
     /// Failed changes retried in one pass at most.
     static let retryBatch = 200
 
@@ -98,6 +105,7 @@ struct ServerChanges: Sendable {
         var attempts = 0
         var changed = 0
         while !docs.isEmpty {
+            if applier.gate.rootIsGone { throw FolderGone(root: applier.root) }
             let batch = docs
             let summary = try await lock.run { try await applier.apply(batch) }
             try await recordFailures(summary.failed)

@@ -87,8 +87,10 @@ struct NodeReader {
 
 enum ConfigPaths {
     /// `path` made absolute: `~/…` from the home folder, relative from `base`.
-    static func absolute(_ path: String, base: String) -> String {
-        let expanded = path == "~" || path.hasPrefix("~/") ? NSHomeDirectory() + path.dropFirst() : path
+    static func absolute(_ path: String, base: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        // `$HOME` as a shell expands `~` (a service or `sudo -E` may set it apart from the passwd entry).
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let expanded = path == "~" || path.hasPrefix("~/") ? home + path.dropFirst() : path
         let url = expanded.hasPrefix("/") ? URL(fileURLWithPath: expanded) : URL(fileURLWithPath: expanded, relativeTo: URL(fileURLWithPath: base, isDirectory: true))
         var result = url.standardizedFileURL.path
         while result.count > 1 && result.hasSuffix("/") { result.removeLast() }

@@ -25,6 +25,17 @@ public final class PathGate: Sendable {
 
     deinit { close(rootFD) }
 
+    /// Whether the folder the gate opened was deleted (no name links to it any more) or is no
+    /// longer what its path names (moved away, replaced): nothing written through the gate would
+    /// reach the user.
+    public var rootIsGone: Bool {
+        var held = stat()
+        var named = stat()
+        guard fstat(rootFD, &held) == 0, held.st_nlink > 0 else { return true }
+        guard stat(root, &named) == 0 else { return true }
+        return named.st_ino != held.st_ino || named.st_dev != held.st_dev
+    }
+
     /// The folder `relative` below the root (`""` is the root), made (with its parents) when
     /// `create` is set. Throws for a symlink, a file or `..` on the way.
     public func folder(_ relative: some StringProtocol, create: Bool) throws(FileSystemError) -> GatedFolder {

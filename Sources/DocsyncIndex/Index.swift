@@ -47,12 +47,26 @@ public struct Index: Sendable {
     /// holding `*` so the state folder never shows up in the user's git tree.
     public static func open(root: String) throws -> Index {
         let dir = stateDirectory(root: root)
+        try refuseLinks(in: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let gitignore = dir + "/.gitignore"
         if !FileManager.default.fileExists(atPath: gitignore) {
             try Data("*\n".utf8).write(to: URL(fileURLWithPath: gitignore))
         }
         return try Index(path: dir + "/index.sqlite")
+    }
+
+    /// The state folder and the folders in it are the agent's own: a symlink there would send its
+    /// index, trash or cache somewhere else (and every write through the gate would be refused
+    /// while `status` said synced). Refused with what to do instead.
+    static func refuseLinks(in dir: String) throws {
+        var paths = [dir]
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: dir) { paths += names.map { dir + "/" + $0 } }
+        for path in paths {
+            var st = stat()
+            guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFLNK else { continue }
+            throw IndexError("\(path) is a symlink: docsync keeps its state only in a real folder inside the synced one; remove the link (the state is made again)")
+        }
     }
 
     /// Whether `root` has an index yet (status refuses to create one).

@@ -37,3 +37,9 @@ public struct MetaKey: Sendable, Hashable {
     /// That a document from the server was refused (and why), said once per id.
     public static func refused(_ id: String) -> MetaKey { MetaKey("refused:" + String(id.prefix(200))) }
 }
+
+/// The index cannot be opened where it is, and why (the message says what to do).
+public struct IndexError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -101,13 +101,15 @@ public final class DirectoryWatcher: Sendable {
     }
 
     /// Stops or resumes reading the kernel's event queue. For tests: events pile up in the kernel
-    /// while suspended, up to `fs.inotify.max_queued_events`, then overflow.
+    /// while suspended, up to `fs.inotify.max_queued_events`, then overflow. Returns once the
+    /// watcher's thread acts on it (at most 2 s): an event made after that is not read.
     package func setSuspended(_ value: Bool) {
         suspended.set(value)
         let wake = state.withLock { $0.thread ? $0.wake : -1 }
         guard wake >= 0 else { return }
         var byte = UInt8(ascii: "R")
         _ = write(wake, &byte, 1)
+        for _ in 0..<2_000 where suspended.applied != value { usleep(1_000) }
     }
 
     static func nanoseconds(_ d: Duration) -> Int64 {
@@ -238,7 +240,7 @@ final class WatchLoop: @unchecked Sendable {
             }
             fds[0].revents = 0
             fds[1].revents = 0
-            fds[0].events = suspended.value ? 0 : Int16(POLLIN)
+            fds[0].events = suspended.take() ? 0 : Int16(POLLIN)
             let ready = poll(&fds, 2, timeoutMs)
             if ready < 0 && errno != EINTR {
                 logger.error("inotify poll failed", metadata: ["error": "\(String(cString: strerror(errno)))"])
@@ -346,6 +348,14 @@ func monotonicNow() -> Int64 {
 /// A boolean shared between threads.
 final class SharedFlag: Sendable {
     private let storage = Mutex(false)
+    private let seen = Mutex(false)
     var value: Bool { storage.withLock { $0 } }
     func set(_ v: Bool) { storage.withLock { $0 = v } }
+    /// The value the watcher thread acts on now (read by it just before each `poll`).
+    var applied: Bool { seen.withLock { $0 } }
+    func take() -> Bool {
+        let v = value
+        seen.withLock { $0 = v }
+        return v
+    }
 }

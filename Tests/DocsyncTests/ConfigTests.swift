@@ -1,4 +1,4 @@
-import DocsyncConfig
+@testable import DocsyncConfig
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -48,6 +48,13 @@ import Testing
         #expect(config.folders[1].maxDownloadSize == 10_485_760 && config.folders[0].maxDownloadSize == nil)
         #expect(config.folders[1].types == ["invoice", "receipt"] && config.folders[1].excludeTypes == ["receipt"])
         #expect(config.folders[0].types == nil && config.folders[0].excludeTypes.isEmpty)
+    }
+
+    /// Regression: `~` was the passwd entry's home, not `$HOME` as a shell (and the user) reads it.
+    @Test func aTildeIsTheHomeVariable() {
+        #expect(ConfigPaths.absolute("~/records", base: "/etc", environment: ["HOME": "/srv/alice"]) == "/srv/alice/records")
+        #expect(ConfigPaths.absolute("~", base: "/etc", environment: ["HOME": "/srv/alice/"]) == "/srv/alice")
+        #expect(ConfigPaths.absolute("records", base: "/etc/docsync", environment: ["HOME": "/srv/alice"]) == "/etc/docsync/records")
     }
 
     @Test func mistakesAreNamedWithTheirLine() {

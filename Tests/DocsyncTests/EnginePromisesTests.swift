@@ -108,6 +108,38 @@ extension HeavySuites {
         await server.stop()
     }
 
+    /// Regression: a `watch` pulling a large set kept running (at a third of a core, every change
+    /// failing) long after its folder was removed. Here the watcher is held back, as it is when
+    /// its queue is far behind: the pull itself finds the folder gone and the agent stops.
+    @Test func aFolderMovedAwayDuringALongPullStopsTheAgent() async throws {
+        let server = try await TestServer.start()
+        let documents = (0..<3_000).map { #"{"id":"bulk\#($0)","docType":"note","n":\#($0)}"# }
+        for chunk in stride(from: 0, to: documents.count, by: 500) {
+            let body = #"{"since":0,"documents":[\#(documents[chunk..<chunk + 500].joined(separator: ","))]}"#
+            #expect(try await server.api.request("POST", "/api/sync", body: body).status == 200)
+        }
+        let proxy = FaultProxy(upstream: server.url)
+        proxy.setLatency { (request: .zero, reply: .milliseconds(300)) }
+        try await proxy.start()
+        let folder = try TempFolder("gone-mid-pull")
+        let moved = folder.path + "-moved"
+        defer { folder.remove(); try? FileManager.default.removeItem(atPath: moved) }
+        let agent = try await TestAgent.start(folder: folder, endpoint: proxy.url, token: server.token)
+        let ended = Mutex<String?>(nil)
+        Task {
+            do { try await agent.task.value; ended.withLock { $0 = "no error" } } catch { ended.withLock { $0 = "\(error)" } }
+        }
+        #expect(await eventually { folder.exists("note/bulk0.json") || folder.exists("note/bulk2999.json") })
+        await agent.agent.setWatcherSuspended(true)
+        #expect(rename(folder.path, moved) == 0)
+        #expect(await eventually(timeout: .seconds(20)) { ended.withLock { $0 } != nil }, "\(agent.logs.all.suffix(4))")
+        #expect(ended.withLock { $0 }?.contains("moved or deleted") == true || ended.withLock { $0 }?.contains("gone") == true, "\(ended.withLock { $0 } ?? "-")")
+        let written = (try? FileManager.default.contentsOfDirectory(atPath: moved + "/note"))?.count ?? 0
+        #expect(written < 3_000, "the pull stopped part-way (\(written) files)")
+        await proxy.stop()
+        await server.stop()
+    }
+
     /// Regression: a server answering every write "stale" with yet another current version was
     /// asked ~35 times a second for as long as it did (the file rewritten each time).
     @Test func aServerAnsweringEveryWriteWithAConflictIsAskedWithBackoff() async throws {

@@ -89,6 +89,41 @@ extension HeavySuites {
         await server.stop()
     }
 
+    /// Regression: with `.docsync` a symlink, every server deletion failed ("refusing to write
+    /// through a symlink") while `status` said synced.
+    @Test func aStateFolderThatIsASymlinkIsRefusedAtStart() async throws {
+        let folder = try TempFolder("state-link")
+        let elsewhere = try TempFolder("state-elsewhere")
+        defer { folder.remove(); elsewhere.remove() }
+        #expect(symlink(elsewhere.path, folder.file(".docsync")) == 0)
+        #expect {
+            _ = try Agent(options: AgentOptions(root: folder.path, endpointURL: "http://127.0.0.1:9", token: "t"), endpoint: pingPong("http://127.0.0.1:9"), logger: CapturedLogs().logger())
+        } throws: { "\($0)".contains(".docsync is a symlink") }
+        // A part of it likewise.
+        try FileManager.default.removeItem(atPath: folder.file(".docsync"))
+        try FileManager.default.createDirectory(atPath: folder.file(".docsync"), withIntermediateDirectories: true)
+        #expect(symlink(elsewhere.path, folder.file(".docsync/trash")) == 0)
+        #expect {
+            _ = try Agent(options: AgentOptions(root: folder.path, endpointURL: "http://127.0.0.1:9", token: "t"), endpoint: pingPong("http://127.0.0.1:9"), logger: CapturedLogs().logger())
+        } throws: { "\($0)".contains("trash is a symlink") }
+    }
+
+    /// Regression: a symlinked folder was refused as "Not a directory", and a missing token file
+    /// printed a Foundation error dump.
+    @Test func aSymlinkedFolderAndAMissingTokenFileAreSaidPlainly() throws {
+        let target = try TempFolder("link-target")
+        defer { target.remove() }
+        let link = target.path + "-link"
+        #expect(symlink(target.path, link) == 0)
+        defer { unlink(link) }
+        #expect {
+            _ = try Agent(options: AgentOptions(root: link, endpointURL: "http://127.0.0.1:9", token: "t"), endpoint: pingPong("http://127.0.0.1:9"), logger: CapturedLogs().logger())
+        } throws: { "\($0)" == "\(link) is a symlink: give docsync the folder it points to" }
+        #expect {
+            _ = try readToken(file: target.path + "/no-such-token")
+        } throws: { "\($0)" == "read token from \(target.path)/no-such-token: No such file or directory" }
+    }
+
     /// The folder's disk filled during a scan: files written meanwhile were never pushed, not
     /// after space was freed nor after a later change, and `status` showed 0 pending.
     @Test func filesWrittenWhileTheDiskWasFullArePushedOnceSpaceIsFreed() async throws {
