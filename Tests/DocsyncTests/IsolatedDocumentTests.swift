@@ -1,4 +1,6 @@
 @testable import DocsyncAgent
+import DocsyncEndpoint
+@testable import DocsyncPingPong
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -77,4 +79,20 @@ extension HeavySuites {
         await endpoint.stop()
     }
 }
+}
+
+/// The batch call's body for one change: the base revision inside as `rev`, `0` for a document
+/// the server never acknowledged (create only if absent), the rest of the text as it was.
+@Suite struct BatchBodyTests {
+    @Test func theBaseRevisionGoesInFrontAndTheRestIsKept() throws {
+        let body = #"{"id":"a","docType":"note","n":1.50,"t":"é"}"#
+        for (base, rev) in [(Int64?.none, "0"), (Int64(7), "7")] {
+            let sent = PingPongEndpoint.batchBody(OutgoingChange(id: "a", docType: "note", body: body, baseRevision: base))
+            let object = try #require(try JSONParser.parse(sent).object)
+            #expect(object["rev"] == .number(rev))
+            var rest = object
+            rest["rev"] = nil
+            #expect(JSONWriter.string(.object(rest)) == body, "the document's own text, literals and order, unchanged")
+        }
+    }
 }
