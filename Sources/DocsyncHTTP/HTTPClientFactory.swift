@@ -26,5 +26,8 @@ public func makeHTTPClient(caFile: String? = nil) throws -> HTTPClient {
     pool.retryConnectionEstablishment = false
     configuration.connectionPool = pool
     configuration.decompression = .disabled
+    // No redirect is followed: a reply is the server's own, and a file is fetched from the server
+    // its URL names (a 3xx to another host or port would otherwise be fetched with no check).
+    configuration.redirectConfiguration = .disallow
     return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
 }

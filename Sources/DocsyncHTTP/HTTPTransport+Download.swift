@@ -9,7 +9,11 @@ extension HTTPTransport {
     /// `credentials`, the endpoint's credential goes along: only for URLs of its own server.
     ///
     /// A declared length over `maxBytes` is refused before any byte is read, a body that grows
-    /// past it as soon as it does. A stalled body fails after the client's read timeout.
+    /// past it as soon as it does. A stalled body fails after the client's read timeout, and one
+    /// that trickles fails once, past the request timeout, it has come slower than
+    /// ``minimumRate`` on average: a server sending a byte every few seconds must not hold a
+    /// download slot for ever. A redirect is not followed (the client follows none): a file is
+    /// fetched from the server its URL names, or not at all.
     public func download(
         url: String, maxBytes: Int64, credentials: Bool = true, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
     ) async throws(EndpointError) {
@@ -34,15 +38,19 @@ extension HTTPTransport {
             throw .rejected("the file is \(declared) bytes, over the download limit of \(maxBytes)")
         }
         var received: Int64 = 0
+        let started = ContinuousClock.now
         do {
             for try await chunk in response.body {
                 received += Int64(chunk.readableBytes)
                 if received > maxBytes { throw Refused("the file is over the download limit of \(maxBytes) bytes") }
+                if let why = Self.tooSlow(received: received, since: started, grace: .nanoseconds(requestTimeout.nanoseconds)) { throw TooSlow(why) }
                 try chunk.withUnsafeReadableBytes { try sink($0) }
                 progress.add(chunk.readableBytes)
             }
         } catch let refused as Refused {
             throw .rejected(refused.reason)
+        } catch let slow as TooSlow {
+            throw .unavailable("\(url): \(slow.reason)", retryAfter: nil)
         } catch let error as EndpointError {
             throw error
         } catch let error as HTTPClientError {
@@ -54,7 +62,25 @@ extension HTTPTransport {
         }
     }
 
+    /// The slowest average a download may keep up past its grace period, bytes a second (the
+    /// reference endpoint asks the same of request bodies).
+    public static let minimumRate: Double = 16 * 1024
+
+    /// Why a download that received `received` bytes since `since` is too slow to go on, if it is.
+    static func tooSlow(received: Int64, since: ContinuousClock.Instant, grace: Duration) -> String? {
+        let elapsed = ContinuousClock.now - since
+        guard elapsed > grace else { return nil }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        guard Double(received) / seconds < minimumRate else { return nil }
+        return "\(received) bytes in \(Int(seconds)) s, slower than \(Int(minimumRate / 1024)) KiB/s; tried again later"
+    }
+
     private struct Refused: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    private struct TooSlow: Error {
         let reason: String
         init(_ reason: String) { self.reason = reason }
     }

@@ -27,7 +27,7 @@ public enum DocumentProblem: Error, Sendable, Hashable, CustomStringConvertible 
     }
 }
 
-/// The rules that turn a `*.json` file into a document; see README "Document rules".
+/// The rules that turn a `*.json` file into a document; see docs/SYNC.md, "Document rules".
 public enum DocumentRules {
     /// Fields the sync layer owns on the wire. A user's file never needs them; what it holds under
     /// these names is replaced by the agent's stamps when the document is sent.

@@ -78,6 +78,76 @@ import Testing
         await endpoint.stop()
     }
 
+    /// Regression: two downloads sending a byte every few seconds held both download slots (the
+    /// deadline covered the headers only), so an unrelated attachment never came.
+    @Test func tricklingDownloadsAreCutAndAnotherAttachmentStillComes() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let trickles = ["a", "b"].map { "/api/app/upload/" + ContentHash.sha256Hex("trickle \($0)".utf8) + "/slow.pdf" }
+        let normal = "/api/app/upload/" + Self.sha + "/scan.pdf"
+        let docs = trickles.enumerated().map { #"{"id":"slow\#($0.offset)","docType":"note","rev":1,"scan":"\#(endpoint.url + $0.element)"}"# }
+        endpoint.respond { _, path, body in
+            if path == "/api/sync" {
+                // The unrelated attachment comes once both trickles hold a slot.
+                let busy = trickles.allSatisfy { t in endpoint.seen.contains { $0.1 == t } }
+                let list = docs + (busy ? [#"{"id":"other","docType":"note","rev":1,"scan":"\#(endpoint.url + normal)"}"#] : [])
+                return .init(body: #"{"documents":{"success":[\#(list.joined(separator: ","))],"error":[]},"cursor":\#(busy ? 2 : 1),"more":false}"#)
+            }
+            if path == normal { return .init(body: Self.content) }
+            guard trickles.contains(path) else { return nil }
+            return .init(headers: [("Content-Length", "1000000")], stream: {
+                AsyncThrowingStream { continuation in
+                    let task = Task {
+                        for _ in 0..<600 {
+                            continuation.yield(ByteBuffer(string: "x"))
+                            try? await Task.sleep(for: .milliseconds(100))
+                        }
+                        continuation.finish()
+                    }
+                    continuation.onTermination = { _ in task.cancel() }
+                }
+            })
+        }
+        let folder = try TempFolder("download-trickle")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") {
+            $0.requestTimeout = .seconds(1)
+            $0.pollInterval = .milliseconds(200)
+        }
+        #expect(await eventually(timeout: .seconds(20)) { (try? folder.read("note/other.scan.pdf")) == Self.content }, "\(agent.logs.all.suffix(5))")
+        #expect(await eventually {
+            (try? await AgentStatus.read(root: folder.path))?.downloads.contains { $0.error?.contains("slower than") == true } == true
+        }, "the cut downloads say why")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
+    /// Regression: a 302 to another port was followed.
+    @Test func aRedirectIsNotFollowed() async throws {
+        let endpoint = HostileEndpoint()
+        let elsewhere = HostileEndpoint()
+        try await endpoint.start()
+        try await elsewhere.start()
+        elsewhere.respond { _, _, _ in .init(body: Self.content) }
+        let reply = Self.pullReply([("scan", endpoint.url + "/api/app/upload/" + Self.sha + "/scan.pdf")])
+        endpoint.respond { _, path, _ in
+            if path == "/api/sync" { return .init(body: reply) }
+            guard path.hasPrefix("/api/app/upload/") else { return nil }
+            return .init(status: 302, headers: [("Location", elsewhere.url + "/api/app/upload/" + Self.sha + "/scan.pdf")])
+        }
+        let folder = try TempFolder("download-redirect")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually {
+            (try? await AgentStatus.read(root: folder.path))?.downloads.contains { $0.error?.contains("302") == true } == true
+        }, "\(agent.logs.all.suffix(4))")
+        #expect(elsewhere.seen.isEmpty, "nothing was asked of the other server")
+        #expect(!folder.exists("note/doc.scan.pdf"))
+        try await agent.stop()
+        await endpoint.stop()
+        await elsewhere.stop()
+    }
+
     @Test func aDownloadCutShortByAStopStartsOverAtTheNextStartAndLeavesOneFile() async throws {
         let endpoint = HostileEndpoint()
         try await endpoint.start()
