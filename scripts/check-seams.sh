@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The seams stay seams: only the PingPong adapter's target and the CLI's wiring name PingPong,
-# and neither the engine nor the endpoint seam imports an HTTP library.
+# neither the engine nor the endpoint seam imports an HTTP library or an adapter, and the engine's
+# parts are built with what they need (nothing linked after construction, no part holding another
+# part it only needs a signal from).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -14,5 +16,20 @@ if http=$(grep -rlnE "^import (AsyncHTTPClient|NIO[A-Za-z0-9]*|Hummingbird[A-Za-
   echo "$http" >&2
   status=1
 fi
-[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP in the engine"
+if adapters=$(grep -rlnE "^import Docsync(PingPong|SyncRails|Kinto|Server|Postgres)$" Sources/DocsyncAgent Sources/DocsyncEndpoint); then
+  echo "the engine or the endpoint seam imports an adapter or a store:" >&2
+  echo "$adapters" >&2
+  status=1
+fi
+if late=$(grep -rnE "func attach\((applier|reconcile)|\.attach\((applier|reconcile)" Sources/DocsyncAgent); then
+  echo "an engine part is linked after construction (attach):" >&2
+  echo "$late" >&2
+  status=1
+fi
+if held=$(grep -rnE "^\s*(let|var) scanner: Scanner" Sources/DocsyncAgent/ChangeApplier*.swift Sources/DocsyncAgent/Puller.swift Sources/DocsyncAgent/Pusher*.swift); then
+  echo "a part holds the scanner (give it a signal or a closure instead):" >&2
+  echo "$held" >&2
+  status=1
+fi
+[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP and no adapter in the engine; no part linked late"
 exit $status
