@@ -25,6 +25,9 @@ public struct ConnectionLimits: Sendable {
     public var bodyGrace: Duration = .seconds(10)
     /// `nil`: derived from the process's file limit (see ``raiseFileLimit()``).
     public var maxConnections: Int?
+    /// What every request body being read holds, together: past it, a body is refused (503) as it
+    /// arrives, instead of 40 endless bodies of 64 MiB each holding gigabytes between them.
+    public var bodyBudget = BodyBudget(bytes: 256 << 20)
 
     public init() {}
 
@@ -129,4 +132,27 @@ final class ListeningAddress: Sendable {
         if name.contains(":") && !name.hasPrefix("[") { name = "[\(name)]" }
         value.withLock { $0 = "\(scheme)://\(name):\(port)" }
     }
+}
+
+/// Bytes of request bodies held in memory at once, across all requests (see
+/// ``ConnectionLimits/bodyBudget``).
+public final class BodyBudget: Sendable {
+    public let capacity: Int
+    private let held = Mutex(0)
+
+    public init(bytes: Int) { capacity = bytes }
+
+    /// Takes `bytes` of the budget; `false` (nothing taken) when that would pass its capacity.
+    func take(_ bytes: Int) -> Bool {
+        held.withLock { held in
+            guard held + bytes <= capacity else { return false }
+            held += bytes
+            return true
+        }
+    }
+
+    func give(_ bytes: Int) { held.withLock { $0 -= bytes } }
+
+    /// Bytes held now.
+    public var inUse: Int { held.withLock { $0 } }
 }

@@ -54,6 +54,37 @@ extension HeavySuites {
         #expect(Self.residentKiB(server.pid) - before < 8 << 10, "RSS \(before) KiB before, \(Self.residentKiB(server.pid)) KiB after")
     }
 
+    /// Regression: 40 endless chunked `/api/sync` bodies (with a valid token) took the server from
+    /// 113 MB to 2.5 GB before each got 413 at 64 MiB. The bodies being read share one budget.
+    @Test func bodiesBeingReadShareOneBudget() async throws {
+        let budget = BodyBudget(bytes: 1 << 20)
+        let server = try await TestServer.start(configure: { $0.connections.bodyBudget = budget })
+        let head = "POST /api/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\(server.token)\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let chunk = String(repeating: " ", count: 100 << 10)
+        let piece = String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n"
+        // One endless body holds 800 KiB of the 1 MiB budget...
+        let first = try #require(RawHTTP.connect(port: server.port))
+        defer { close(first) }
+        RawHTTP.send(first, head + "1\r\n{\r\n")
+        for _ in 0..<8 { RawHTTP.send(first, piece) }
+        #expect(await eventually { budget.inUse >= 800 << 10 }, "the first body is being held")
+        // ...so a second one is refused once it would pass the budget, not read on.
+        let second = await Task.detached {
+            guard let fd = RawHTTP.connect(port: server.port) else { return "" }
+            defer { close(fd) }
+            RawHTTP.send(fd, head + "1\r\n{\r\n")
+            for _ in 0..<4 { RawHTTP.send(fd, piece) }
+            return RawHTTP.receive(fd)
+        }.value
+        #expect(second.hasPrefix("HTTP/1.1 503"), "\(second.prefix(80))")
+        // The first ends; what it held is given back, and a normal call goes through.
+        RawHTTP.send(first, "1\r\n}\r\n0\r\n\r\n")
+        #expect(RawHTTP.receive(first).hasPrefix("HTTP/1.1 200"))
+        #expect(await eventually { budget.inUse == 0 })
+        #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0}"#).status == 200)
+        await server.stop()
+    }
+
     /// VmRSS of a process, KiB.
     static func residentKiB(_ pid: Int32) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""

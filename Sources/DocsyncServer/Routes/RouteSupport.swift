@@ -70,10 +70,17 @@ extension ReferenceServer {
         }
         var buffer = ByteBuffer()
         var paced = ConnectionLimits.BodyPace(limits: pace)
+        let budget = pace.bodyBudget
+        var taken = 0
+        defer { budget.give(taken) }
         for try await piece in request.body {
             guard buffer.readableBytes + piece.readableBytes <= limit else {
                 throw StoreError(413, "the request body is over the limit of \(limit) bytes")
             }
+            guard budget.take(piece.readableBytes) else {
+                throw StoreError(503, "the server is reading too many request bodies at once; try again shortly")
+            }
+            taken += piece.readableBytes
             var piece = piece
             let size = piece.readableBytes
             buffer.writeBuffer(&piece)
