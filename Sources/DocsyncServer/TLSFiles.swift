@@ -1,3 +1,4 @@
+import DocsyncModel
 import NIOSSL
 
 /// The certificate chain and private key `docsync serve` speaks TLS with (`--tls-cert`,
@@ -10,6 +11,18 @@ public struct TLSFiles: Sendable {
     public init(certificate: String, key: String) {
         self.certificate = certificate
         self.key = key
+    }
+
+    /// What is wrong with the certificate's dates at `now` (Unix seconds): expired, or not valid
+    /// yet; `nil` when it is valid. The server still starts (a renewal may be on its way), but
+    /// says so: clients will refuse it.
+    public func validityProblem(now: Int64) throws -> String? {
+        guard let leaf = try NIOSSLCertificate.fromPEMFile(certificate).first else { return "no certificate in \(certificate)" }
+        let (from, until) = (Int64(leaf.notValidBefore), Int64(leaf.notValidAfter))
+        func date(_ t: Int64) -> String { String(Timestamp(unixMilliseconds: t * 1000).rfc3339.prefix(19)) + "Z" }
+        if now > until { return "the TLS certificate \(certificate) expired at \(date(until)); clients will refuse it" }
+        if now < from { return "the TLS certificate \(certificate) is not valid before \(date(from)); clients will refuse it" }
+        return nil
     }
 
     func configuration() throws -> TLSConfiguration {

@@ -69,7 +69,11 @@ struct Serve: AsyncParsableCommand {
         configuration.tokenFile = tokenFile.map(absolutePath)
         configuration.metricsText = { MetricsExport.text() }
         configuration.tombstoneRetention = try parseRetention(tombstoneRetention)
-        if let tlsCert, let tlsKey { configuration.tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey)) }
+        if let tlsCert, let tlsKey {
+            let tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey))
+            if let problem = try? tls.validityProblem(now: Int64(Date().timeIntervalSince1970)) { logger.warning("\(problem)") }
+            configuration.tls = tls
+        }
         let store = try await database.store(maxDocumentBytes: maxDocumentSize, logger: logger)
         let server = try ReferenceServer(configuration: configuration, store: store)
         let scheme = server.scheme

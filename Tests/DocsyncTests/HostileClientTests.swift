@@ -207,6 +207,13 @@ extension HeavySuites {
             logDirectory: work.path, name: "trusted")
         #expect(await eventually { !trusted.isRunning })
         #expect(trusted.process.terminationStatus == 0, "\(trusted.stderr.suffix(400))")
+        // Regression: `serve` started on an expired certificate without a word. This one is valid
+        // for two days: said of it three days from now, not today.
+        let tls = TLSFiles(certificate: work.file("cert.pem"), key: work.file("key.pem"))
+        let now = Int64(Date().timeIntervalSince1970)
+        #expect(try tls.validityProblem(now: now) == nil)
+        #expect(try tls.validityProblem(now: now + 3 * 86_400)?.contains("expired") == true)
+        #expect(try tls.validityProblem(now: now - 86_400)?.contains("not valid before") == true)
     }
 }
 }
