@@ -23,7 +23,7 @@ import Glibc
 /// nothing is placed twice. A refusal (another server, over the size limit, bytes that do not
 /// match, gone from the server) ends the job as `failed`, reported by `status` and tried again at
 /// the next start; a URL the adapter would not fetch is `refused` and never fetched.
-actor Downloader {
+actor Downloader: Worker {
     let root: String
     let gate: PathGate
     let index: Index
@@ -40,7 +40,7 @@ actor Downloader {
     /// The token, refused or replaced after a 401/403 (see ``Credential``).
     let credential: Credential
     let signal: WakeSignal
-    private var stopping = false
+    private(set) var stopping = false
     private var inFlight: Task<Void, Never>?
     var lastFailure: String?
     var progressedInRound = 0
@@ -86,13 +86,10 @@ actor Downloader {
 
     func run() async {
         await prepare()
-        while !stopping {
-            switch await round(ignoringBackoff: false) {
-            case .progressed: continue
-            case .idle(let wait): await signal.wait(timeout: wait)
-            }
-        }
+        await loop()
     }
+
+    func workRound() async -> WorkerOutcome { await round(ignoringBackoff: false) }
 
     /// Runs every job that can run now until none is left or a round makes no progress (for
     /// one-shot `sync`); returns why downloads remain, if they do.
@@ -107,12 +104,7 @@ actor Downloader {
         return left == 0 ? nil : (lastFailure ?? "\(left) downloads could not be completed")
     }
 
-    enum Outcome {
-        case progressed
-        case idle(Duration?)
-    }
-
-    private func round(ignoringBackoff: Bool) async -> Outcome {
+    private func round(ignoringBackoff: Bool) async -> WorkerOutcome {
         let now = ignoringBackoff ? Int64.max : RetryPolicy.deadlineNow()
         let picked: [(OutboxEntry, DownloadRow)]
         do {

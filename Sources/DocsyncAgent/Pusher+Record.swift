@@ -44,7 +44,7 @@ extension Pusher {
     /// Records a round's outcomes in one transaction: acknowledged entries leave the outbox,
     /// rejected documents are marked, transient failures back off (or the endpoint is offline),
     /// an unauthorized reply pauses pushing; conflicts are merged afterwards.
-    func record(_ results: [Sent], oneShot: Bool) async -> Outcome {
+    func record(_ results: [Sent], oneShot: Bool) async -> WorkerOutcome {
         let report = RoundReport(results)
         consecutiveFailures = report.wentOffline ? consecutiveFailures + 1 : 0
         let backoff = policy.delay(afterFailures: max(consecutiveFailures, 1), retryAfter: report.retryAfter, unit: Double.random(in: 0..<1))
@@ -138,7 +138,7 @@ extension Pusher {
     }
 
     /// The pusher's state after a recorded round, said once to the user; what to do next.
-    private func settle(_ report: RoundReport, state: RoundState, backoff: Duration, oneShot: Bool) -> Outcome {
+    private func settle(_ report: RoundReport, state: RoundState, backoff: Duration, oneShot: Bool) -> WorkerOutcome {
         if let unauthorized = report.unauthorized, paused == nil {
             credential.refuse()
             paused = "token rejected by \(state.endpoint)"

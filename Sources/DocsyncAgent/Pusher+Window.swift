@@ -14,10 +14,10 @@ extension Pusher {
     /// after it or every `windowBatches` calls. Clean replies are recorded in the background, in
     /// order (at most `recordingBacklog` waiting); the first failure stops the window, and it and
     /// the calls still in flight are recorded before anything else is sent.
-    func pushWindow() async -> Outcome {
+    func pushWindow() async -> WorkerOutcome {
         let capabilities = endpoint.capabilities
         var window = Window()
-        var outcome = Outcome.progressed
+        var outcome = WorkerOutcome.progressed
         await withTaskGroup(of: WindowEvent.self) { group in
             var (running, waking, filling) = (0, false, true)
             while true {

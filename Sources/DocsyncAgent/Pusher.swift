@@ -17,7 +17,7 @@ import Logging
 /// - unauthorized: pause all pushing with one message until the token changes or the agent restarts;
 /// - rejected: that document is rejected with the server's reason until its file changes;
 /// - conflict: the server's version is merged into the file, which goes out again.
-actor Pusher {
+actor Pusher: Worker {
     let index: Index
     let endpoint: any DocumentEndpoint
     let clock: ServerClock
@@ -76,16 +76,11 @@ actor Pusher {
     /// Pushes until stopped, sleeping while there is nothing due.
     func run() async {
         await restoreState()
-        while !stopping {
-            let outcome = await pushRound()
-            if stopping { break }
-            switch outcome {
-            case .progressed: continue
-            case .idle(let wait): await signal.wait(timeout: wait)
-            }
-        }
+        await loop()
         await finishRecording()
     }
+
+    func workRound() async -> WorkerOutcome { await pushRound() }
 
     /// The acknowledgements of a round that went through cleanly are recorded while the next
     /// round is read and sent (the endpoint and the index's writer both stay busy); rounds are
@@ -140,12 +135,7 @@ actor Pusher {
         }
     }
 
-    enum Outcome {
-        case progressed
-        case idle(Duration?)
-    }
-
-    private func pushRound(oneShot: Bool = false) async -> Outcome {
+    private func pushRound(oneShot: Bool = false) async -> WorkerOutcome {
         if paused != nil {
             if let token = credential.usable() {
                 endpoint.useCredential(token)
@@ -190,7 +180,7 @@ actor Pusher {
     /// the outbox looked at again (it may have changed what is due); else a wait, for the uploader
     /// when only documents being uploaded are due (it wakes us when it is done), or until the
     /// next entry's retry time.
-    func nothingSent(waitingForUploads: Bool, oneShot: Bool) async -> Outcome {
+    func nothingSent(waitingForUploads: Bool, oneShot: Bool) async -> WorkerOutcome {
         if !recordings.isEmpty {
             await finishRecording()
             return .progressed

@@ -13,7 +13,7 @@ import Logging
 /// about four times a second for `status`. A transient failure backs off per job; a refusal (4xx)
 /// marks the job failed until the file changes. A job cut short by a crash is still in the outbox
 /// and runs again at the next start; the endpoint stores content once, so nothing is duplicated.
-actor Uploader {
+actor Uploader: Worker {
     let root: String
     let realRoot: String
     let index: Index
@@ -28,7 +28,7 @@ actor Uploader {
     let uploadEnded: @Sendable () -> Void
     /// The token, refused or replaced after a 401/403 (see ``Credential``).
     let credential: Credential
-    private var stopping = false
+    private(set) var stopping = false
     /// The uploads in flight: cancelled when the agent stops (a large file would otherwise hold
     /// the exit until it is sent; it is sent again at the next start).
     private var inFlight: Task<Void, Never>?
@@ -67,14 +67,9 @@ actor Uploader {
         signal.signal()
     }
 
-    func run() async {
-        while !stopping {
-            switch await round() {
-            case .progressed: continue
-            case .idle(let wait): await signal.wait(timeout: wait)
-            }
-        }
-    }
+    func run() async { await loop() }
+
+    func workRound() async -> WorkerOutcome { await round() }
 
     /// Runs every job that can run now, including ones waiting out a backoff, until none is left
     /// or a round makes no progress; for one-shot `sync`. Returns why uploads remain, if they do.
@@ -90,18 +85,13 @@ actor Uploader {
         return left == 0 ? nil : (lastFailure ?? "\(left) uploads could not be delivered")
     }
 
-    enum Outcome {
-        case progressed
-        case idle(Duration?)
-    }
-
     struct Job: Sendable {
         var entry: OutboxEntry
         var upload: UploadRow
         var docType: String
     }
 
-    private func round(ignoringBackoff: Bool = false) async -> Outcome {
+    private func round(ignoringBackoff: Bool = false) async -> WorkerOutcome {
         let now = ignoringBackoff ? Int64.max : RetryPolicy.deadlineNow()
         let picked: (jobs: [Job], blocked: Bool)
         do {
