@@ -62,6 +62,17 @@ struct Attachments: Sendable {
         }
     }
 
+    /// What a file that is not a regular file is, in a person's words.
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a folder"
+        case S_IFIFO: "a named pipe (FIFO)"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR, S_IFBLK: "a device"
+        default: "not a regular file"
+        }
+    }
+
     private func check(_ relative: String, written: String, knownHash: (String, FileStat) -> String?) -> Result<AttachedFile, FileReferenceProblem> {
         guard let real = Self.realPath(root + "/" + relative) else {
             if errno == ENOENT || errno == ENOTDIR { return .failure(.missing(written)) }
@@ -72,7 +83,7 @@ struct Attachments: Sendable {
         if inside == ".docsync" || inside.hasPrefix(".docsync/") { return .failure(.stateFolder(written)) }
         var st = stat()
         guard stat(real, &st) == 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile(written)) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile(written, kind: Self.kind(of: st.st_mode))) }
         var before = FileStat(EntryInfo(st))
         if let hash = knownHash(inside, before) {
             // Unchanged since it was hashed; still make sure it can be read.

@@ -16,6 +16,11 @@ extension ChangeApplier {
             guard case .string = value, property != "id", property != "docType", !DocumentRules.reservedKeys.contains(property),
                   let match = remoteFiles(property, content)
             else { continue }
+            if let why = DocumentRules.fileProperty(problemWith: property) {
+                // No job: its key would be cut or forged. Said, and the value stays as the server has it.
+                logger.warning("a file attached on the server is not fetched, the property cannot carry one: \(why)", metadata: ["doc.id": "\(id)", "property": "\(property)"])
+                continue
+            }
             switch match {
             case .file(let file):
                 jobs.append(DownloadRow(

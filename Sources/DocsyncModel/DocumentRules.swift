@@ -36,6 +36,19 @@ public enum DocumentRules {
     public static let revKey = "rev"
     public static let reservedKeys: Set<String> = [updatedAtKey, deletedAtKey, revKey]
 
+    /// The longest property name that carries a file: it becomes part of the file's name beside
+    /// the document (`<id>.<property>.<ext>`, within NAME_MAX with a 128-byte id) and of index keys.
+    public static let maxFilePropertyBytes = 100
+
+    /// Why `property` cannot carry a file (an upload or a download), or `nil` when it can: a NUL or
+    /// another control character (cut or forged where the name is stored or logged), or a name too
+    /// long to be part of a file name.
+    public static func fileProperty(problemWith property: String) -> String? {
+        if property.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "its name holds a control character" }
+        if property.utf8.count > maxFilePropertyBytes { return "its name is longer than \(maxFilePropertyBytes) bytes" }
+        return nil
+    }
+
     /// Whether `key` is one of ``reservedKeys`` (compared, not hashed: asked of every member).
     public static func isReserved(_ key: String) -> Bool { key == updatedAtKey || key == deletedAtKey || key == revKey }
 

@@ -20,6 +20,10 @@ public struct FileReference: Sendable, Hashable {
         var out: [FileReference] = []
         for (property, value) in object.members {
             guard case .object(let inner) = value, inner[key] != nil else { continue }
+            if let why = DocumentRules.fileProperty(problemWith: property) {
+                out.append(FileReference(property: property, written: "", resolved: .failure(.propertyName(property, reason: why))))
+                continue
+            }
             guard inner.members.count == 1, case .string(let written) = inner[key]! else {
                 out.append(FileReference(property: property, written: "", resolved: .failure(.malformed)))
                 continue
@@ -116,7 +120,9 @@ public enum FileReferenceProblem: Error, Sendable, Hashable, CustomStringConvert
     case symlinkOutside(String)
     case stateFolder(String)
     case missing(String)
-    case notAFile(String)
+    case notAFile(String, kind: String = "a folder")
+    /// The property's name cannot name a file job (it becomes part of keys and file names).
+    case propertyName(String, reason: String)
     case unreadable(String, reason: String)
     /// Being written right now: read again when it settles; meanwhile the server keeps what it has.
     case changing(String)
@@ -132,7 +138,8 @@ public enum FileReferenceProblem: Error, Sendable, Hashable, CustomStringConvert
         case .symlinkOutside(let p): "\(p) is a symlink pointing outside the synced folder"
         case .stateFolder(let p): "\(p) is inside docsync's own .docsync folder"
         case .missing(let p): "\(p) does not exist"
-        case .notAFile(let p): "\(p) is a folder, not a file"
+        case .notAFile(let p, let kind): "\(p) is \(kind), not a file"
+        case .propertyName(let name, let reason): "the property \"\(LogText.escaped(name))\" cannot carry a file: \(reason)"
         case .unreadable(let p, let reason): "\(p) cannot be read: \(reason)"
         case .changing(let p): "\(p) changed while being read; it is read again when it settles"
         case .beyondLimit(let p, let limit, let taken):

@@ -331,10 +331,12 @@ extension HeavySuites {
         try rig.docs.write("notes/sub/keep.txt", "a folder, not a file")
         try FileManager.default.createSymbolicLink(atPath: rig.docs.file("notes/escape.pdf"), withDestinationPath: "/etc/passwd")
         try FileManager.default.createSymbolicLink(atPath: rig.docs.file("notes/loop.pdf"), withDestinationPath: rig.docs.file("notes/loop.pdf"))
+        #expect(mkfifo(rig.docs.file("notes/pipe.pdf"), 0o644) == 0)
         try rig.docs.write("notes/bad.json", #"""
             {"id":"bad","docType":"note","title":"still synced",
              "missing":{"$file":"nope.pdf"},"outside":{"$file":"../../etc/passwd"},"absolute":{"$file":"/etc/passwd"},
-             "link":{"$file":"escape.pdf"},"folder":{"$file":"sub"},"loop":{"$file":"loop.pdf"},"malformed":{"$file":42}}
+             "link":{"$file":"escape.pdf"},"folder":{"$file":"sub"},"loop":{"$file":"loop.pdf"},"malformed":{"$file":42},
+             "pipe":{"$file":"pipe.pdf"},"nul\u0000name":{"$file":"good.png"}}
             """#)
         let goodSHA = try rig.docs.writeRandom("notes/good.png", size: 1000, seed: 30)
         try rig.docs.write("notes/good.json", #"{"id":"good","docType":"note","image":{"$file":"good.png"}}"#)
@@ -343,13 +345,14 @@ extension HeavySuites {
         #expect(await eventually { rig.sha(in: try? await rig.document("good")?["image"]?.string) == goodSHA }, "\(rig.agent.stderr)")
         #expect(await eventually { (try? await rig.document("bad"))?["title"] == "still synced" })
         let bad = try #require(try await rig.document("bad"))
-        for property in ["missing", "outside", "absolute", "link", "folder", "loop", "malformed"] {
+        for property in ["missing", "outside", "absolute", "link", "folder", "loop", "malformed", "pipe", "nul\u{0}name"] {
             #expect(bad[property] == .null, "\(property) should be null on the server")
         }
         let reasons = [
             "missing": "nope.pdf does not exist", "outside": "../../etc/passwd leaves the synced folder",
             "absolute": "/etc/passwd is an absolute path", "link": "escape.pdf is a symlink pointing outside the synced folder",
             "folder": "sub is a folder, not a file", "loop": "loop.pdf cannot be read", "malformed": "a file reference is {\"$file\"",
+            "pipe": "pipe.pdf is a named pipe (FIFO), not a file",
         ]
         let log = rig.agent.stderr.split(separator: "\n")
         for (property, reason) in reasons {
@@ -358,6 +361,8 @@ extension HeavySuites {
         }
         let status = try await runDocsync(["status", rig.docs.path], logDirectory: rig.work.path)
         for (_, reason) in reasons { #expect(status.1.contains(reason), "\(status.1)") }
+        // Regression: a NUL in the property's name uploaded under the name cut at the NUL.
+        #expect(status.1.contains(#"the property "nul\u{0}name" cannot carry a file: its name holds a control character"#), "\(status.1)")
         #expect(status.1.contains("notes/bad.json missing"))
         // The user's file is as they wrote it; the agent is still running and still syncing.
         #expect(try rig.docs.read("notes/bad.json").contains(#""missing":{"$file":"nope.pdf"}"#))

@@ -122,6 +122,29 @@ import Testing
         await endpoint.stop()
     }
 
+    /// Regression: a NUL in a pulled property's name cut the download's outbox key when read
+    /// back; the entry was never deleted and the downloader woke every millisecond, for ever.
+    @Test func aFileUnderAPropertyNameWithANulIsNotFetched() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let url = endpoint.url + "/api/app/upload/" + Self.sha + "/scan.pdf"
+        endpoint.respond { _, path, _ in
+            if path == "/api/sync" {
+                return .init(body: #"{"documents":{"success":[{"id":"doc","docType":"note","rev":1,"a\u0000b":"\#(url)","scan":"\#(url)"}],"error":[]},"cursor":1,"more":false}"#)
+            }
+            return path.hasPrefix("/api/app/upload/") ? .init(body: Self.content) : nil
+        }
+        let folder = try TempFolder("download-nul")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { (try? folder.read("note/doc.scan.pdf")) == Self.content }, "the other property's file comes")
+        #expect((1...2).contains(agent.logs.count(containing: "not fetched, the property cannot carry one: its name holds a control character")), "said, not repeated")
+        let waiting = try await agent.index.read { try $0.pendingCount(kind: "download") }
+        #expect(waiting == 0, "no job is left behind")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
     /// Regression: a 302 to another port was followed.
     @Test func aRedirectIsNotFollowed() async throws {
         let endpoint = HostileEndpoint()
