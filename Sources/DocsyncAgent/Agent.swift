@@ -66,7 +66,9 @@ public actor Agent {
     public let options: AgentOptions
     public let clock: ServerClock
     let logger: Logger
-    let index: Index
+    /// The folder's index, opened once: handed to status, the page, the progress line and
+    /// systemd, which read it instead of opening pools of their own.
+    public nonisolated let index: Index
     let scanner: Scanner
     let pusher: Pusher
     let uploader: Uploader

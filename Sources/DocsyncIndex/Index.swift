@@ -9,7 +9,9 @@ import GRDB
 /// (tombstones included), and the outbox of work for the endpoint. A change and the outbox entry it
 /// creates are written in one transaction, so a crash leaves either both or neither.
 public struct Index: Sendable {
-    public let writer: DatabasePool
+    /// The pool is the index's own: everything else reads and writes through `read`/`write`, so
+    /// one opened index serves the agent, `status`, the page, the progress line and systemd.
+    let writer: DatabasePool
     public let path: String
     /// The writing connection's counts for `status` (see `Index+Tally.swift`).
     public let tally: TallyCounter

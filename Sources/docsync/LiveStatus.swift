@@ -17,27 +17,18 @@ final class LiveStatus: Sendable {
     private let conflicts = Mutex<(at: ContinuousClock.Instant, copies: [String])?>(nil)
     static let conflictsEvery: Duration = .seconds(5)
 
-    /// The folder's index, opened at the first request and kept: opening it costs more than a scrape.
-    private let opened = Mutex<Index?>(nil)
+    /// The agent's own index (no pool of its own).
+    let index: Index
 
-    init(name: String, root: String, clock: ServerClock, metrics: AgentMetrics) {
+    init(name: String, root: String, clock: ServerClock, metrics: AgentMetrics, index: Index) {
         self.name = name
         self.root = root
         self.clock = clock
         self.metrics = metrics
-    }
-
-    func index() throws -> Index {
-        try opened.withLock { opened in
-            if let index = opened { return index }
-            let index = try Index.open(root: root)
-            opened = index
-            return index
-        }
+        self.index = index
     }
 
     func json() async throws -> JSONValue {
-        let index = try index()
         let status = try await AgentStatus.read(index)
         let recent = try await index.read { try $0.recentFiles(limit: 10) }
         guard case .object(var object) = status.json(now: SystemClockSeam().wallNanoseconds() / 1_000_000) else { return .null }

@@ -63,7 +63,7 @@ enum MetricsListener {
         do {
             switch request.uri.path {
             case "/metrics":
-                for folder in live { try await folder.metrics.refresh(folder.index(), clock: folder.clock) }
+                for folder in live { try await folder.metrics.refresh(folder.index, clock: folder.clock) }
                 if let limit = InotifySettings.value("max_user_watches") { Gauge(label: "docsync_inotify_watches_limit").record(limit) }
                 return (.ok, MetricsExport.contentType, MetricsExport.text())
             case "/status":

@@ -10,13 +10,14 @@ import Glibc
 /// second; otherwise a plain line every ten seconds (logs, journald). Read from the index from
 /// outside the engine, so it costs two counts a tick and nothing on the sync path.
 struct ProgressTicker: Sendable {
-    let root: String
+    /// The agent's index (read, never opened again).
+    let index: Index
     let terminal: Bool
     let every: Duration
     let after: Duration
 
-    init(root: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
-        self.root = root
+    init(index: Index, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.index = index
         terminal = isatty(STDERR_FILENO) == 1
         // Test seam: DOCSYNC_PROGRESS_MS shortens both the tick and the two seconds' grace.
         let override = environment["DOCSYNC_PROGRESS_MS"].flatMap(Int64.init).map { Duration.milliseconds($0) }
@@ -32,7 +33,6 @@ struct ProgressTicker: Sendable {
 
     /// Runs until cancelled.
     func run() async {
-        guard let index = try? Index.open(root: root) else { return }
         var previous: Sample?
         var start: Sample?  // when the work began; rates are averages since
         var peak = 0

@@ -15,9 +15,8 @@ struct Sync: AsyncParsableCommand {
     func run() async throws {
         let (level, format) = try tuning.logging()
         let logger = bootstrapLogging(level, format: format)
-        let root = absolutePath(directory)
         let report = try await withAgent(directory: directory, endpoint: endpoint, tuning: tuning, logger: logger) { agent in
-            let progress = Task { await ProgressTicker(root: root).run() }
+            let progress = Task { await ProgressTicker(index: agent.index).run() }
             defer { progress.cancel() }
             return try await agent.syncOnce()
         }

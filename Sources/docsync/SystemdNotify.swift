@@ -83,11 +83,11 @@ struct SystemdAgentService: Service {
     }
 
     /// One line for `systemctl status`: the counts `docsync status` starts with, per folder when
-    /// there are several. Each folder's index is opened once and kept (a stuck index stops the beats).
+    /// there are several, read from each agent's own index.
     static func summary(_ folders: [LiveStatus]) async -> String {
         var parts: [String] = []
         for folder in folders {
-            let line = await summary(try? folder.index())
+            let line = await summary(folder.index)
             parts.append(folders.count > 1 ? "\(folder.name): \(line)" : line)
         }
         return parts.joined(separator: "; ")

@@ -56,7 +56,7 @@ struct Watch: AsyncParsableCommand {
             var folders: [LiveStatus] = []
             for agent in agents {
                 let (root, clock) = (await agent.options.root, await agent.clock)
-                folders.append(LiveStatus(name: agent.metrics.folder, root: root, clock: clock, metrics: agent.metrics))
+                folders.append(LiveStatus(name: agent.metrics.folder, root: root, clock: clock, metrics: agent.metrics, index: agent.index))
             }
             var services: [any Service] = agents.map { AgentService(agent: $0) }
             if systemd.isActive { services.append(SystemdAgentService(notifier: systemd, folders: folders, ready: ready)) }
@@ -64,7 +64,7 @@ struct Watch: AsyncParsableCommand {
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             let progress = Task {
                 await withDiscardingTaskGroup { tickers in
-                    for folder in folders { tickers.addTask { await ProgressTicker(root: folder.root).run() } }
+                    for folder in folders { tickers.addTask { await ProgressTicker(index: folder.index).run() } }
                 }
             }
             defer { progress.cancel() }
