@@ -33,6 +33,8 @@ public struct AgentOptions: Sendable {
     public var selection = TypeSelection.all
     /// Ignore rules in `.docsyncignore`'s form, added to the folder's own (a config's `ignore:`).
     public var extraIgnore: [String] = []
+    /// One pull deleting more of the folder than this is held for the user's word; `nil`: off.
+    public var deletionGuard: DeletionGuard? = DeletionGuard()
     /// Attached files larger than this are not downloaded (reported instead).
     public var maxDownloadBytes: Int64 = 4 << 30
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
@@ -143,7 +145,7 @@ public actor Agent {
         self.applier = applier
         let changes = ServerChanges(
             endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger, metrics: metrics,
-            pushWork: pushWork)
+            pushWork: pushWork, deletionGuard: options.deletionGuard)
         self.serverChanges = changes
         self.pusher = Pusher(
             changes: changes, clock: clock, logger: logger, signal: pushWork, uploading: uploading, uploadWork: uploadWork,

@@ -28,12 +28,15 @@ public struct AgentStatus: Sendable {
     /// first few with why.
     public var pullFailureCount: Int
     public var pullFailures: [IndexTransaction.PullFailure]
+    /// Deletions from the server held for the user's word (see ``DeletionGuard``), and why.
+    public var heldDeletions: Int
+    public var heldBecause: String?
 
     /// Whether nothing waits, fails or needs the user: what "in sync" means on every surface
     /// (`status`, the page, `/status`). `conflictCopies`: copies found in the tree.
     public func inSync(conflictCopies: Int = 0) -> Bool {
         counts.pending == 0 && counts.invalid == 0 && counts.rejected == 0 && offlineSince == nil && paused == nil
-            && pullFailureCount == 0 && pullError == nil && conflictCopies == 0
+            && pullFailureCount == 0 && pullError == nil && heldDeletions == 0 && conflictCopies == 0
     }
 
     public static func read(root: String) async throws -> AgentStatus {
@@ -62,7 +65,8 @@ public struct AgentStatus: Sendable {
                         attempts: $0.attempts, error: $0.upload.error ?? $0.lastError)
                 },
                 downloads: try tx.downloadsForStatus().map(DownloadStatus.init),
-                clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first)
+                clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first,
+                heldDeletions: try tx.heldDeletionCount(), heldBecause: try tx.meta(.deletionsHeld))
         }
     }
 
@@ -102,6 +106,7 @@ public struct AgentStatus: Sendable {
         ].map { (key: $0.0, value: $0.1) })
         object["pull_failures"] = .number(String(pullFailureCount))
         object["pull_failed"] = pullFailedJSON
+        object["held_deletions"] = .number(String(heldDeletions))
         return .object(object)
     }
 
@@ -138,6 +143,10 @@ public struct AgentStatus: Sendable {
         if let paused { lines.append("paused: \(paused)") }
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
+        if heldDeletions > 0 {
+            lines.append("\(heldDeletions) deletions from the server are held (\(heldBecause ?? "more than the guard allows at once")):")
+            lines.append("  docsync resolve --deletions apply DIR moves those files to .docsync/trash; --deletions restore DIR sends them back to the server")
+        }
         if pullFailureCount > 0 {
             lines.append("\(pullFailureCount) changes from the server could not be written into the folder; retrying:")
             lines += pullFailures.map { "  \($0.id): \($0.reason) (\($0.attempts) attempts)" }

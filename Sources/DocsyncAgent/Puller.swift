@@ -114,6 +114,7 @@ actor Puller {
         while !stopping && !Task.isCancelled {
             let wait: Duration?
             do {
+                try await changes.settleHeldDeletions()
                 let next = try await changes.retryFailed()
                 failures = 0
                 wait = next.map { .milliseconds(max(0, $0 - RetryPolicy.deadlineNow())) } ?? policy.cap

@@ -54,6 +54,13 @@ struct Reconciler: Sendable {
     /// at a time. Returns how many.
     private func trashUnseen() async throws(EndpointError) -> Int {
         var deleted = 0
+        // Counted before any goes: a reconcile that would trash most of the folder is held whole,
+        // not after half of it went chunk by chunk.
+        if let rule = changes.deletionGuard,
+           let (unseen, live) = try? await index.read({ tx in (try tx.unseenOnServerCount(), try tx.statusCounts().live) }),
+           rule.holds(count: unseen, live: live) {
+            _ = changes.deletionTally.add(unseen, live: live)
+        }
         while true {
             let unseen: [(id: String, docType: String)]
             do {

@@ -24,6 +24,10 @@ struct ServerChanges: Sendable {
     let metrics: AgentMetrics
     /// Told when the server was replaced: every document was queued to go out again.
     let pushWork: WakeSignal
+    /// Holds a mass deletion for the user's word (`nil`: off).
+    let deletionGuard: DeletionGuard?
+    /// The deletions of the pull under way (see ``DeletionGuard``).
+    let deletionTally = DeletionTally()
     /// Told when changes that could not be written were recorded: the puller's retry loop waits
     /// on it (one waiter only, as every ``WakeSignal``).
     let failedWork = WakeSignal()
@@ -74,6 +78,7 @@ struct ServerChanges: Sendable {
             try await applier.refuse(element.id ?? "(no id)", "the server sent it in a form that cannot be represented (\(element.reason))", summary: &summary)
         }
         let written = try await write(reply.changes)
+        if !reply.more { deletionTally.reset() }
         guard written.complete, let cursor = reply.cursor else { return Taken(changed: written.changed) }
         try await index.write { [endpoint] tx in
             let old = try tx.meta(.cursor).map(SyncCursor.init)
@@ -99,9 +104,9 @@ struct ServerChanges: Sendable {
     /// `complete` is `false` when some still wait for their files (they come again with the next
     /// pull: the cursor stays); `changed` counts what was written, trashed, merged or recorded as failed.
     @discardableResult
-    func write(_ changes: [JSONObject], applier: ChangeApplier? = nil) async throws -> (complete: Bool, changed: Int) {
+    func write(_ changes: [JSONObject], applier: ChangeApplier? = nil, guarded: Bool = true) async throws -> (complete: Bool, changed: Int) {
         let applier = applier ?? self.applier
-        var docs = changes
+        var docs = guarded ? try await guardDeletions(changes) : changes
         var attempts = 0
         var changed = 0
         while !docs.isEmpty {

@@ -353,6 +353,17 @@ public struct Index: Sendable {
                 ) WITHOUT ROWID
                 """)
         }
+        migrator.registerMigration("v15-held-deletions") { db in
+            // Deletions from the server held for the user's word: one pull would have deleted more
+            // of the folder than the guard allows (see DeletionGuard).
+            try db.execute(sql: """
+                CREATE TABLE held_deletion (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    change TEXT NOT NULL,             -- the tombstone, as pulled (wire form)
+                    rev INTEGER                       -- its revision on the server
+                ) WITHOUT ROWID
+                """)
+        }
         return migrator
     }
 }

@@ -34,6 +34,11 @@ public struct MetaKey: Sendable, Hashable {
     /// Folders without an inotify watch.
     public static let unwatchedFolders = MetaKey("unwatched_folders")
 
+    /// The user's word on held deletions (`apply` or `restore`), until the agent has acted on it.
+    public static let deletionsDecision = MetaKey("deletions_decision")
+    /// Why deletions are held (the counts the guard saw), while some are.
+    public static let deletionsHeld = MetaKey("deletions_held")
+
     /// That a document from the server was refused (and why), said once per id.
     public static func refused(_ id: String) -> MetaKey { MetaKey("refused:" + String(id.prefix(200))) }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DocsyncModel
 import DocsyncFiles
+import DocsyncIndex
 import Foundation
 
 /// Conflict copies: `<name>.sync-conflict-<yyyyMMdd-HHmmss>.json` beside `<name>.json`.
@@ -49,24 +50,36 @@ struct Conflicts: AsyncParsableCommand {
 
 struct Resolve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Settle a conflict: keep the document as it is (mine) or take the conflict copy's version (theirs).",
-        discussion: "mine: the conflict copy is deleted. theirs: the copy's content replaces the document (same id) and the copy is deleted; a running agent syncs the change.")
+        abstract: "Settle a conflict copy (FILE --keep mine|theirs), or deletions held by the guard (--deletions apply|restore DIR).",
+        discussion: """
+            mine: the conflict copy is deleted. theirs: the copy's content replaces the document (same id) and the copy is \
+            deleted; a running agent syncs the change. --deletions apply: the held deletions are carried out (the files go \
+            to .docsync/trash); --deletions restore: the documents go back to the server. The agent acts on it within a \
+            minute, or at its next start.
+            """)
 
     enum Keep: String, ExpressibleByArgument, CaseIterable { case mine, theirs }
+    enum Deletions: String, ExpressibleByArgument, CaseIterable { case apply, restore }
 
-    @Argument(help: "The conflict copy (name.sync-conflict-YYYYMMDD-HHMMSS.json).")
+    @Argument(help: "The conflict copy (name.sync-conflict-YYYYMMDD-HHMMSS.json), or with --deletions the synced folder.")
     var file: String
 
     @Option(help: "mine or theirs.")
-    var keep: Keep
+    var keep: Keep?
+
+    @Option(help: "apply or restore the deletions the guard holds in the folder FILE names.")
+    var deletions: Deletions?
 
     func validate() throws {
-        guard ConflictCopy.documentPath(of: file) != nil else {
+        guard (keep == nil) != (deletions == nil) else { throw ValidationError("give --keep for a conflict copy, or --deletions for a folder") }
+        if keep != nil, ConflictCopy.documentPath(of: file) == nil {
             throw ValidationError("\(file) is not a conflict copy (expected NAME.sync-conflict-YYYYMMDD-HHMMSS.json)")
         }
     }
 
     func run() async throws {
+        if let deletions { return try await decide(deletions) }
+        guard let keep else { return }
         let copy = absolutePath(file)
         let document = ConflictCopy.documentPath(of: copy)!
         guard FileManager.default.fileExists(atPath: copy) else { throw ValidationError("\(copy) does not exist") }
@@ -93,5 +106,21 @@ struct Resolve: AsyncParsableCommand {
         }
         try FileManager.default.removeItem(atPath: copy)
         emit(keep == .mine ? "kept \(document); removed \(copy)" : "replaced \(document) with \(copy)'s version; removed the copy")
+    }
+
+    /// Records the user's word on the held deletions; the agent carries it out.
+    private func decide(_ decision: Deletions) async throws {
+        let root = absolutePath(file)
+        guard Index.exists(root: root) else { throw ValidationError("\(root) has no docsync index") }
+        let index = try Index.open(root: root)
+        let held = try await index.read { try $0.heldDeletionCount() }
+        guard held > 0 else {
+            emit("no deletions are held in \(root)")
+            return
+        }
+        try await index.write { try $0.setMeta(.deletionsDecision, decision.rawValue) }
+        emit(decision == .apply
+            ? "\(held) held deletions will be applied (their files go to .docsync/trash)"
+            : "\(held) held deletions will be refused (the documents go back to the server)")
     }
 }

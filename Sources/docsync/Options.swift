@@ -83,7 +83,20 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json (default: text).")
     var logFormat: LogFormat?
 
+    @Option(help: "Hold the deletions of one pull that would delete more than this percentage of the folder's documents (and at least 100) until `docsync resolve --deletions`; a number from 1 to 100, or off (default: 50).")
+    var deletionGuard: String?
+
+    /// `--deletion-guard` as the engine takes it: `nil` inside for off.
+    static func deletionGuard(_ text: String) throws -> DeletionGuard? {
+        if text == "off" { return nil }
+        guard let percent = Double(text.hasSuffix("%") ? String(text.dropLast()) : text), (1...100).contains(percent) else {
+            throw ValidationError("--deletion-guard takes a percentage from 1 to 100, or off")
+        }
+        return DeletionGuard(fraction: percent / 100)
+    }
+
     func validate() throws {
+        if let deletionGuard { _ = try Self.deletionGuard(deletionGuard) }
         guard (maxFileSize ?? 1) > 0 else { throw ValidationError("--max-file-size must be positive") }
         guard (maxDownloadSize ?? 1) >= 0 else { throw ValidationError("--max-download-size must not be negative") }
         guard (requestTimeout ?? 1) > 0 else { throw ValidationError("--request-timeout must be positive") }
@@ -109,6 +122,8 @@ struct AgentTuning: ParsableArguments {
         if let maxDownloadSize { options.maxDownloadBytes = maxDownloadSize }
         if let requestTimeout { options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000)) }
         if let pollInterval { options.pollInterval = .milliseconds(Int64(pollInterval * 1000)) }
+        // Checked by `validate()`: nil here is "off".
+        if let deletionGuard { options.deletionGuard = try? Self.deletionGuard(deletionGuard) }
         if let only = try? Self.typeList(types, "--types") { options.selection.only = Set(only) }
         if let except = try? Self.typeList(excludeTypes, "--exclude-types") { options.selection.except = Set(except) }
     }

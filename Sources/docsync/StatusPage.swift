@@ -39,7 +39,7 @@ function rows(box, list, empty, cells) {
 }
 function state(s) {
   if (s.in_sync) return ["in sync", "ok"];
-  if (s.invalid || s.rejected || s.paused || s.conflicts.length || s.pull_failures) return ["needs attention", "bad"];
+  if (s.invalid || s.rejected || s.paused || s.conflicts.length || s.pull_failures || s.held_deletions) return ["needs attention", "bad"];
   return [s.offline_since ? "offline: changes wait" : "syncing", "busy"];
 }
 function folder(s) {

@@ -1,0 +1,101 @@
+import DocsyncIndex
+import DocsyncModel
+import Synchronization
+
+/// Mass deletion is a decision, not an accident: when what the server says would delete more than
+/// `fraction` of the folder's documents (and at least `minimum` of them) in one pull, those
+/// deletions are held, said in `status`, the page and the log, and carried out only when the user
+/// says so (`docsync resolve --deletions apply|restore DIR`). A purge horizon with an empty live
+/// set, or a server that lists every document deleted, would otherwise send the whole folder to
+/// the trash without a word.
+public struct DeletionGuard: Sendable, Hashable {
+    public var fraction: Double
+    public var minimum: Int
+
+    public init(fraction: Double = 0.5, minimum: Int = 100) {
+        self.fraction = fraction
+        self.minimum = minimum
+    }
+
+    /// Whether deleting `count` documents of a folder that had `live` is held.
+    public func holds(count: Int, live: Int) -> Bool {
+        count >= minimum && Double(count) > fraction * Double(max(live, 1))
+    }
+}
+
+/// The deletions of one pull so far (its pages, or a reconcile's chunks), against the folder's
+/// size when it began: a mass deletion spread over pages is caught once they add up.
+final class DeletionTally: Sendable {
+    private let state = Mutex<(base: Int?, count: Int)>((nil, 0))
+
+    /// Adds `count` deletions; returns the pull's total and the folder's size at its start.
+    func add(_ count: Int, live: Int) -> (count: Int, base: Int) {
+        state.withLock { s in
+            if s.base == nil { s.base = live }
+            s.count += count
+            return (s.count, s.base!)
+        }
+    }
+
+    /// The pull is over: the next one counts afresh.
+    func reset() { state.withLock { $0 = (nil, 0) } }
+}
+
+extension ServerChanges {
+    /// `changes` without the deletions the guard holds (recorded in the index, so the cursor may
+    /// move past them). Once deletions are held, every later one is held too, until the user decides.
+    func guardDeletions(_ changes: [JSONObject]) async throws -> [JSONObject] {
+        guard let rule = deletionGuard else { return changes }
+        let tombstones = changes.filter { $0[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false }
+        guard !tombstones.isEmpty else { return changes }
+        let ids = tombstones.compactMap { $0["id"]?.string }
+        let (doomed, live, held) = try await index.read { tx in (try tx.liveCount(ids: ids), try tx.statusCounts().live, try tx.heldDeletionCount()) }
+        let pull = deletionTally.add(doomed, live: live)
+        guard held > 0 || rule.holds(count: pull.count, live: pull.base) else { return changes }
+        let holding = Set(try await index.read { tx in try tx.documents(ids: ids).values.filter { $0.deletedAt == nil && $0.path != nil }.map(\.id) })
+        let rows = tombstones.compactMap { t -> IndexTransaction.HeldDeletion? in
+            guard let id = t["id"]?.string, holding.contains(id) else { return nil }
+            return IndexTransaction.HeldDeletion(id: id, change: JSONWriter.string(.object(t)), rev: ChangeApplier.revision(of: t))
+        }
+        let reason = "the server deleted \(pull.count) of the folder's \(pull.base) documents in one pull"
+        try await index.write { tx in
+            try tx.holdDeletions(rows)
+            if held == 0 { try tx.setMeta(.deletionsHeld, reason) }
+        }
+        if held == 0 {
+            logger.warning(
+                "\(reason); those deletions are held: docsync resolve --deletions apply DIR deletes the files, --deletions restore DIR sends them back",
+                metadata: ["deletions.held": "\(rows.count)"])
+        }
+        let heldIDs = Set(rows.map(\.id))
+        return changes.filter { change in
+            let deleted = change[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false
+            return !(deleted && (change["id"]?.string.map(heldIDs.contains) ?? false))
+        }
+    }
+
+    /// Carries out the user's word on held deletions (`resolve --deletions`), if there is one.
+    func settleHeldDeletions() async throws {
+        guard let decision = try await index.read({ try $0.meta(.deletionsDecision) }) else { return }
+        var settled = 0
+        while true {
+            let batch = try await index.read { try $0.heldDeletions(limit: 500) }
+            if batch.isEmpty { break }
+            if decision == "apply" {
+                try await write(batch.compactMap { (try? JSONParser.parse($0.change))?.object }, guarded: false)
+            } else {
+                let now = applier.clock.now()
+                try await index.write { tx in for held in batch { try tx.restoreToServer(id: held.id, rev: held.rev, queuedAt: now) } }
+                pushWork.signal()
+            }
+            try await index.write { try $0.releaseHeld(ids: batch.map(\.id)) }
+            settled += batch.count
+        }
+        try await index.write { tx in
+            try tx.setMeta(.deletionsDecision, nil)
+            try tx.setMeta(.deletionsHeld, nil)
+        }
+        deletionTally.reset()
+        logger.notice(decision == "apply" ? "held deletions applied" : "held deletions refused; the documents go back to the server", metadata: ["deletions.settled": "\(settled)"])
+    }
+}

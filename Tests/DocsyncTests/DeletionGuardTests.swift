@@ -1,0 +1,82 @@
+@testable import DocsyncAgent
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// Mass deletion is a decision, not an accident. Regression: one reply saying most documents were
+/// deleted moved the whole folder to the trash without a word.
+@Suite struct DeletionGuardRuleTests {
+    @Test func theRuleHoldsMoreThanTheFractionAndAtLeastTheMinimum() {
+        let rule = DeletionGuard(fraction: 0.5, minimum: 100)
+        #expect(rule.holds(count: 110, live: 120))
+        #expect(!rule.holds(count: 60, live: 120), "half or less goes through")
+        #expect(!rule.holds(count: 99, live: 99), "fewer than the minimum goes through")
+        #expect(rule.holds(count: 100, live: 0), "an empty count of live documents is not a division by zero")
+    }
+}
+
+extension HeavySuites {
+@Suite(.serialized) struct DeletionGuardTests {
+    func deleteOnServer(_ server: TestServer, _ ids: [String]) async throws {
+        let stamp = Timestamp(unixMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)).rfc3339
+        let tombstones = ids.map { #"{"id":"\#($0)","docType":"note","deleted_at":"\#(stamp)"}"# }.joined(separator: ",")
+        #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(tombstones)]}"#).status == 200)
+    }
+
+    @Test func mostOfTheFolderDeletedInOnePullIsHeldUntilTheUserDecides() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("deletion-guard")
+        let logs = try TempFolder("deletion-guard-logs")
+        defer { folder.remove(); logs.remove() }
+        let ids = (0..<120).map { "n\($0)" }
+        let documents = ids.map { #"{"id":"\#($0)","docType":"note","v":1}"# }.joined(separator: ",")
+        #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(documents)]}"#).status == 200)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually { ids.allSatisfy { folder.exists("note/\($0).json") } })
+
+        try await deleteOnServer(server, Array(ids.prefix(110)))
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.heldDeletions == 110 }, "\(agent.logs.all.suffix(4))")
+        #expect(ids.allSatisfy { folder.exists("note/\($0).json") }, "no file went to the trash")
+        let status = try await AgentStatus.read(root: folder.path)
+        #expect(!status.inSync())
+        #expect(status.text(now: 0).contains("docsync resolve --deletions apply DIR"), "\(status.text(now: 0))")
+        #expect(agent.logs.count(containing: "those deletions are held") == 1)
+
+        // Refused: the documents go back to the server.
+        let (code, out, err) = try await runDocsync(["resolve", "--deletions", "restore", folder.path], logDirectory: logs.path)
+        #expect(code == 0, "\(out) \(err)")
+        #expect(await eventually(timeout: .seconds(20)) {
+            let stored = (try? await server.api.documents(type: "note")) ?? [:]
+            return ids.allSatisfy { stored[$0] != nil && stored[$0]?["deleted_at"] == nil }
+        }, "every document is back on the server: \(agent.logs.all.suffix(4))")
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.inSync() == true })
+
+        // Deleted again and applied: the files go to the trash.
+        try await deleteOnServer(server, Array(ids.prefix(110)))
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.heldDeletions == 110 })
+        #expect(try await runDocsync(["resolve", "--deletions", "apply", folder.path], logDirectory: logs.path).0 == 0)
+        #expect(await eventually(timeout: .seconds(20)) { ids.prefix(110).allSatisfy { !folder.exists("note/\($0).json") } })
+        #expect(ids.suffix(10).allSatisfy { folder.exists("note/\($0).json") })
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.heldDeletions == 0 })
+        try await agent.stop()
+        await server.stop()
+    }
+
+    @Test func theGuardCanBeOff() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("deletion-guard-off")
+        defer { folder.remove() }
+        let ids = (0..<120).map { "m\($0)" }
+        let documents = ids.map { #"{"id":"\#($0)","docType":"note"}"# }.joined(separator: ",")
+        #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(documents)]}"#).status == 200)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { $0.deletionGuard = nil }
+        #expect(await eventually { ids.allSatisfy { folder.exists("note/\($0).json") } })
+        try await deleteOnServer(server, ids)
+        #expect(await eventually { ids.allSatisfy { !folder.exists("note/\($0).json") } })
+        #expect(try await AgentStatus.read(root: folder.path).heldDeletions == 0)
+        try await agent.stop()
+        await server.stop()
+    }
+}
+}
