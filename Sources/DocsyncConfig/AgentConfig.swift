@@ -26,6 +26,8 @@ public struct AgentConfig: Sendable, Equatable {
         public var maxDownloadSize: Int64?
         public var requestTimeout: Double?
         public var pollInterval: Double?
+        /// `deletion_guard:` as a percentage of the folder (1–100), `0` for `off`; `nil`: the default.
+        public var deletionGuardPercent: Double?
     }
 
     /// The file this was read from (absolute).
@@ -43,7 +45,7 @@ public struct AgentConfig: Sendable, Equatable {
     public static let topKeys: Set<String> = ["log_level", "log_format", "metrics_addr", "folders"]
     public static let folderKeys: Set<String> = [
         "name", "path", "endpoint", "token_file", "ca_file", "ignore", "types", "exclude_types", "max_file_size", "request_timeout",
-        "poll_interval", "max_download_size",
+        "poll_interval", "max_download_size", "deletion_guard",
     ]
 
     /// Reads and checks `path`: an error names the file, the line and what is wrong.

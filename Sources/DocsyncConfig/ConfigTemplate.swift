@@ -51,6 +51,7 @@ public enum ConfigTemplate {
             # max_download_size: 4294967296   # bytes; larger files others attached are not fetched
             # request_timeout: 30       # seconds
             # poll_interval: 10         # seconds, for endpoints without a long poll
+            # deletion_guard: 50        # % of the folder one pull may delete before it waits for `docsync resolve --deletions`; off
 
         """
     }

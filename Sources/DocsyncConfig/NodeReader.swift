@@ -81,6 +81,10 @@ struct NodeReader {
         folder.maxDownloadSize = try keys["max_download_size"].map { Int64(try number($0, at: "\(place).max_download_size", in: 0...Double(1 << 50))) }
         folder.requestTimeout = try keys["request_timeout"].map { try number($0, at: "\(place).request_timeout", in: 0.001...86_400) }
         folder.pollInterval = try keys["poll_interval"].map { try number($0, at: "\(place).poll_interval", in: 0.1...86_400) }
+        folder.deletionGuardPercent = try keys["deletion_guard"].map { node in
+            if case .scalar(let scalar) = node, scalar.string == "off" { return 0 }
+            return try number(node, at: "\(place).deletion_guard (a percentage, or off)", in: 1...100)
+        }
         return folder
     }
 }

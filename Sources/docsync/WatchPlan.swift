@@ -91,6 +91,7 @@ struct WatchPlan {
         if let bytes = entry.maxDownloadSize { options.maxDownloadBytes = bytes }
         if let seconds = entry.requestTimeout { options.requestTimeout = .milliseconds(Int64(seconds * 1000)) }
         if let seconds = entry.pollInterval { options.pollInterval = .milliseconds(Int64(seconds * 1000)) }
+        if let percent = entry.deletionGuardPercent { options.deletionGuard = percent == 0 ? nil : DeletionGuard(fraction: percent / 100) }
         options.selection = TypeSelection(only: entry.types.map(Set.init), except: Set(entry.excludeTypes))
         tuning.apply(to: &options)
         return Folder(options: options, caFile: entry.caFile)

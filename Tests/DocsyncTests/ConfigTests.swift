@@ -29,7 +29,9 @@ import Testing
                 token_file: notes.token
                 ignore: [drafts/, "*.tmp.json"]
                 poll_interval: 2.5
+                deletion_guard: off
               - name: work-invoices
+                deletion_guard: 30
                 path: ~/invoices
                 endpoint: kinto+http://127.0.0.1:8888/v1/buckets/acme
                 max_file_size: 1048576
@@ -43,6 +45,7 @@ import Testing
         #expect(config.folders[0].tokenFile == "/etc/docsync/notes.token")
         #expect(config.folders[0].ignore == ["drafts/", "*.tmp.json"])
         #expect(config.folders[0].pollInterval == 2.5)
+        #expect(config.folders[0].deletionGuardPercent == 0 && config.folders[1].deletionGuardPercent == 30)
         #expect(config.folders[1].path == NSHomeDirectory() + "/invoices")
         #expect(config.folders[1].maxFileSize == 1_048_576 && config.folders[1].tokenFile == nil)
         #expect(config.folders[1].maxDownloadSize == 10_485_760 && config.folders[0].maxDownloadSize == nil)
@@ -64,6 +67,7 @@ import Testing
         #expect(refusal("folders:\n  - path: a\n    endpoint: http://h\n    poll_interval: ten\n").contains(":4: folders[0].poll_interval must be a number"))
         #expect(refusal("folders:\n  - path: a\n    endpoint: http://h\n    max_file_size: -1\n").contains("max_file_size must be a number from 1"))
         #expect(refusal("folders:\n  - path: a\n    endpoint: http://h\n    max_download_size: 1e300\n").contains("max_download_size must be a number"))
+        #expect(refusal("folders:\n  - path: a\n    endpoint: http://h\n    deletion_guard: 150\n").contains(":4: folders[0].deletion_guard (a percentage, or off) must be a number from 1"))
         #expect(refusal("log_level: info\n").contains("has no `folders:` list"))
         #expect(refusal("folders: []\n").contains("`folders:` is empty"))
         #expect(refusal("folders:\n  - {path: a, endpoint: http://h, types: [ok, a/b]}\n").contains(":2: folders[0].types: \"a/b\" is not a docType"))
