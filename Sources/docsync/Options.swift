@@ -77,11 +77,7 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Sync every docType but these, comma-separated.")
     var excludeTypes: String?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error (default: info).")
-    var logLevel: Logger.Level?
-
-    @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json (default: text).")
-    var logFormat: LogFormat?
+    @OptionGroup var log: LoggingOptions
 
     @Option(help: "Hold the deletions of one pull that would delete more than this percentage of the folder's documents (and at least 100) until `docsync resolve --deletions`; a number from 1 to 100, or off (default: 50).")
     var deletionGuard: String?
@@ -128,9 +124,25 @@ struct AgentTuning: ParsableArguments {
         if let except = try? Self.typeList(excludeTypes, "--exclude-types") { options.selection.except = Set(except) }
     }
 
-    /// Logging as the flags say, else the environment (`DOCSYNC_LOG_LEVEL`, `DOCSYNC_LOG_FORMAT`),
-    /// else `file` (a config's), else info as text.
+    /// Logging as the flags say, else the environment, else `file` (a config's), else info as text.
     func logging(file: (level: String?, format: String?) = (nil, nil), environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws -> (Logger.Level, LogFormat)
+    {
+        try log.resolved(file: file, environment: environment)
+    }
+}
+
+/// `--log-level` and `--log-format`, the same for every command that runs for a while (`up`,
+/// `watch`, `sync`, `serve`), and read the same way: the flags, else `DOCSYNC_LOG_LEVEL` and
+/// `DOCSYNC_LOG_FORMAT`, else a config file's, else info as text.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error (default: info).")
+    var logLevel: Logger.Level?
+
+    @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json (default: text).")
+    var logFormat: LogFormat?
+
+    func resolved(file: (level: String?, format: String?) = (nil, nil), environment: [String: String] = ProcessInfo.processInfo.environment)
         throws -> (Logger.Level, LogFormat)
     {
         let levelText = environment["DOCSYNC_LOG_LEVEL"].flatMap { $0.isEmpty ? nil : $0 } ?? file.level

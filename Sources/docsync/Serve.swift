@@ -42,14 +42,12 @@ struct Serve: AsyncParsableCommand {
         _ = try parseRetention(tombstoneRetention)
     }
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error.")
-    var logLevel: Logger.Level = .info
-
-    @Option(help: "Log lines as text (under systemd: without timestamps, with priorities) or json.")
-    var logFormat: LogFormat = .text
+    @OptionGroup var log: LoggingOptions
 
     func run() async throws {
-        let logger = bootstrapLogging(logLevel, format: logFormat)
+        // As every long-running command reads it (flags, then DOCSYNC_LOG_LEVEL/_FORMAT).
+        let (level, format) = try log.resolved()
+        let logger = bootstrapLogging(level, format: format)
         MetricsExport.bootstrap()
         let dataDirectory = absolutePath(data)
         let token: String
