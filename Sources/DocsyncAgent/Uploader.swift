@@ -226,6 +226,16 @@ actor Uploader: Worker {
                 // The upload made a new revision of the document: it is what both sides now hold.
                 guard var doc = try tx.document(id: upload.docID), let rev = upload.remoteRev, rev > (doc.serverRev ?? 0)
                 else { return }
+                if upload.state == .invalid || upload.state == .removed {
+                    // The file was deleted (or its reference removed) while it was sent: the server
+                    // must not keep its URL. The document goes again, over the upload's revision,
+                    // with what the folder says of that property now.
+                    doc.serverRev = rev
+                    doc.state = .pending
+                    try tx.upsertDocument(doc)
+                    try tx.enqueue(key: "doc:\(doc.id)", docID: doc.id, kind: "put", payload: nil, bodyHash: doc.bodyHash, queuedAt: now)
+                    return
+                }
                 if let local = try? JSONParser.parse(doc.body).object {
                     let base = AttachmentMapping(try tx.uploads(docID: doc.id)).toLocal(WireForm.body(stored, docType: doc.docType), local: local)
                     // A server that changed more than the property (Kinto's attachment plugin adds

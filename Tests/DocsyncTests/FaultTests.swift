@@ -284,4 +284,24 @@ import Synchronization
         await rig.finish()
     }
 
+
+    /// Regression: a file deleted while its upload ran ended with the server holding its URL
+    /// (the finished upload put it there) and `status` saying synced.
+    @Test func aFileDeletedWhileItIsUploadedLeavesNoURLOnTheServer() async throws {
+        let rig = try await Rig.start(requestTimeout: .seconds(60), batch: true)
+        rig.proxy.setUploadFault(.stall(.seconds(60)))  // until `endStalls` below
+        try rig.folder.write("notes/gone.bin", String(repeating: "x", count: 64 << 10))
+        try rig.folder.write("notes/a.json", #"{"id":"a1","docType":"note","scan":{"$file":"gone.bin"}}"#)
+        #expect(await eventually { rig.proxy.requests.contains { $0.path.hasPrefix("/api/app/upload") } })
+        try rig.folder.remove("notes/gone.bin")
+        #expect(await eventually {
+            (try? await AgentStatus.read(root: rig.folder.path))?.uploads.contains { $0.error?.contains("does not exist") == true } == true
+        }, "the deletion is seen while the upload is held")
+        rig.proxy.setUploadFault(nil)
+        rig.proxy.endStalls()
+        #expect(await eventually { rig.agent.logs.count(containing: "info uploaded ") == 1 }, "the held upload lands")
+        #expect(await eventually { (try? await rig.server.api.documents(type: "note"))?["a1"]?["scan"] == .null }, "the server keeps no URL")
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.counts.pending == 0 })
+        await rig.finish()
+    }
 }
