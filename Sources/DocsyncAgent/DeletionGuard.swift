@@ -49,10 +49,13 @@ extension ServerChanges {
         let tombstones = changes.filter { $0[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false }
         guard !tombstones.isEmpty else { return changes }
         let ids = tombstones.compactMap { $0["id"]?.string }
-        let (doomed, live, held) = try await index.read { tx in (try tx.liveCount(ids: ids), try tx.statusCounts().live, try tx.heldDeletionCount()) }
-        let pull = deletionTally.add(doomed, live: live)
+        // The documents these would delete that the folder holds a file of, its size, and whether a hold is on.
+        let (holding, live, held) = try await index.read { tx in
+            (Set(try tx.documents(ids: ids).values.filter { $0.deletedAt == nil && $0.path != nil }.map(\.id)),
+             try tx.statusCounts().live, try tx.heldDeletionCount())
+        }
+        let pull = deletionTally.add(holding.count, live: live)
         guard held > 0 || rule.holds(count: pull.count, live: pull.base) else { return changes }
-        let holding = Set(try await index.read { tx in try tx.documents(ids: ids).values.filter { $0.deletedAt == nil && $0.path != nil }.map(\.id) })
         let rows = tombstones.compactMap { t -> IndexTransaction.HeldDeletion? in
             guard let id = t["id"]?.string, holding.contains(id) else { return nil }
             return IndexTransaction.HeldDeletion(id: id, change: JSONWriter.string(.object(t)), rev: ChangeApplier.revision(of: t))

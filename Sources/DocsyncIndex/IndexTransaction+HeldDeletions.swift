@@ -36,11 +36,6 @@ extension IndexTransaction {
         let s = try db.cachedStatement(sql: "DELETE FROM held_deletion WHERE id = ?")
         for id in ids { try s.execute(arguments: [id]) }
     }
-
-    /// How many of `ids` are documents the folder holds a live file of.
-    public func liveCount(ids: [String]) throws -> Int {
-        try documents(ids: ids).values.filter { $0.deletedAt == nil && $0.path != nil }.count
-    }
 }
 
 extension IndexTransaction {
