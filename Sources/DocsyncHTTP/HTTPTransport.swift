@@ -3,6 +3,7 @@ import DocsyncClock
 import DocsyncEndpoint
 import DocsyncModel
 import NIOCore
+import NIOSSL
 import NIOHTTP1
 import Synchronization
 
@@ -159,6 +160,10 @@ public final class HTTPTransport: Sendable {
             if e == .deadlineExceeded || e == .readTimeout { return "timed out" }
             if e == .remoteConnectionClosed { return "connection closed by the server" }
             return "\(e)"
+        }
+        if error is NIOSSLError || error is NIOSSLExtraError {
+            // BoringSSL's own words are kept, after what they mean and what to do.
+            return "TLS: the server's certificate was not accepted; if it is self-signed or from a private CA, give it with --ca-file PEM (\(error))"
         }
         if let e = error as? IOError {
             // NIO phrases a refused connect as "connection reset (error set): …"; the errno says it plainly.

@@ -202,6 +202,10 @@ extension HeavySuites {
         let untrusted = try DocsyncProcess(["sync", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "untrusted")
         #expect(await eventually { !untrusted.isRunning })
         #expect(untrusted.process.terminationStatus != 0, "a server whose certificate is not trusted gets nothing")
+        // Regression: the failure was BoringSSL's text alone; it now says what to do.
+        #expect(untrusted.stdout.contains("--ca-file") || untrusted.stderr.contains("--ca-file"), "\(untrusted.stderr.suffix(300))")
+        let doctor = try await runDocsync(["doctor", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path)
+        #expect(doctor.0 != 0 && doctor.1.contains("--ca-file"), "doctor says what to do: \(doctor.1.suffix(300))")
         let trusted = try DocsyncProcess(
             ["sync", folder.path, "--endpoint", url, "--token-file", work.file("token"), "--ca-file", work.file("cert.pem")],
             logDirectory: work.path, name: "trusted")
