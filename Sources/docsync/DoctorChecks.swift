@@ -52,7 +52,11 @@ enum DoctorChecks {
     static func tree(root: String, watchLimit: Int?) -> [Finding] {
         let walker = TreeWalker(root: root, ignore: TreeWalker.ignoreRules(root: root))
         var folders = 0  // the walk reports the root too
-        let files = walker.walk(onDirectory: { _ in folders += 1 }).filter { DocumentRules.isDocumentName(String($0.path.split(separator: "/").last ?? "")) }
+        var closed: [String] = []  // folders the walk cannot list: nothing in them is synced
+        let files = walker.walk(onDirectory: { folder in
+            folders += 1
+            if access(walker.absolute(folder), R_OK | X_OK) != 0 { closed.append(folder.isEmpty ? "." : folder) }
+        }).filter { DocumentRules.isDocumentName(String($0.path.split(separator: "/").last ?? "")) }
         var findings: [Finding] = []
         if let limit = watchLimit ?? InotifySettings.value("max_user_watches") {
             let advice = "sudo sysctl fs.inotify.max_user_watches=\(max(524_288, folders * 2)) (and in /etc/sysctl.d/ to keep it); until then folders without a watch are rescanned every 30 s"
@@ -68,6 +72,12 @@ enum DoctorChecks {
             findings.append(Finding(
                 check: "inotify queue", verdict: .warn, detail: "fs.inotify.max_queued_events is \(queue): a burst of changes overflows it into a full rescan",
                 advice: "sudo sysctl fs.inotify.max_queued_events=16384"))
+        }
+        if !closed.isEmpty {
+            findings.append(Finding(
+                check: "folders", verdict: .fail,
+                detail: "\(closed.count) folders cannot be read, so nothing in them syncs: \(closed.prefix(5).joined(separator: ", "))\(closed.count > 5 ? ", …" : "")",
+                advice: "give the user that runs docsync read and search access (chmod u+rx / chown), or list them in .docsyncignore"))
         }
         let unreadable = files.filter { access(walker.absolute($0.path), R_OK) != 0 }.map(\.path)
         if unreadable.isEmpty {

@@ -118,6 +118,13 @@ import Testing
             (try? await AgentStatus.read(root: docs.path))?.invalidFiles.first?.reason == "cannot read the file: Permission denied"
         }, "\(agent.stderr)")
         #expect(agent.stderr.contains("cannot read the file: Permission denied"))
+        // Regression: doctor did not report a folder of documents it could not read.
+        try docs.write("closed/hidden.json", #"{"id":"hidden","docType":"note"}"#)
+        chmod(docs.file("closed"), 0o700)
+        let doctor = try DocsyncProcess(
+            ["doctor", docs.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "doctor", prefix: asNobody)
+        #expect(await eventually { !doctor.isRunning })
+        #expect(doctor.stdout.contains("folders: 1 folders cannot be read") && doctor.stdout.contains("closed"), "\(doctor.stdout) \(doctor.stderr)")
         chmod(docs.file("notes/secret.json"), 0o644)  // an attribute change is all inotify reports
         #expect(await eventually { (try? await api.documents(type: "note").keys.sorted()) == ["open", "secret"] }, "\(agent.stderr)")
         await agent.stop()
