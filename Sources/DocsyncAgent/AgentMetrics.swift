@@ -21,9 +21,10 @@ public struct AgentMetrics: Sendable {
         Counter(label: "docsync_pushed_documents_total", dimensions: labels(("outcome", outcome))).increment(by: count)
     }
 
-    /// A call that keeps leaving the agent where it was (`conflict`: writes of one document answered
-    /// with a conflict again and again; `apply`: pulled changes that cannot be written), counted
-    /// once per streak when the agent starts backing off.
+    /// A call that keeps leaving the agent where it was, counted when the agent backs off for it:
+    /// `conflict` (writes of one document answered with a conflict again and again) and `pull`
+    /// (long polls answered at once with nothing new), once per streak; `apply` (pulled changes
+    /// that could not be written), once per batch of them recorded to be retried.
     func repeated(_ what: String) {
         Counter(label: "docsync_repeated_failures_total", dimensions: labels(("what", what))).increment()
     }

@@ -61,12 +61,14 @@ extension Pusher {
             return .idle(.seconds(1))
         }
         for (entry, outcome) in results {
-            if case .failed(.conflict(let current)) = outcome {
+            switch outcome {
+            case .failed(.conflict(let current)):
                 conflictStreaks[entry.docID, default: 0] += 1
                 await resolveConflict(entry, current: current)
                 await holdIfConflictsRepeat(entry)
-            } else if case .failed = outcome {
-            } else {
+            case .failed:
+                break  // another failure neither starts nor ends a streak of conflicts
+            case .stored, .storedAsSent:
                 conflictStreaks[entry.docID] = nil
             }
         }
