@@ -210,11 +210,13 @@ extension Pusher {
     /// another current version) waits with backoff after the second in a row, instead of being
     /// merged and sent again as fast as the agent can; said once, and kept on its entry for
     /// `status`. The merge has queued a new version by now, so the hold applies to whatever
-    /// version waits.
+    /// version waits. A conflict is an answer, not an outage: the hold is at most
+    /// `longestConflictHold`, or two people saving the same document at once would wait a
+    /// minute for each other's edits.
     func holdIfConflictsRepeat(_ entry: OutboxEntry) async {
         let streak = conflictStreaks[entry.docID] ?? 0
         guard streak >= 2 else { return }
-        let delay = policy.delay(afterFailures: streak - 1, unit: Double.random(in: 0..<1))
+        let delay = min(policy.delay(afterFailures: streak - 1, unit: Double.random(in: 0..<1)), Self.longestConflictHold)
         let until = RetryPolicy.deadlineNow() + Int64(delay / .milliseconds(1))
         let why = "the endpoint answered \(streak) writes in a row with a conflict"
         if streak == 3 {

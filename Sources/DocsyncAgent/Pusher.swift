@@ -40,6 +40,8 @@ actor Pusher: Worker {
     /// Conflicts in a row, per document id (see ``holdIfConflictsRepeat(_:)``); cleared when a
     /// write of it is stored.
     var conflictStreaks: [String: Int] = [:]
+    /// The longest a document whose writes keep meeting conflicts is held between them.
+    static let longestConflictHold: Duration = .seconds(10)
     var offlineSince: Int64?
     var consecutiveFailures = 0
     var nextTry: ContinuousClock.Instant?
