@@ -92,8 +92,10 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
+        // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
+        .target(name: "DocsyncGit"),
         .target(name: "DocsyncAgent", dependencies: [
-            "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock",
+            "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock", "DocsyncGit",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),

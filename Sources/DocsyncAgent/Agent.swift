@@ -7,50 +7,6 @@ import DocsyncWatcher
 import Foundation
 import Logging
 
-/// How an agent is set up: the folder, the endpoint, the token and the limits.
-public struct AgentOptions: Sendable {
-    public var root: String
-    public var endpointURL: String
-    public var token: String
-    /// Where the token came from, re-read when the endpoint rejects it.
-    public var tokenFile: String?
-    public var maxFileSize: Int = DocumentRules.defaultMaxFileSize
-    public var settle: Duration = .milliseconds(5)
-    public var maxDelay: Duration = .milliseconds(100)
-    /// How long one request may take before it counts as failed (and is retried).
-    public var requestTimeout: Duration = .seconds(30)
-    /// When no traffic has refreshed the clock estimate for this long, ask `/api/time`.
-    public var clockMaxAge: Duration = .seconds(600)
-    public var retryPolicy = RetryPolicy()
-    /// How often folders left without an inotify watch are rescanned.
-    public var unwatchedRescan: Duration = .seconds(30)
-    /// How often an endpoint without a long poll is asked for changes.
-    public var pollInterval: Duration = .seconds(10)
-    /// The folder's name in metrics (the `folder` label) and the status page; by default the
-    /// folder's own name.
-    public var name: String?
-    /// The docTypes this folder syncs (`--types`, `--exclude-types`).
-    public var selection = TypeSelection.all
-    /// Ignore rules in `.docsyncignore`'s form, added to the folder's own (a config's `ignore:`).
-    public var extraIgnore: [String] = []
-    /// One pull deleting more of the folder than this is held for the user's word; `nil`: off.
-    public var deletionGuard: DeletionGuard? = DeletionGuard()
-    /// Attached files larger than this are not downloaded (reported instead).
-    public var maxDownloadBytes: Int64 = 4 << 30
-    /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
-    public var watchLimit: Int?
-    /// Called once the first full scan has queued the folder's changes and the watches are in
-    /// place (a service manager's "ready").
-    public var onWatching: (@Sendable () -> Void)?
-
-    public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
-        self.root = root
-        self.endpointURL = endpointURL
-        self.token = token
-        self.tokenFile = tokenFile
-    }
-}
-
 /// The outcome of a one-shot `sync`.
 public struct SyncReport: Sendable {
     public var scan: ScanSummary
@@ -77,6 +33,8 @@ public actor Agent {
     let downloader: Downloader
     let uploading: DocumentSet
     let puller: Puller
+    /// Commits pulled changes to git, with `--git-commit` or `--git-branch`.
+    let committer: GitCommitter?
     /// What the server said, taken into the folder (pulls, pushes that pull, catching up).
     let serverChanges: ServerChanges
     let applier: ChangeApplier
@@ -143,9 +101,10 @@ public actor Agent {
             metrics: metrics, selection: options.selection)
         applier.remoteFiles = { [endpoint] property, document in endpoint.remoteFile(in: property, of: document) }
         self.applier = applier
-        let changes = ServerChanges(
+        var changes = ServerChanges(
             endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger, metrics: metrics,
             pushWork: pushWork, deletionGuard: options.deletionGuard)
+        (changes.git, self.committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
         self.serverChanges = changes
         self.pusher = Pusher(
             changes: changes, clock: clock, logger: logger, signal: pushWork, uploading: uploading, uploadWork: uploadWork,
@@ -160,6 +119,13 @@ public actor Agent {
             changes: changes,
             reconciler: Reconciler(fresh: fresh, changes: changes, clock: clock, selection: options.selection, logger: logger),
             logger: logger, pollInterval: options.pollInterval)
+    }
+
+    /// The recorder and the committer of `--git-commit` / `--git-branch`, meeting at a signal.
+    static func gitHistory(_ git: GitHistoryOptions?, root: String, index: Index, logger: Logger) -> (GitRecorder?, GitCommitter?) {
+        guard let git else { return (nil, nil) }
+        let work = WakeSignal()
+        return (GitRecorder(index: index, committer: work), GitCommitter(root: root, index: index, options: git, logger: logger, signal: work))
     }
 
     /// The synced folder's path without trailing slashes, once it is known to be a folder.
@@ -212,6 +178,8 @@ public actor Agent {
             await self.keepClockCalibrated()
         }
         let settling = Task { await self.keepStatsSettled() }
+        let committer = self.committer
+        let committing = Task { await committer?.run() }
         try await scanAtStart()
         options.onWatching?()
         pusher.wake()
@@ -222,6 +190,7 @@ public actor Agent {
         await uploader.stop()
         await downloader.stop()
         await puller.stop()
+        await committer?.stop()
         settling.cancel()
         stopSignal.signal()
         await scanRetry?.value
@@ -230,6 +199,7 @@ public actor Agent {
         await downloading.value
         await pulling.value
         await settling.value
+        await committing.value
         calibratorWake.signal()
         await calibrating.value
         await saveCalibration()

@@ -31,6 +31,8 @@ public struct AgentStatus: Sendable {
     /// Deletions from the server held for the user's word (see ``DeletionGuard``), and why.
     public var heldDeletions: Int
     public var heldBecause: String?
+    /// Commits of pulled changes, with `--git-commit` or `--git-branch`.
+    public var git = GitStatus()
 
     /// Whether nothing waits, fails or needs the user: what "in sync" means on every surface
     /// (`status`, the page, `/status`). `conflictCopies`: copies found in the tree.
@@ -47,7 +49,7 @@ public struct AgentStatus: Sendable {
     public static func read(_ index: Index) async throws -> AgentStatus {
         try await index.read { tx in
             let failed = try tx.pullFailures(limit: 20)
-            return AgentStatus(
+            var status = AgentStatus(
                 counts: try tx.statusCounts(),
                 offlineSince: try tx.meta(.offlineSince).flatMap { Int64($0) },
                 nextRetryAt: try tx.meta(.nextRetryAt).flatMap { Int64($0) },
@@ -67,6 +69,8 @@ public struct AgentStatus: Sendable {
                 downloads: try tx.downloadsForStatus().map(DownloadStatus.init),
                 clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first,
                 heldDeletions: try tx.heldDeletionCount(), heldBecause: try tx.meta(.deletionsHeld))
+            status.git = try GitStatus.read(tx)
+            return status
         }
     }
 
@@ -107,6 +111,7 @@ public struct AgentStatus: Sendable {
         object["pull_failures"] = .number(String(pullFailureCount))
         object["pull_failed"] = pullFailedJSON
         object["held_deletions"] = .number(String(heldDeletions))
+        if git.isUsed { object["git"] = git.json }
         return .object(object)
     }
 
@@ -151,6 +156,7 @@ public struct AgentStatus: Sendable {
             lines.append("\(pullFailureCount) changes from the server could not be written into the folder; retrying:")
             lines += pullFailures.map { "  \($0.id): \($0.reason) (\($0.attempts) attempts)" }
         }
+        if let line = git.line(now: now) { lines.append(line) }
         if unwatchedFolders > 0 {
             lines.append("\(unwatchedFolders) folders have no inotify watch (fs.inotify.max_user_watches reached): changes there are found by a rescan every 30 s")
         }

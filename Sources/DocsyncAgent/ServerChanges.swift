@@ -26,6 +26,8 @@ struct ServerChanges: Sendable {
     let pushWork: WakeSignal
     /// Holds a mass deletion for the user's word (`nil`: off).
     let deletionGuard: DeletionGuard?
+    /// Records what was written for the git history (`nil`: no git mode).
+    var git: GitRecorder?
     /// The deletions of the pull under way (see ``DeletionGuard``).
     let deletionTally = DeletionTally()
     /// Told when changes that could not be written were recorded: the puller's retry loop waits
@@ -112,7 +114,7 @@ struct ServerChanges: Sendable {
         while !docs.isEmpty {
             if applier.gate.rootIsGone { throw FolderGone(root: applier.root) }
             let batch = docs
-            let summary = try await lock.run { try await applier.apply(batch) }
+            let summary = try await applyUnderLock(batch, applier: applier)
             try await recordFailures(summary.failed)
             changed += summary.written + summary.trashed + summary.merged + summary.failed.count
             docs = summary.deferred
@@ -134,6 +136,16 @@ struct ServerChanges: Sendable {
         return (true, changed)
     }
 
+    /// Applies `batch` under the tree lock, noting for git what was written.
+    private func applyUnderLock(_ batch: [JSONObject], applier: ChangeApplier) async throws -> ChangeApplier.Summary {
+        try await lock.run { [git] in
+            let before = try await git?.before(batch)
+            let summary = try await applier.apply(batch)
+            if let git, let before { try await git.after(batch, before: before) }
+            return summary
+        }
+    }
+
     /// Records changes that could not be written, due again after the first backoff step.
     private func recordFailures(_ failed: [(remote: JSONObject, reason: String)]) async throws {
         guard !failed.isEmpty else { return }
@@ -150,7 +162,7 @@ struct ServerChanges: Sendable {
         let due = try await index.read { try $0.duePullFailures(now: RetryPolicy.deadlineNow(), limit: Self.retryBatch) }
         if !due.isEmpty {
             let changes = due.compactMap { row -> JSONObject? in (try? JSONParser.parse(row.change))?.object }
-            let summary = try await lock.run { [applier] in try await applier.apply(changes) }
+            let summary = try await applyUnderLock(changes, applier: applier)
             let failedAgain = Dictionary(summary.failed.map { ($0.remote["id"]?.string ?? "", $0.reason) }, uniquingKeysWith: { a, _ in a })
             let waiting = Set(summary.deferred.compactMap { $0["id"]?.string })
             let now = RetryPolicy.deadlineNow()

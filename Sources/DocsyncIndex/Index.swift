@@ -364,6 +364,24 @@ public struct Index: Sendable {
                 ) WITHOUT ROWID
                 """)
         }
+        migrator.registerMigration("v16-git-changes") { db in
+            // Pulled changes waiting to be committed to git (`--git-commit`, `--git-branch`):
+            // recorded with the write, so a commit held back (a rebase, a lock) is made later.
+            try db.execute(sql: """
+                CREATE TABLE git_change (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    batch INTEGER NOT NULL,           -- the pull batch (one commit per author and batch)
+                    path TEXT,                        -- the file docsync wrote (NULL: deleted)
+                    old_path TEXT,                    -- where it was before (a move, a deletion)
+                    file_hash TEXT,                   -- sha256 of the bytes docsync wrote
+                    doc_type TEXT NOT NULL,
+                    doc_id TEXT NOT NULL,
+                    author TEXT,                      -- updated_by, as the server said
+                    changed_at INTEGER NOT NULL,      -- the change's updated_at (Unix ms)
+                    what TEXT NOT NULL                -- the top-level fields changed, or "deleted"
+                )
+                """)
+        }
         return migrator
     }
 }

@@ -39,6 +39,11 @@ public struct MetaKey: Sendable, Hashable {
     /// Why deletions are held (the counts the guard saw), while some are.
     public static let deletionsHeld = MetaKey("deletions_held")
 
+    /// The last commit of pulled changes made to git (`<sha> <unix ms>`), and why commits are
+    /// held back while they are (a rebase in progress, a lock held).
+    public static let gitLastCommit = MetaKey("git_last_commit")
+    public static let gitHeld = MetaKey("git_held")
+
     /// That a document from the server was refused (and why), said once per id.
     public static func refused(_ id: String) -> MetaKey { MetaKey("refused:" + String(id.prefix(200))) }
 }

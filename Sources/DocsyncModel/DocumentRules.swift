@@ -34,7 +34,10 @@ public enum DocumentRules {
     public static let updatedAtKey = "updated_at"
     public static let deletedAtKey = "deleted_at"
     public static let revKey = "rev"
-    public static let reservedKeys: Set<String> = [updatedAtKey, deletedAtKey, revKey]
+    /// Who made the change: the name of the token that wrote it, set by the server (a client's
+    /// value is replaced); agents pass it on as the author of the change (see docs/GIT.md).
+    public static let updatedByKey = "updated_by"
+    public static let reservedKeys: Set<String> = [updatedAtKey, deletedAtKey, revKey, updatedByKey]
 
     /// The longest property name that carries a file: it becomes part of the file's name beside
     /// the document (`<id>.<property>.<ext>`, within NAME_MAX with a 128-byte id) and of index keys.
@@ -50,7 +53,7 @@ public enum DocumentRules {
     }
 
     /// Whether `key` is one of ``reservedKeys`` (compared, not hashed: asked of every member).
-    public static func isReserved(_ key: String) -> Bool { key == updatedAtKey || key == deletedAtKey || key == revKey }
+    public static func isReserved(_ key: String) -> Bool { key == updatedAtKey || key == deletedAtKey || key == revKey || key == updatedByKey }
 
     /// The wire text of a stored body (compact JSON without stamps) with its stamps appended:
     /// `updated_at`, and `deleted_at` for a tombstone. Spliced as text, the same bytes as setting

@@ -172,7 +172,7 @@ public final class PostgresDocumentStore: DocumentStore {
         }
     }
 
-    public func delete(id: String, docType: String, now: Int64) async throws -> JSONObject {
+    public func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
         let maxBytes = maxDocumentBytes
         return try await transaction { connection in
             try await Self.lockDocuments([id], connection, logger: self.logger)
@@ -180,7 +180,7 @@ public final class PostgresDocumentStore: DocumentStore {
             for try await r in try await connection.query("SELECT body, doc_type FROM document WHERE id = \(id)", logger: self.logger)
                 .decode((String, String).self) { row = r }
             guard let (body, storedType) = row else { throw StoreError(404, "no document with id \(id)") }
-            guard let object = try StoreRules.tombstone(of: body, storedType: storedType, id: id, docType: docType, now: now) else {
+            guard let object = try StoreRules.tombstone(of: body, storedType: storedType, id: id, docType: docType, now: now, author: author) else {
                 guard case .object(let tombstone) = try JSONParser.parse(body) else { throw StoreError(500, "corrupt stored document") }
                 return tombstone
             }
@@ -190,7 +190,7 @@ public final class PostgresDocumentStore: DocumentStore {
     }
 
     public func attach(
-        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client writer: String?
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client writer: String?, author: String?
     ) async throws -> JSONObject {
         let maxBytes = maxDocumentBytes
         return try await transaction { connection in
@@ -199,7 +199,7 @@ public final class PostgresDocumentStore: DocumentStore {
             for try await r in try await connection.query(
                 "SELECT body, doc_type, deleted_at FROM document WHERE id = \(id)", logger: self.logger).decode((String, String, Int64?).self) { row = r }
             guard let (body, storedType, deletedAt) = row else { throw StoreError(404, "no document with id \(id) to attach the file to") }
-            let object = try StoreRules.attaching(url, as: property, to: body, storedType: storedType, deleted: deletedAt != nil, id: id, docType: docType)
+            let object = try StoreRules.attaching(url, as: property, to: body, storedType: storedType, deleted: deletedAt != nil, id: id, docType: docType, author: author)
             try await connection.query("""
                 INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (\(blob.sha256), \(blob.size), \(blob.contentType), \(now))
                 ON CONFLICT (sha256) DO NOTHING

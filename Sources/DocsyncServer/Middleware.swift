@@ -5,17 +5,20 @@ import Metrics
 import NIOCore
 
 /// Requires `Authorization: Token token=<token>` (the seed's scheme) on every request, with one
-/// of the tokens of `tokens`.
-struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
+/// of the tokens of `tokens`; the token's name goes on as the request's author.
+struct TokenMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
     let tokens: TokenStore
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
             return ReferenceServer.errorResponse(StoreError(401, "missing Authorization header (expected: Token token=…)"))
         }
-        guard tokens.name(of: Array(header.utf8)) != nil else {
+        guard let name = tokens.name(of: Array(header.utf8)) else {
             return ReferenceServer.errorResponse(StoreError(401, "invalid token"))
         }
+        var context = context
+        context.author = name
         return try await next(request, context)
     }
 }

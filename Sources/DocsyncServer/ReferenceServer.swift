@@ -105,7 +105,7 @@ public struct ReferenceServer: Sendable {
     public func application(logger: Logger, onRunning: @escaping @Sendable (String, Int) async -> Void = { _, _ in })
         throws -> some ApplicationProtocol
     {
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: ServerRequestContext.self)
         router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: store.storeID))
         router.middlewares.add(TokenMiddleware(tokens: tokens))
         addRoutes(to: router)
@@ -133,7 +133,7 @@ public struct ReferenceServer: Sendable {
         return application
     }
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<ServerRequestContext>) {
         let limit = configuration.maxDocumentBytes + ProtocolLimits.envelopeSlack
         let pace = configuration.connections
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }

@@ -4,7 +4,7 @@
 /// Each line is one of:
 /// - blank (spaces and tabs only);
 /// - a comment: `#` as the first character that is not a space or tab;
-/// - `TOKEN` (named `line N`) or `NAME TOKEN`, separated by spaces or tabs, optionally followed by
+/// - `TOKEN` (named `anonymous`) or `NAME TOKEN`, separated by spaces or tabs, optionally followed by
 ///   whitespace and a `#` comment (`alice s3cret   # rotated, ticket 42`).
 ///
 /// A `#` inside a word is part of it (`s3#cret` is a token): a comment starts only at the start
@@ -20,6 +20,9 @@ enum TokenFileParser {
         var reason: String
         var description: String { "line \(line): \(reason)" }
     }
+
+    /// The name of a token given without one: the author its writes carry (`updated_by`).
+    static let anonymous = "anonymous"
 
     static func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> [Entry] {
         var entries: [Entry] = []
@@ -57,6 +60,6 @@ enum TokenFileParser {
             }
             texts.append(text)
         }
-        return texts.count == 2 ? Entry(name: texts[0], token: texts[1]) : Entry(name: "line \(number)", token: texts[0])
+        return texts.count == 2 ? Entry(name: texts[0], token: texts[1]) : Entry(name: anonymous, token: texts[0])
     }
 }

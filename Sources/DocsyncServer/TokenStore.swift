@@ -28,7 +28,7 @@ public final class TokenStore: Sendable {
     /// A single token (from the environment, or generated).
     public init(token: String) {
         file = nil
-        state = Mutex(State(tokens: [("default", Self.header(token))], stamp: nil, lastLook: .now))
+        state = Mutex(State(tokens: [(TokenFileParser.anonymous, Self.header(token))], stamp: nil, lastLook: .now))
     }
 
     /// The tokens of `file`; throws if it holds none.

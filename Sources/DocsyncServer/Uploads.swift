@@ -69,7 +69,7 @@ struct UploadRoutes: Sendable {
     let pace: ConnectionLimits
     let now: @Sendable () -> Int64
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<ServerRequestContext>) {
         router.post("/api/app/upload") { request, context in
             do {
                 return try await receive(request, context: context)
@@ -83,7 +83,7 @@ struct UploadRoutes: Sendable {
 
     // MARK: - Receiving
 
-    func receive(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func receive(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let contentType = request.headers[.contentType], let boundary = Self.boundary(contentType) else {
             throw StoreError(415, "an upload is multipart/form-data with a boundary")
         }
@@ -122,7 +122,7 @@ struct UploadRoutes: Sendable {
         let blob = StoredBlob(sha256: file.sha256, size: file.size, contentType: Self.mediaType(declared: file.contentType, fileName: name))
         let stored = try await store.attach(
             blob: blob, to: target.id, docType: target.docType, property: target.property, url: url, now: now(),
-            client: ReferenceServer.client(request))
+            client: ReferenceServer.client(request), author: context.author)
         feed.published(try await store.latestSeq())
         context.logger.info("stored upload", metadata: ["doc.id": "\(target.id)", "property": "\(target.property)", "bytes": "\(file.size)"])
         var buffer = ByteBuffer(string: "{\"data\":")
@@ -209,7 +209,7 @@ struct UploadRoutes: Sendable {
 
     // MARK: - Serving
 
-    func download(_ context: BasicRequestContext) async throws -> Response {
+    func download(_ context: ServerRequestContext) async throws -> Response {
         let sha = context.parameters.get("sha256") ?? ""
         guard sha.utf8.count == 64, sha.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
               let blob = try await store.blob(sha256: sha)

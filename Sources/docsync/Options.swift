@@ -79,6 +79,8 @@ struct AgentTuning: ParsableArguments {
 
     @OptionGroup var log: LoggingOptions
 
+    @OptionGroup var git: GitFlags
+
     @Option(help: "Hold the deletions of one pull that would delete more than this percentage of the folder's documents (and at least 100) until `docsync resolve --deletions`; a number from 1 to 100, or off (default: 50).")
     var deletionGuard: String?
 
@@ -122,6 +124,8 @@ struct AgentTuning: ParsableArguments {
         if let deletionGuard { options.deletionGuard = try? Self.deletionGuard(deletionGuard) }
         if let only = try? Self.typeList(types, "--types") { options.selection.only = Set(only) }
         if let except = try? Self.typeList(excludeTypes, "--exclude-types") { options.selection.except = Set(except) }
+        // Checked by `GitFlags.validate()`.
+        if let git = try? git.options(over: options.git) { options.git = git }
     }
 
     /// Logging as the flags say, else the environment, else `file` (a config's), else info as text.

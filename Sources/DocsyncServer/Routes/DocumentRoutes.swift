@@ -14,13 +14,13 @@ struct DocumentRoutes: Sendable {
     let pace: ConnectionLimits
     let now: @Sendable () -> Int64
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<ServerRequestContext>) {
         addWrites(to: router)
         addReads(to: router)
     }
 
     /// `PUT`, `POST` and `DELETE /api/document`.
-    private func addWrites(to router: Router<BasicRequestContext>) {
+    private func addWrites(to router: Router<ServerRequestContext>) {
         let (store, feed, limit, pace, now) = (self.store, self.feed, self.limit, self.pace, self.now)
         router.put("/api/document") { request, context in
             try await ReferenceServer.respond {
@@ -32,7 +32,8 @@ struct DocumentRoutes: Sendable {
                     }
                     ifMatch = rev
                 }
-                let stored = try await store.put(object, now: now(), ifMatch: ifMatch, client: ReferenceServer.client(request))
+                let stored = try await store.put(
+                    StoreRules.authored(object, by: context.author), now: now(), ifMatch: ifMatch, client: ReferenceServer.client(request))
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
@@ -43,7 +44,8 @@ struct DocumentRoutes: Sendable {
                 if object["id"] == nil {
                     object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
                 }
-                let stored = try await store.put(object, now: now(), mustCreate: true, client: ReferenceServer.client(request))
+                let stored = try await store.put(
+                    StoreRules.authored(object, by: context.author), now: now(), mustCreate: true, client: ReferenceServer.client(request))
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
@@ -53,7 +55,7 @@ struct DocumentRoutes: Sendable {
                 guard case .object(let o) = try await ReferenceServer.json(request, limit: limit, pace: pace),
                       let id = o["id"]?.string, let docType = o["docType"]?.string
                 else { throw StoreError(400, "DELETE needs a body {\"id\": …, \"docType\": …}") }
-                let stored = try await store.delete(id: id, docType: docType, now: now())
+                let stored = try await store.delete(id: id, docType: docType, now: now(), author: context.author)
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
@@ -61,7 +63,7 @@ struct DocumentRoutes: Sendable {
     }
 
     /// `GET /api/document/type/{docType}` and `GET /api/document/{id}`.
-    private func addReads(to router: Router<BasicRequestContext>) {
+    private func addReads(to router: Router<ServerRequestContext>) {
         let store = self.store
         router.get("/api/document/type/{docType}") { request, context in
             do {

@@ -17,7 +17,7 @@ extension ReferenceServer {
 
     /// A path parameter, percent-decoded (`my%20notes` is the docType "my notes"); a malformed
     /// escape is kept as it came, and matches nothing.
-    static func parameter(_ name: String, _ context: BasicRequestContext) -> String {
+    static func parameter(_ name: String, _ context: ServerRequestContext) -> String {
         let raw = context.parameters.get(name) ?? ""
         return percentDecoded(raw) ?? raw
     }

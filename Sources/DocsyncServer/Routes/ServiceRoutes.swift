@@ -11,7 +11,7 @@ struct ServiceRoutes: Sendable {
     let wallClock: @Sendable () -> Int64
     let metricsText: (@Sendable () -> ByteBuffer)?
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<ServerRequestContext>) {
         if let metricsText {
             let store = self.store
             router.get("/metrics") { _, _ -> Response in

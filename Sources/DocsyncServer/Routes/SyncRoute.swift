@@ -20,10 +20,10 @@ struct SyncRoute: Sendable {
     let pace: ConnectionLimits
     let now: @Sendable () -> Int64
 
-    func add(to router: Router<BasicRequestContext>) {
-        router.post("/api/sync") { request, _ in
+    func add(to router: Router<ServerRequestContext>) {
+        router.post("/api/sync") { request, context in
             do {
-                return try await handle(request)
+                return try await handle(request, author: context.author)
             } catch {
                 return ReferenceServer.errorResponse(error)
             }
@@ -47,11 +47,11 @@ struct SyncRoute: Sendable {
     /// Documents per reply.
     static let pageSize = 1000
 
-    private func handle(_ request: Request) async throws -> Response {
+    private func handle(_ request: Request, author: String?) async throws -> Response {
         let call = try await Self.read(request, limit: batchLimit, pace: pace)
         let client = ReferenceServer.client(request)
         var outcome = try await store.sync(
-            since: call.since, documents: call.documents, now: now(), limit: Self.pageSize, client: client, selection: call.selection,
+            since: call.since, documents: StoreRules.authored(call.documents, by: author), now: now(), limit: Self.pageSize, client: client, selection: call.selection,
             measureDepth: call.measureDepth)
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {

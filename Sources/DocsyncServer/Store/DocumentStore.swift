@@ -30,11 +30,11 @@ public protocol DocumentStore: Sendable {
         since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool
     ) async throws -> SyncOutcome
 
-    /// Marks a document deleted (its tombstone keeps the body with `deleted_at`).
-    func delete(id: String, docType: String, now: Int64) async throws -> JSONObject
+    /// Marks a document deleted (its tombstone keeps the body with `deleted_at`), by `author`.
+    func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject
 
     /// Records an uploaded blob and sets `property` of the target document to `url`, as a new revision.
-    func attach(blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?)
+    func attach(blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?)
         async throws -> JSONObject
 
     func get(id: String) async throws -> JSONValue?
@@ -68,6 +68,10 @@ extension DocumentStore {
     /// A store only this process writes: its routes publish every change themselves.
     public var followsExternalChanges: Bool { false }
     public func followExternalChanges(_ published: @escaping @Sendable (Int64) -> Void) async throws {}
+
+    public func delete(id: String, docType: String, now: Int64) async throws -> JSONObject {
+        try await delete(id: id, docType: docType, now: now, author: nil)
+    }
 
     public func put(_ object: JSONObject, now: Int64, ifMatch: Int64? = nil, mustCreate: Bool = false, client: String? = nil) async throws -> JSONObject {
         try await put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client)

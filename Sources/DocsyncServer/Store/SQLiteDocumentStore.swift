@@ -247,14 +247,15 @@ public struct SQLiteDocumentStore: DocumentStore {
     /// place; a crash before the commit leaves an unreferenced file that the next upload of the same
     /// bytes adopts.
     public func attach(
-        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?
     ) async throws -> JSONObject {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type, deleted_at FROM document WHERE id = ?", arguments: [id]) else {
                 throw StoreError(404, "no document with id \(id) to attach the file to")
             }
             let object = try StoreRules.attaching(
-                url, as: property, to: row["body"], storedType: row["doc_type"], deleted: row["deleted_at"] as Int64? != nil, id: id, docType: docType)
+                url, as: property, to: row["body"], storedType: row["doc_type"], deleted: row["deleted_at"] as Int64? != nil, id: id, docType: docType,
+                author: author)
             try db.execute(
                 sql: "INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
                 arguments: [blob.sha256, blob.size, blob.contentType, now])
@@ -263,13 +264,13 @@ public struct SQLiteDocumentStore: DocumentStore {
         }
     }
 
-    public func delete(id: String, docType: String, now: Int64) async throws -> JSONObject {
+    public func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type FROM document WHERE id = ?", arguments: [id]) else {
                 throw StoreError(404, "no document with id \(id)")
             }
             let stored: String = row["body"]
-            guard let object = try StoreRules.tombstone(of: stored, storedType: row["doc_type"], id: id, docType: docType, now: now) else {
+            guard let object = try StoreRules.tombstone(of: stored, storedType: row["doc_type"], id: id, docType: docType, now: now, author: author) else {
                 guard case .object(let tombstone) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
                 return tombstone  // already a tombstone
             }

@@ -73,6 +73,19 @@ public enum StoreRules {
             id: id, docType: object["docType"]?.string ?? "", object: object, body: body, rev: rev, updatedAt: updatedAt, deletedAt: deletedAt)
     }
 
+    /// `object` as written by `author` (the name of the request's token; `nil`: no name): whatever
+    /// the client sent as `updated_by` is replaced, so no writer can pass as another.
+    public static func authored(_ object: JSONObject, by author: String?) -> JSONObject {
+        var object = object
+        object[DocumentRules.updatedByKey] = author.map { .string($0) }
+        return object
+    }
+
+    /// ``authored(_:by:)`` for a batch call's documents (what is not an object is refused later).
+    public static func authored(_ documents: [JSONValue], by author: String?) -> [JSONValue] {
+        documents.map { value in value.object.map { .object(authored($0, by: author)) } ?? value }
+    }
+
     /// A client stamp the store accepts: a well-formed RFC 3339 time no later than `now` (+2 s for
     /// rounding and calibration error). A stamp from the future is replaced by `now`.
     public static func stamp(_ value: JSONValue?, now: Int64) -> Int64? {
@@ -81,25 +94,27 @@ public enum StoreRules {
     }
 
     /// The body a delete stores over `stored` (of `storedType`); `nil` when it is a tombstone already.
-    public static func tombstone(of stored: String, storedType: String, id: String, docType: String, now: Int64) throws -> JSONObject? {
+    public static func tombstone(
+        of stored: String, storedType: String, id: String, docType: String, now: Int64, author: String?
+    ) throws -> JSONObject? {
         guard storedType == docType else { throw StoreError(400, "document \(id) has docType \(storedType), not \(docType)") }
         guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
         if let d = object[DocumentRules.deletedAtKey], !d.isNull { return nil }
         object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
         object[DocumentRules.updatedAtKey] = nil
-        return object
+        return authored(object, by: author)
     }
 
     /// The body an upload stores over `stored`: `property` set to the file's URL. Refused for a
     /// document of another docType or a tombstone.
     public static func attaching(
-        _ url: String, as property: String, to stored: String, storedType: String, deleted: Bool, id: String, docType: String
+        _ url: String, as property: String, to stored: String, storedType: String, deleted: Bool, id: String, docType: String, author: String?
     ) throws -> JSONObject {
         guard storedType == docType else { throw StoreError(400, "document \(id) has docType \(storedType), not \(docType)") }
         guard !deleted else { throw StoreError(404, "document \(id) is deleted") }
         guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
         object[property] = .string(url)
-        return object
+        return authored(object, by: author)
     }
 
     /// One document of a batch call, validated, and the revision it is based on (its `rev`, if

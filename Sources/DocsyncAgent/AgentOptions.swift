@@ -1,0 +1,47 @@
+import DocsyncModel
+
+/// How an agent is set up: the folder, the endpoint, the token and the limits.
+public struct AgentOptions: Sendable {
+    public var root: String
+    public var endpointURL: String
+    public var token: String
+    /// Where the token came from, re-read when the endpoint rejects it.
+    public var tokenFile: String?
+    public var maxFileSize: Int = DocumentRules.defaultMaxFileSize
+    public var settle: Duration = .milliseconds(5)
+    public var maxDelay: Duration = .milliseconds(100)
+    /// How long one request may take before it counts as failed (and is retried).
+    public var requestTimeout: Duration = .seconds(30)
+    /// When no traffic has refreshed the clock estimate for this long, ask `/api/time`.
+    public var clockMaxAge: Duration = .seconds(600)
+    public var retryPolicy = RetryPolicy()
+    /// How often folders left without an inotify watch are rescanned.
+    public var unwatchedRescan: Duration = .seconds(30)
+    /// How often an endpoint without a long poll is asked for changes.
+    public var pollInterval: Duration = .seconds(10)
+    /// The folder's name in metrics (the `folder` label) and the status page; by default the
+    /// folder's own name.
+    public var name: String?
+    /// The docTypes this folder syncs (`--types`, `--exclude-types`).
+    public var selection = TypeSelection.all
+    /// Ignore rules in `.docsyncignore`'s form, added to the folder's own (a config's `ignore:`).
+    public var extraIgnore: [String] = []
+    /// One pull deleting more of the folder than this is held for the user's word; `nil`: off.
+    public var deletionGuard: DeletionGuard? = DeletionGuard()
+    /// Pulled changes committed to git (`--git-commit`, `--git-branch`); `nil`: git is left alone.
+    public var git: GitHistoryOptions?
+    /// Attached files larger than this are not downloaded (reported instead).
+    public var maxDownloadBytes: Int64 = 4 << 30
+    /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
+    public var watchLimit: Int?
+    /// Called once the first full scan has queued the folder's changes and the watches are in
+    /// place (a service manager's "ready").
+    public var onWatching: (@Sendable () -> Void)?
+
+    public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
+        self.root = root
+        self.endpointURL = endpointURL
+        self.token = token
+        self.tokenFile = tokenFile
+    }
+}

@@ -1,0 +1,146 @@
+import DocsyncGit
+import DocsyncIndex
+import DocsyncModel
+import Foundation
+import Logging
+
+/// How pulled changes go into git: onto the checked-out branch or a branch of docsync's own,
+/// with the server's token names mapped to `Name <email>`.
+public struct GitHistoryOptions: Sendable, Hashable {
+    public var target: GitHistoryWriter.Target
+    /// `updated_by` name → `Name <email>`; a name not here is `NAME <NAME@docsync>`.
+    public var authors: [String: String]
+
+    public init(target: GitHistoryWriter.Target, authors: [String: String] = [:]) {
+        self.target = target
+        self.authors = authors
+    }
+}
+
+/// Commits the pulled changes ``GitRecorder`` noted, one commit per author and pull batch, with
+/// the change's author and the server's time of it. Held back (and said, on `status`) while the
+/// repository is busy or in the middle of something; nothing recorded is dropped until it is
+/// committed or found to be already there.
+actor GitCommitter: Worker {
+    let root: String
+    let index: Index
+    let options: GitHistoryOptions
+    let logger: Logger
+    let signal: WakeSignal
+    private(set) var stopping = false
+    private var writer: GitHistoryWriter?
+    /// The last reason given for holding commits back, said once until it changes.
+    private var held: String?
+    static let batchLimit = 20_000
+
+    init(root: String, index: Index, options: GitHistoryOptions, logger: Logger, signal: WakeSignal) {
+        self.root = root
+        self.index = index
+        self.options = options
+        self.logger = logger
+        self.signal = signal
+    }
+
+    func run() async { await loop() }
+
+    func stop() {
+        stopping = true
+        signal.signal()
+    }
+
+    func workRound() async -> WorkerOutcome {
+        do {
+            let writer = try await located()
+            let batch = try await index.read { try $0.oldestGitBatch(limit: Self.batchLimit) }
+            guard !batch.isEmpty else { return .idle(nil) }
+            for group in Self.byAuthor(batch) {
+                if case .held(let why) = try await commit(group, with: writer) {
+                    await hold(why)
+                    return .idle(.seconds(1))
+                }
+            }
+            await hold(nil)
+            return .progressed
+        } catch {
+            await hold("\(error)")
+            self.writer = nil
+            return .idle(.seconds(10))
+        }
+    }
+
+    private func located() async throws -> GitHistoryWriter {
+        if let writer { return writer }
+        let found = GitHistoryWriter(repository: try await GitRepository.locate(folder: root), target: options.target)
+        writer = found
+        return found
+    }
+
+    /// Changes of one batch by author, in the order their first change came.
+    static func byAuthor(_ batch: [IndexTransaction.GitChange]) -> [[IndexTransaction.GitChange]] {
+        var order: [String?] = []
+        var groups: [String?: [IndexTransaction.GitChange]] = [:]
+        for change in batch {
+            if groups[change.author] == nil { order.append(change.author) }
+            groups[change.author, default: []].append(change)
+        }
+        return order.map { groups[$0]! }
+    }
+
+    private func commit(_ group: [IndexTransaction.GitChange], with writer: GitHistoryWriter) async throws -> GitHistoryWriter.Outcome {
+        let kept = group.map { ($0, committed($0, in: writer.repository)) }.filter { !$0.1.isEmpty }
+        let entries = kept.flatMap(\.1)
+        var outcome = GitHistoryWriter.Outcome.nothingToCommit
+        if !entries.isEmpty {
+            let plan = GitCommitPlan(
+                author: GitIdentity.author(group[0].author, authors: options.authors),
+                authorTime: group.map(\.changedAt).max().flatMap { $0 > 0 ? $0 : nil } ?? Int64(Date().timeIntervalSince1970 * 1000),
+                committerTime: Int64(Date().timeIntervalSince1970 * 1000), message: Self.message(kept.map(\.0)), entries: entries)
+            outcome = try await writer.commit(plan)
+        }
+        if case .held = outcome { return outcome }
+        let seqs = group.map(\.seq)
+        try await index.write { [outcome] tx in
+            try tx.removeGitChanges(seqs: seqs)
+            if case .committed(let sha) = outcome { try tx.setMeta(.gitLastCommit, "\(sha) \(Int64(Date().timeIntervalSince1970 * 1000))") }
+        }
+        if case .committed(let sha) = outcome {
+            logger.info("committed pulled changes", metadata: ["git.commit": "\(sha.prefix(12))", "git.changes": "\(kept.count)"])
+        }
+        return outcome
+    }
+
+    /// What of `change` is committed: the file as docsync wrote it (not if it holds other bytes
+    /// now: the user's edit is theirs to commit), and the removal of where it was (not if a file
+    /// is there again).
+    private func committed(_ change: IndexTransaction.GitChange, in repository: GitRepository) -> [GitCommitPlan.Entry] {
+        var out: [GitCommitPlan.Entry] = []
+        if let path = change.path, let hash = change.fileHash,
+           let bytes = FileManager.default.contents(atPath: root + "/" + path).map({ Array($0) }), ContentHash.sha256Hex(bytes) == hash {
+            out.append(.put(path: repository.treePath(path), bytes: bytes))
+        } else if change.path != nil {
+            return []
+        }
+        if let old = change.oldPath, old != change.path, !FileManager.default.fileExists(atPath: root + "/" + old) {
+            out.append(.remove(path: repository.treePath(old)))
+        }
+        return out
+    }
+
+    /// `note/a: title, tags` for one document; for several, a count and a line each.
+    static func message(_ group: [IndexTransaction.GitChange]) -> String {
+        let lines = group.map { "\($0.docType)/\($0.docID): \($0.what)" }
+        if lines.count == 1 { return lines[0] + "\n" }
+        let shown = lines.prefix(1000).joined(separator: "\n")
+        let more = lines.count > 1000 ? "\n… and \(lines.count - 1000) more" : ""
+        return "\(lines.count) documents changed on the server\n\n\(shown)\(more)\n"
+    }
+
+    /// Says why commits are held back (once per reason) and keeps it for `status`; `nil`: they are not.
+    private func hold(_ why: String?) async {
+        guard why != held else { return }
+        held = why
+        if let why { logger.warning("pulled changes are not committed to git for now: \(why)") }
+        let value = why.map { "\($0)\t\(Int64(Date().timeIntervalSince1970 * 1000))" }
+        _ = try? await index.write { try $0.setMeta(.gitHeld, value) }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+
+/// Makes commits of pulled changes: on the checked-out branch (`--git-commit`: the user's index
+/// follows, their own staged and unstaged changes untouched) or on a branch of docsync's own
+/// (`--git-branch NAME`: HEAD, the index and the work tree never touched).
+public struct GitHistoryWriter: Sendable {
+    public enum Target: Sendable, Hashable {
+        case checkedOut
+        case branch(String)
+    }
+
+    public enum Outcome: Sendable, Equatable {
+        case committed(String)
+        /// Every file of the plan is in the branch as it is already.
+        case nothingToCommit
+        /// Not now, and why (a rebase in progress, a detached HEAD, a lock held).
+        case held(String)
+    }
+
+    public let repository: GitRepository
+    public let target: Target
+    /// Attempts when the user's commands keep moving the branch or the index under a commit.
+    static let attempts = 8
+
+    public init(repository: GitRepository, target: Target) {
+        self.repository = repository
+        self.target = target
+    }
+
+    public func commit(_ plan: GitCommitPlan) async throws(GitError) -> Outcome {
+        switch target {
+        case .branch(let name): try await commitOnBranch("refs/heads/" + name, plan)
+        case .checkedOut: try await commitOnCheckedOut(plan)
+        }
+    }
+
+    private func commitOnBranch(_ ref: String, _ plan: GitCommitPlan) async throws(GitError) -> Outcome {
+        let builder = GitCommitBuilder(repository: repository)
+        for _ in 0..<Self.attempts {
+            let old = try await repository.commit(of: ref)
+            var parent = old
+            if parent == nil { parent = try await repository.commit(of: "HEAD") }
+            let built = try await builder.build(plan, parent: parent)
+            if built.tree == built.parentTree && old != nil { return .nothingToCommit }
+            let moved = try await repository.git.run(["update-ref", "-m", "docsync: pulled changes", ref, built.commit, old ?? ""])
+            if moved.status == 0 { return .committed(built.commit) }
+        }
+        return .held("\(ref) keeps moving while docsync commits to it")
+    }
+
+    private func commitOnCheckedOut(_ plan: GitCommitPlan) async throws(GitError) -> Outcome {
+        if let operation = repository.operationInProgress() { return .held("\(operation) is in progress") }
+        guard let ref = try await repository.checkedOutBranch() else { return .held("HEAD is detached (no branch to commit to)") }
+        let builder = GitCommitBuilder(repository: repository)
+        var busy = "the index keeps changing"
+        for _ in 0..<Self.attempts {
+            let old = try await repository.commit(of: ref)
+            let built = try await builder.build(plan, parent: old)
+            if built.tree == built.parentTree { return .nothingToCommit }
+            let (before, after) = try await followingIndex(plan, old: old, new: built.commit)
+            let swap = HeadSwap.Plan(
+                gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: built.commit,
+                indexBefore: before, indexAfter: after, reflog: "docsync: pulled changes")
+            switch try HeadSwap.swap(swap) {
+            case .done: return .committed(built.commit)
+            case .changed: continue
+            case .busy(let why):
+                busy = why
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        return .held(busy)
+    }
+
+    /// The user's index as it is, and as it is to be once the branch holds the new commit: each
+    /// committed path whose entry the user left as the old commit had it takes the new commit's
+    /// entry; a path the user staged something else for keeps it.
+    private func followingIndex(_ plan: GitCommitPlan, old: String?, new: String) async throws(GitError) -> ([UInt8]?, [UInt8]) {
+        let indexPath = repository.gitDir + "/index"
+        let before = FileManager.default.contents(atPath: indexPath).map { Array($0) }
+        let scratch = repository.gitDir + "/docsync-index"
+        defer { unlink(scratch) }
+        guard FileManager.default.createFile(atPath: scratch, contents: before.map { Data($0) } ?? Data()) else {
+            throw GitError("cannot write \(scratch)")
+        }
+        if before == nil { unlink(scratch) }  // no index yet: git starts an empty one
+        let paths = plan.entries.map(\.path)
+        let oldEntries = try await repository.treeEntries(old, paths: paths)
+        let newEntries = try await repository.treeEntries(new, paths: paths)
+        let staged = try await stagedEntries(paths, index: scratch)
+        var lines: [UInt8] = []
+        for path in Set(paths) where staged[path] == oldEntries[path] {
+            let entry = newEntries[path] ?? "0 \(String(repeating: "0", count: 40))"
+            lines.append(contentsOf: "\(entry)\t\(path)".utf8)
+            lines.append(0)
+        }
+        try await repository.git.check(["update-index", "-z", "--index-info"], input: lines, extra: ["GIT_INDEX_FILE": scratch])
+        guard let after = FileManager.default.contents(atPath: scratch) else { throw GitError("git update-index wrote no index") }
+        return (before, Array(after))
+    }
+
+    /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`.
+    private func stagedEntries(_ paths: [String], index: String) async throws(GitError) -> [String: String] {
+        var found: [String: String] = [:]
+        for chunk in stride(from: 0, to: paths.count, by: 500).map({ Array(paths[$0..<min($0 + 500, paths.count)]) }) {
+            let out = try await repository.git.check(["ls-files", "-s", "-z", "--full-name", "--"] + chunk.map { ":(top,literal)" + $0 }, extra: ["GIT_INDEX_FILE": index])
+            for record in out.stdout.split(separator: 0) {
+                // `<mode> SP <sha> SP <stage> TAB <path>`
+                guard let tab = record.firstIndex(of: UInt8(ascii: "\t")) else { continue }
+                let head = String(decoding: record[..<tab], as: UTF8.self).split(separator: " ")
+                guard head.count == 3, head[2] == "0" else { continue }
+                found[String(decoding: record[(tab + 1)...], as: UTF8.self)] = "\(head[0]) \(head[1])"
+            }
+        }
+        return found
+    }
+}

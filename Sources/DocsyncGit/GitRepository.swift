@@ -1,0 +1,71 @@
+import Foundation
+
+/// The git work tree a synced folder is in, found with git's own discovery (`rev-parse`).
+public struct GitRepository: Sendable {
+    /// The work tree's top folder.
+    public let workTree: String
+    /// This work tree's git directory (the index and `HEAD`), and the one refs and objects are
+    /// shared from (they differ in a linked worktree).
+    public let gitDir: String
+    public let commonDir: String
+    /// The synced folder's place in the work tree (`""` at its top, else `notes/`).
+    public let prefix: String
+    let git: GitRunner
+
+    /// The repository `folder` is in. Fails, saying why, when git is missing, the folder is in no
+    /// work tree, or the repository is bare.
+    public static func locate(folder: String) async throws(GitError) -> GitRepository {
+        let git = try GitRunner.find(in: folder)
+        let out = try await git.run(["rev-parse", "--is-bare-repository", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-prefix"])
+        guard out.status == 0 else { throw GitError("\(folder) is not in a git work tree (git init, or git clone, first)") }
+        let lines = String(decoding: out.stdout, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count >= 4, lines[0] == "false" else { throw GitError("\(folder) is in a bare repository: there is no work tree to commit from") }
+        let common = lines[3].hasPrefix("/") ? lines[3] : folder + "/" + lines[3]
+        return GitRepository(
+            workTree: lines[1], gitDir: lines[2], commonDir: URL(fileURLWithPath: common).standardizedFileURL.path,
+            prefix: lines.count > 4 ? lines[4] : "", git: GitRunner(executable: git.executable, directory: lines[1]))
+    }
+
+    /// What the user is in the middle of (a rebase, a merge, …), during which docsync makes no
+    /// commit on the checked-out branch; `nil` when the repository is at rest.
+    public func operationInProgress() -> String? {
+        let marks = [
+            ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase or git am"), ("MERGE_HEAD", "a merge"),
+            ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert"), ("BISECT_LOG", "a bisect"),
+        ]
+        for (name, what) in marks where FileManager.default.fileExists(atPath: gitDir + "/" + name) { return what }
+        return nil
+    }
+
+    /// The checked-out branch (`refs/heads/main`), `nil` when HEAD is detached.
+    public func checkedOutBranch() async throws(GitError) -> String? {
+        let out = try await git.run(["symbolic-ref", "-q", "HEAD"])
+        return out.status == 0 ? out.text : nil
+    }
+
+    /// The commit `ref` points at; `nil` when it does not exist (an unborn branch).
+    public func commit(of ref: String) async throws(GitError) -> String? {
+        let out = try await git.run(["rev-parse", "-q", "--verify", ref + "^{commit}"])
+        return out.status == 0 ? out.text : nil
+    }
+
+    /// `path` (relative to the synced folder) as the work tree names it.
+    public func treePath(_ path: String) -> String { prefix + path }
+
+    /// Entries (`mode sha`) of `paths` in `commit`'s tree; a path not there is missing.
+    func treeEntries(_ commit: String?, paths: [String]) async throws(GitError) -> [String: String] {
+        guard let commit, !paths.isEmpty else { return [:] }
+        var found: [String: String] = [:]
+        for chunk in stride(from: 0, to: paths.count, by: 500).map({ Array(paths[$0..<min($0 + 500, paths.count)]) }) {
+            let out = try await git.check(["ls-tree", "-z", "--full-tree", commit, "--"] + chunk)
+            for record in out.stdout.split(separator: 0) {
+                // `<mode> SP <type> SP <sha> TAB <path>`
+                guard let tab = record.firstIndex(of: UInt8(ascii: "\t")) else { continue }
+                let head = String(decoding: record[..<tab], as: UTF8.self).split(separator: " ")
+                guard head.count == 3 else { continue }
+                found[String(decoding: record[(tab + 1)...], as: UTF8.self)] = "\(head[0]) \(head[2])"
+            }
+        }
+        return found
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+
+/// Why a git step did not happen: said to the user as it is (`status`, the log).
+public struct GitError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// What a git command printed.
+struct GitOutput: Sendable {
+    var status: Int32
+    var stdout: [UInt8]
+    var stderr: String
+    var text: String { String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+/// Runs the `git` found on `PATH` (plumbing only, never a porcelain that might prompt or open an
+/// editor), off the caller's thread: a command blocks on its pipes.
+struct GitRunner: Sendable {
+    let executable: String
+    /// Where commands run (`git -C`).
+    let directory: String
+    /// Variables set for every command (a private index, a fixed locale).
+    var environment: [String: String] = [:]
+
+    /// The runner for `directory`; fails when git is not installed.
+    static func find(in directory: String) throws(GitError) -> GitRunner {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":") where access("\(folder)/git", X_OK) == 0 {
+            return GitRunner(executable: "\(folder)/git", directory: directory)
+        }
+        throw GitError("git is not installed (not found on PATH); install it (apt-get install git) for --git-commit and --git-branch")
+    }
+
+    func run(_ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:]) async throws(GitError) -> GitOutput {
+        let result: Result<GitOutput, GitError> = await withCheckedContinuation { done in
+            DispatchQueue.global().async { done.resume(returning: runBlocking(arguments, input: input, extra: extra)) }
+        }
+        return try result.get()
+    }
+
+    @discardableResult
+    /// As ``run(_:input:extra:)``, failing with git's own message when the command fails.
+    func check(_ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:]) async throws(GitError) -> GitOutput {
+        let out = try await run(arguments, input: input, extra: extra)
+        guard out.status == 0 else {
+            throw GitError("git \(arguments.first ?? "") failed: \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
+        }
+        return out
+    }
+
+    private func runBlocking(_ arguments: [String], input: [UInt8]?, extra: [String: String]) -> Result<GitOutput, GitError> {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-C", directory] + arguments
+        var env = ProcessInfo.processInfo.environment
+        // The user's shell may point git elsewhere; docsync says where, every time.
+        for key in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"] { env[key] = nil }
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        env["LC_ALL"] = "C"
+        env.merge(environment) { _, new in new }
+        env.merge(extra) { _, new in new }
+        process.environment = env
+        let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        do {
+            try process.run()
+        } catch {
+            return .failure(GitError("cannot run git: \(error)"))
+        }
+        let errors = Mutex<[UInt8]>([])
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            if let input { try? stdin.fileHandleForWriting.write(contentsOf: input) }
+            try? stdin.fileHandleForWriting.close()
+        }
+        DispatchQueue.global().async(group: group) {
+            let bytes = stderr.fileHandleForReading.readDataToEndOfFile()
+            errors.withLock { $0 = Array(bytes) }
+        }
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        return .success(GitOutput(status: process.terminationStatus, stdout: Array(out), stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self)))
+    }
+}

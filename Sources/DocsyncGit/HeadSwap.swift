@@ -1,0 +1,97 @@
+import Foundation
+
+/// Moves the checked-out branch to a new commit and the user's index with it, in one short step
+/// under git's own locks (`index.lock`, then the ref's `.lock`), each checked against what the
+/// new index and commit were made from: a user's command that ran meanwhile makes the step start
+/// over, never lose its work. Nothing slow happens under the locks (no process is started), so a
+/// user's git command does not find them taken.
+enum HeadSwap {
+    enum Outcome: Equatable {
+        case done
+        /// The index or the branch changed since the plan was made: plan again.
+        case changed
+        /// A git command of the user's runs, or holds a lock: try again shortly.
+        case busy(String)
+    }
+
+    struct Plan {
+        var gitDir: String
+        var commonDir: String
+        var workTree: String
+        var ref: String
+        var old: String?
+        var new: String
+        var indexBefore: [UInt8]?
+        var indexAfter: [UInt8]
+        var reflog: String
+    }
+
+    static func swap(_ plan: Plan) throws(GitError) -> Outcome {
+        if GitActivity.running(in: plan.workTree) { return .busy("a git command is running in the repository") }
+        let indexPath = plan.gitDir + "/index"
+        let refPath = plan.commonDir + "/" + plan.ref
+        guard let indexLock = LockFile(indexPath) else { return .busy("\(indexPath).lock is held") }
+        defer { indexLock.release() }
+        try? FileManager.default.createDirectory(atPath: (refPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard let refLock = LockFile(refPath) else { return .busy("\(refPath).lock is held") }
+        defer { refLock.release() }
+        let indexNow = FileManager.default.contents(atPath: indexPath).map { Array($0) }
+        guard indexNow == plan.indexBefore, currentValue(of: plan.ref, commonDir: plan.commonDir) == plan.old else { return .changed }
+        try refLock.commit(Array((plan.new + "\n").utf8))
+        try indexLock.commit(plan.indexAfter)
+        appendReflog(plan)
+        return .done
+    }
+
+    /// The commit a branch points at: its loose file, else its line in `packed-refs`.
+    static func currentValue(of ref: String, commonDir: String) -> String? {
+        if let loose = try? String(contentsOfFile: commonDir + "/" + ref, encoding: .utf8) {
+            return loose.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let packed = try? String(contentsOfFile: commonDir + "/packed-refs", encoding: .utf8) else { return nil }
+        for line in packed.split(separator: "\n") where line.hasSuffix(" " + ref) {
+            return String(line.prefix { $0 != " " })
+        }
+        return nil
+    }
+
+    private static func appendReflog(_ plan: Plan) {
+        let zeros = String(repeating: "0", count: plan.new.count)
+        let line = "\(plan.old ?? zeros) \(plan.new) docsync <docsync@localhost> \(Int(Date().timeIntervalSince1970)) +0000\t\(plan.reflog)\n"
+        for log in [plan.commonDir + "/logs/" + plan.ref, plan.gitDir + "/logs/HEAD"] {
+            guard let handle = FileHandle(forWritingAtPath: log) else { continue }
+            _ = try? handle.seekToEnd()
+            try? handle.write(contentsOf: Data(line.utf8))
+            try? handle.close()
+        }
+    }
+}
+
+/// Git's lock protocol: `<file>.lock` created exclusively; its content replaces the file by a
+/// rename, or it is removed.
+final class LockFile {
+    let path: String
+    private var fd: Int32
+    private var committed = false
+
+    init?(_ target: String) {
+        path = target + ".lock"
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 { return nil }
+    }
+
+    func commit(_ bytes: [UInt8]) throws(GitError) {
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count, fsync(fd) == 0 else { throw GitError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+        fd = -1
+        guard rename(path, String(path.dropLast(5))) == 0 else { throw GitError("cannot rename \(path): \(String(cString: strerror(errno)))") }
+        committed = true
+    }
+
+    func release() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+        if !committed { unlink(path) }
+    }
+}

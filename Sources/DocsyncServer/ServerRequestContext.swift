@@ -1,0 +1,13 @@
+import Hummingbird
+
+/// The reference server's request context: Hummingbird's own, and the name of the token that
+/// authorised the request, which every write records as its author (`updated_by`).
+struct ServerRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// Set by ``TokenMiddleware`` once the token is checked; `nil` before.
+    var author: String?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+}

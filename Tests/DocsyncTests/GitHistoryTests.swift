@@ -1,0 +1,170 @@
+@testable import DocsyncAgent
+import DocsyncGit
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// Runs git in `folder` and returns what it printed; the test fails with git's message if it fails.
+@discardableResult
+func git(_ arguments: [String], in folder: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["git", "-C", folder] + arguments
+    var env = ProcessInfo.processInfo.environment
+    env["GIT_AUTHOR_NAME"] = "User"
+    env["GIT_AUTHOR_EMAIL"] = "user@example.org"
+    env["GIT_COMMITTER_NAME"] = "User"
+    env["GIT_COMMITTER_EMAIL"] = "user@example.org"
+    process.environment = env
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw ProcessFailure("git \(arguments): \(errors)") }
+    return text
+}
+
+@Suite struct GitIdentityTests {
+    /// A name comes from the server: whatever it holds, the commit header stays one line.
+    @Test func aHostileAuthorNameCannotBreakTheCommitHeader() {
+        let hostile = GitIdentity.author("eve>\nauthor Mallory <m@x> 0 +0000\n<", authors: [:])
+        #expect(!hostile.name.contains("\n") && !hostile.name.contains("<") && !hostile.name.contains(">"))
+        #expect(!hostile.email.contains("\n") && !hostile.email.contains(">") && hostile.email.hasSuffix("@docsync"))
+        #expect(GitIdentity.author(String(repeating: "é", count: 5000), authors: [:]).name.utf8.count <= 200)
+        #expect(GitIdentity.author(nil, authors: [:]).name == "unknown")
+        #expect(GitIdentity.author("alice", authors: ["alice": "Alice Liddell <alice@example.org>"]) == GitIdentity(name: "Alice Liddell", email: "alice@example.org"))
+        #expect(GitIdentity.author("bob", authors: [:]) == GitIdentity(name: "bob", email: "bob@docsync"))
+    }
+}
+
+/// The reference endpoint records who wrote each change: the name of the token, never what the
+/// client claims.
+@Suite struct UpdatedByTests {
+    @Test func everyWriteCarriesItsTokensNameAndAClaimedNameIsReplaced() async throws {
+        let tokens = try TempFolder("updated-by")
+        defer { tokens.remove() }
+        try tokens.write("tokens", "alice tok-alice\nbob tok-bob\ntok-bare\n")
+        let server = try await TestServer.start(configure: { [tokens] in $0.tokenFile = tokens.file("tokens") })
+        defer { Task { await server.stop() } }
+        let (alice, bob, bare) = (
+            APIClient(baseURL: server.url, token: "tok-alice"), APIClient(baseURL: server.url, token: "tok-bob"),
+            APIClient(baseURL: server.url, token: "tok-bare"))
+        #expect(try await alice.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","updated_by":"bob"}"#).status == 200)
+        #expect(try await alice.documents(type: "note")["a"]?["updated_by"] == "alice", "a claimed name is replaced by the token's")
+        let batch = #"{"since":0,"documents":[{"id":"b","docType":"note","updated_by":"alice"}]}"#
+        #expect(try await bob.request("POST", "/api/sync", body: batch).status == 200)
+        #expect(try await bob.documents(type: "note")["b"]?["updated_by"] == "bob")
+        #expect(try await bare.request("DELETE", "/api/document", body: #"{"id":"a","docType":"note"}"#).status == 200)
+        let deleted = try await alice.documents(type: "note")["a"]
+        #expect(deleted?["updated_by"] == "anonymous" && deleted?["deleted_at"] != nil, "a token without a name deletes as anonymous")
+    }
+}
+
+extension HeavySuites {
+/// Pulled changes in git: real repositories, a real server with named tokens, real agents.
+@Suite(.serialized) struct GitHistoryTests {
+    final class Rig: Sendable {
+        let server: TestServer
+        let tokens: TempFolder
+        let a: TempFolder
+        let repo: TempFolder
+        let agentA: TestAgent
+        let agentB: TestAgent
+
+        init(target: GitHistoryWriter.Target) async throws {
+            tokens = try TempFolder("git-tokens")
+            try tokens.write("tokens", "alice tok-alice\nbob tok-bob\ncarol tok-carol\n")
+            server = try await TestServer.start(configure: { [tokens] in $0.tokenFile = tokens.file("tokens") })
+            a = try TempFolder("git-a")
+            repo = try TempFolder("git-b")
+            try git(["init", "-q", "-b", "main"], in: repo.path)
+            try repo.write("README", "mine\n")
+            try repo.write(".gitignore", ".docsync/\n")
+            try git(["add", "README", ".gitignore"], in: repo.path)
+            try git(["commit", "-qm", "start"], in: repo.path)
+            agentA = try await TestAgent.start(folder: a, endpoint: server.url, token: "tok-alice")
+            agentB = try await TestAgent.start(folder: repo, endpoint: server.url, token: "tok-bob") {
+                $0.git = GitHistoryOptions(target: target, authors: ["alice": "Alice Liddell <alice@example.org>"])
+            }
+        }
+
+        /// `%an|%at|%s` of each commit on `ref`, newest first.
+        func log(_ ref: String = "HEAD", _ paths: [String] = []) throws -> [String] {
+            try git(["log", "--format=%an|%at|%s", ref, "--"] + paths, in: repo.path).split(separator: "\n").map(String.init)
+        }
+
+        func finish() async {
+            try? await agentA.stop()
+            try? await agentB.stop()
+            await server.stop()
+            for folder in [tokens, a, repo] { folder.remove() }
+        }
+    }
+
+    @Test func changesFromOthersArriveInHistoryWithTheirAuthorAndTheServersTime() async throws {
+        let rig = try await Rig(target: .checkedOut)
+        defer { Task { await rig.finish() } }
+        try rig.a.write("note/x.json", #"{"id":"x","title":"first"}"#)
+        #expect(await eventually { (try? rig.log().first)?.contains("note/x: new") == true }, "\((try? rig.log()) ?? [])")
+        let first = try #require(try rig.log().first).split(separator: "|")
+        #expect(first[0] == "Alice Liddell", "the author map names alice")
+        let stored = try #require(try await APIClient(baseURL: rig.server.url, token: "tok-alice").documents(type: "note")["x"])
+        let serverTime = try #require(stored["updated_at"]?.string.flatMap { Timestamp(rfc3339: $0) }).unixMilliseconds / 1000
+        #expect(Int64(first[1]) == serverTime, "the author date is the server's time of the change")
+        // Another writer, by the API: its token's name, unmapped.
+        #expect(try await rig.server.api.request("PUT", "/api/document", body: #"{"id":"y","docType":"note","n":1}"#, token: "tok-carol").status == 200)
+        #expect(await eventually { (try? rig.log().first)?.hasPrefix("carol|") == true })
+        // An edit, a move to another docType's folder, a deletion.
+        try rig.a.write("note/x.json", #"{"id":"x","title":"second"}"#)
+        #expect(await eventually { (try? rig.log().first)?.contains("note/x: title") == true })
+        // Moved to another docType's folder there: here the file stays where it is, its docType said.
+        try rig.a.move("note/x.json", "task/x.json")
+        #expect(await eventually { (try? rig.log().first)?.contains("task/x: docType") == true }, "\((try? rig.log()) ?? [])")
+        try rig.a.remove("note/y.json")
+        #expect(await eventually { (try? git(["ls-files", "note/y.json"], in: rig.repo.path))?.isEmpty == true }, "the deletion is committed")
+        #expect(try git(["status", "--porcelain"], in: rig.repo.path).isEmpty, "nothing left uncommitted, nothing staged")
+        #expect(try rig.log().allSatisfy { !$0.hasPrefix("bob|") }, "nothing is committed as this folder's own token")
+    }
+
+    @Test func aRebaseInProgressHoldsCommitsAndAnEditMadeMeanwhileStaysTheUsers() async throws {
+        let rig = try await Rig(target: .checkedOut)
+        defer { Task { await rig.finish() } }
+        try rig.a.write("note/x.json", #"{"id":"x","title":"first"}"#)
+        #expect(await eventually { (try? rig.log().first)?.contains("note/x") == true })
+        let commits = try rig.log().count
+        let gitDir = rig.repo.file(".git")
+        try FileManager.default.createDirectory(atPath: gitDir + "/rebase-merge", withIntermediateDirectories: true)
+        try rig.a.write("note/x.json", #"{"id":"x","title":"second"}"#)
+        try rig.a.write("note/z.json", #"{"id":"z","title":"new"}"#)
+        #expect(await eventually { (try? rig.repo.read("note/z.json")) != nil && (try? rig.repo.read("note/x.json"))?.contains("second") == true })
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.repo.path))?.text(now: 0).contains("rebase") == true })
+        #expect(try rig.log().count == commits, "no commit during the rebase")
+        // The user edits x meanwhile: that file is theirs to commit.
+        try rig.repo.write("note/x.json", "{\n  \"id\": \"x\",\n  \"title\": \"mine\"\n}\n")
+        try FileManager.default.removeItem(atPath: gitDir + "/rebase-merge")
+        #expect(await eventually { (try? rig.log().first)?.contains("note/z: new") == true }, "made once the rebase is over: \(rig.agentB.logs.all.suffix(8))")
+        #expect(try git(["show", "HEAD:note/x.json"], in: rig.repo.path).contains("first"), "the user's edit is not committed")
+        #expect(try git(["status", "--porcelain"], in: rig.repo.path) == " M note/x.json\n", "unstaged, as the user left it")
+    }
+
+    @Test func aBranchOfItsOwnLeavesHeadTheIndexAndTheWorkTreesStatusAlone() async throws {
+        let rig = try await Rig(target: .branch("docsync/pulled"))
+        defer { Task { await rig.finish() } }
+        let head = try git(["rev-parse", "HEAD"], in: rig.repo.path)
+        let index = try Data(contentsOf: URL(fileURLWithPath: rig.repo.file(".git/index")))
+        try rig.a.write("note/x.json", #"{"id":"x","title":"first"}"#)
+        try rig.a.write("note/w.json", #"{"id":"w","title":"other"}"#)
+        #expect(await eventually { ((try? rig.log("docsync/pulled", ["note"])) ?? []).count >= 1 && (try? rig.log("docsync/pulled", ["note/w.json"]))?.isEmpty == false })
+        #expect(try git(["show", "docsync/pulled:note/x.json"], in: rig.repo.path).contains("first"))
+        #expect(try git(["rev-parse", "HEAD"], in: rig.repo.path) == head, "HEAD is where it was")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: rig.repo.file(".git/index"))) == index, "the index is byte for byte as it was")
+        #expect(try git(["status", "--porcelain"], in: rig.repo.path) == "?? note/\n", "the synced files, untracked, as without git mode")
+        #expect(try git(["symbolic-ref", "HEAD"], in: rig.repo.path) == "refs/heads/main\n")
+    }
+}
+}
