@@ -3,6 +3,7 @@ import DocsyncGit
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs git in `folder` and returns what it printed; the test fails with git's message if it fails.
@@ -150,6 +151,46 @@ extension HeavySuites {
         #expect(await eventually { (try? rig.log().first)?.contains("note/z: new") == true }, "made once the rebase is over: \(rig.agentB.logs.all.suffix(8))")
         #expect(try git(["show", "HEAD:note/x.json"], in: rig.repo.path).contains("first"), "the user's edit is not committed")
         #expect(try git(["status", "--porcelain"], in: rig.repo.path) == " M note/x.json\n", "unstaged, as the user left it")
+    }
+
+    /// The user's own git commands run throughout (a file of their own added and committed, over
+    /// and over): none finds a lock of docsync's, and every pulled change is committed by docsync.
+    @Test func theUsersOwnGitCommandsRunningThroughoutNeverMeetALock() async throws {
+        let rig = try await Rig(target: .checkedOut)
+        defer { Task { await rig.finish() } }
+        let repo = rig.repo.path
+        let done = Mutex(false)
+        let user = Task.detached { () -> (failures: [String], rounds: Int) in
+            var failures: [String] = []
+            var rounds = 0
+            while !done.withLock({ $0 }) {
+                do {
+                    try rig.repo.write("mine.txt", "edit \(rounds)\n")
+                    try git(["status", "--porcelain"], in: repo)
+                    try git(["add", "mine.txt"], in: repo)
+                    try git(["commit", "-q", "--allow-empty", "-m", "user \(rounds)"], in: repo)
+                } catch {
+                    failures.append("\(error)")
+                }
+                rounds += 1
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 20...120)))  // a busy script's pace, not a synchronisation
+            }
+            return (failures, rounds)
+        }
+        for i in 0..<50 {
+            try rig.a.write("note/n\(i % 10).json", #"{"id":"n\#(i % 10)","v":\#(i)}"#)
+            try await Task.sleep(for: .milliseconds(Int.random(in: 5...40)))  // a user's pace, not a synchronisation
+        }
+        let complete = await eventually(timeout: .seconds(30)) {
+            (0..<10).allSatisfy { n in (try? git(["show", "HEAD:note/n\(n).json"], in: repo))?.contains("\"v\": \(40 + n)") == true }
+        }
+        done.withLock { $0 = true }
+        let (failures, rounds) = await user.value
+        #expect(complete, "every last version is in HEAD")
+        #expect(failures.isEmpty, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
+        let docsyncCommits = try rig.log().filter { $0.hasPrefix("Alice Liddell|") }.count
+        #expect(docsyncCommits >= 5, "docsync committed among the user's commands (\(docsyncCommits) commits, \(rounds) rounds)")
+        #expect(await eventually { (try? git(["status", "--porcelain"], in: repo))?.isEmpty == true }, "\((try? git(["status"], in: repo)) ?? "")")
     }
 
     @Test func aBranchOfItsOwnLeavesHeadTheIndexAndTheWorkTreesStatusAlone() async throws {
