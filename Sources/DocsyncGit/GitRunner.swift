@@ -58,6 +58,9 @@ struct GitRunner: Sendable {
         // The user's shell may point git elsewhere; docsync says where, every time.
         for key in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"] { env[key] = nil }
         env["GIT_TERMINAL_PROMPT"] = "0"
+        // The reflog of a ref docsync moves names docsync, whether or not the user set an identity.
+        env["GIT_COMMITTER_NAME"] = "docsync"
+        env["GIT_COMMITTER_EMAIL"] = "docsync@localhost"
         env["LC_ALL"] = "C"
         env.merge(environment) { _, new in new }
         env.merge(extra) { _, new in new }

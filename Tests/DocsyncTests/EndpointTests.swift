@@ -19,7 +19,7 @@ import Testing
             let reply = try await server.api.request("PUT", "/api/document", body: #"{"id":"n1","docType":"note","big":123456789012345678901234,"x":1.50}"#)
             #expect(reply.status == 200)
             let data = try #require(reply.json?.object?["data"]?.object)
-            #expect(data.keys == ["id", "docType", "big", "x", "updated_at", "rev"])
+            #expect(data.keys == ["id", "docType", "big", "x", "updated_by", "updated_at", "rev"])
             #expect(data["big"] == .number("123456789012345678901234"))
             #expect(data["x"] == .number("1.50"))
             let stamp = try #require(data["updated_at"]?.string)
