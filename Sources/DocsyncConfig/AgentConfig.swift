@@ -28,6 +28,15 @@ public struct AgentConfig: Sendable, Equatable {
         public var pollInterval: Double?
         /// `deletion_guard:` as a percentage of the folder (1–100), `0` for `off`; `nil`: the default.
         public var deletionGuardPercent: Double?
+        /// `git: commit` or `git: {branch: NAME}`: pulled changes committed (docs/GIT.md).
+        public var git: GitChoice?
+        /// `authors:` token name → `Name <email>`.
+        public var authors: [String: String] = [:]
+    }
+
+    public enum GitChoice: Sendable, Equatable {
+        case commit
+        case branch(String)
     }
 
     /// The file this was read from (absolute).
@@ -45,7 +54,7 @@ public struct AgentConfig: Sendable, Equatable {
     public static let topKeys: Set<String> = ["log_level", "log_format", "metrics_addr", "folders"]
     public static let folderKeys: Set<String> = [
         "name", "path", "endpoint", "token_file", "ca_file", "ignore", "types", "exclude_types", "max_file_size", "request_timeout",
-        "poll_interval", "max_download_size", "deletion_guard",
+        "poll_interval", "max_download_size", "deletion_guard", "git", "authors",
     ]
 
     /// Reads and checks `path`: an error names the file, the line and what is wrong.

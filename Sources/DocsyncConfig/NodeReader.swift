@@ -59,6 +59,30 @@ struct NodeReader {
         ConfigPaths.absolute(try string(node, at: place), base: base)
     }
 
+    /// `commit`, or `{branch: NAME}`.
+    func git(_ node: Node, at place: String) throws -> AgentConfig.GitChoice {
+        if case .scalar(let scalar) = node {
+            guard scalar.string == "commit" else { throw fail(node, "\(place) is `commit` or `{branch: NAME}`") }
+            return .commit
+        }
+        let keys = try mapping(node, at: place, keys: ["branch"])
+        guard let branch = keys["branch"] else { throw fail(node, "\(place) is `commit` or `{branch: NAME}`") }
+        return .branch(try string(branch, at: "\(place).branch"))
+    }
+
+    /// `NAME: "Full Name <email>"` lines.
+    func authors(_ node: Node, at place: String) throws -> [String: String] {
+        guard case .mapping(let mapping) = node else { throw fail(node, "\(place) must be a mapping of `NAME: Full Name <email>` lines") }
+        var out: [String: String] = [:]
+        for (key, value) in mapping {
+            guard let name = key.scalar?.string else { throw fail(key, "\(place): keys must be token names") }
+            let identity = try string(value, at: "\(place).\(name)")
+            guard identity.contains("<"), identity.hasSuffix(">") else { throw fail(value, "\(place).\(name): expected Full Name <email>") }
+            out[name] = identity
+        }
+        return out
+    }
+
     /// One entry of `folders:`.
     func folder(_ node: Node, at place: String) throws -> AgentConfig.Folder {
         let keys = try mapping(node, at: place, keys: AgentConfig.folderKeys)
@@ -85,6 +109,8 @@ struct NodeReader {
             if case .scalar(let scalar) = node, scalar.string == "off" { return 0 }
             return try number(node, at: "\(place).deletion_guard (a percentage, or off)", in: 1...100)
         }
+        folder.git = try keys["git"].map { try git($0, at: "\(place).git") }
+        folder.authors = try keys["authors"].map { try authors($0, at: "\(place).authors") } ?? [:]
         return folder
     }
 }

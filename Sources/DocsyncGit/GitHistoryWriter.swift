@@ -53,10 +53,16 @@ public struct GitHistoryWriter: Sendable {
         guard let ref = try await repository.checkedOutBranch() else { return .held("HEAD is detached (no branch to commit to)") }
         let builder = GitCommitBuilder(repository: repository)
         var busy = "the index keeps changing"
+        var made: (on: String?, commit: String)?
         for _ in 0..<Self.attempts {
             let old = try await repository.commit(of: ref)
-            let built = try await builder.build(plan, parent: old)
-            if built.tree == built.parentTree { return .nothingToCommit }
+            // Made again only when the branch moved: a user's `git add` changes the index alone.
+            if made == nil || made?.on != old {
+                let built = try await builder.build(plan, parent: old)
+                if built.tree == built.parentTree { return .nothingToCommit }
+                made = (old, built.commit)
+            }
+            guard let built = made else { continue }
             let (before, after) = try await followingIndex(plan, old: old, new: built.commit)
             let swap = HeadSwap.Plan(
                 gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: built.commit,
@@ -75,9 +81,8 @@ public struct GitHistoryWriter: Sendable {
     /// The user's index as it is, and as it is to be once the branch holds the new commit: each
     /// committed path whose entry the user left as the old commit had it takes the new commit's
     /// entry; a path the user staged something else for keeps it.
-    private func followingIndex(_ plan: GitCommitPlan, old: String?, new: String) async throws(GitError) -> ([UInt8]?, [UInt8]) {
-        let indexPath = repository.gitDir + "/index"
-        let before = FileManager.default.contents(atPath: indexPath).map { Array($0) }
+    private func followingIndex(_ plan: GitCommitPlan, old: String?, new: String) async throws(GitError) -> (IndexFile.Stamp?, [UInt8]) {
+        let (before, stamp) = IndexFile.read(repository.gitDir + "/index")
         let scratch = repository.gitDir + "/docsync-index"
         defer { unlink(scratch) }
         guard FileManager.default.createFile(atPath: scratch, contents: before.map { Data($0) } ?? Data()) else {
@@ -96,7 +101,7 @@ public struct GitHistoryWriter: Sendable {
         }
         try await repository.git.check(["update-index", "-z", "--index-info"], input: lines, extra: ["GIT_INDEX_FILE": scratch])
         guard let after = FileManager.default.contents(atPath: scratch) else { throw GitError("git update-index wrote no index") }
-        return (before, Array(after))
+        return (stamp, Array(after))
     }
 
     /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`.

@@ -21,7 +21,8 @@ enum HeadSwap {
         var ref: String
         var old: String?
         var new: String
-        var indexBefore: [UInt8]?
+        /// The index the new one was made from, as `stat` saw it (`nil`: there was none).
+        var indexBefore: IndexFile.Stamp?
         var indexAfter: [UInt8]
         var reflog: String
     }
@@ -35,8 +36,9 @@ enum HeadSwap {
         try? FileManager.default.createDirectory(atPath: (refPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         guard let refLock = LockFile(refPath) else { return .busy("\(refPath).lock is held") }
         defer { refLock.release() }
-        let indexNow = FileManager.default.contents(atPath: indexPath).map { Array($0) }
-        guard indexNow == plan.indexBefore, currentValue(of: plan.ref, commonDir: plan.commonDir) == plan.old else { return .changed }
+        // Compared by `stat`, not read: git replaces the index by a rename, so any write of it
+        // changes the inode, the size or the times; the locks are held for microseconds.
+        guard IndexFile.stamp(indexPath) == plan.indexBefore, currentValue(of: plan.ref, commonDir: plan.commonDir) == plan.old else { return .changed }
         try refLock.commit(Array((plan.new + "\n").utf8))
         try indexLock.commit(plan.indexAfter)
         appendReflog(plan)
@@ -67,6 +69,29 @@ enum HeadSwap {
     }
 }
 
+/// The index file's identity as `stat` gives it, read together with its bytes.
+enum IndexFile {
+    struct Stamp: Equatable {
+        var inode: UInt64, size: Int64, mtime: Int64, ctime: Int64
+    }
+
+    static func stamp(_ path: String) -> Stamp? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Stamp(
+            inode: UInt64(st.st_ino), size: Int64(st.st_size), mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+            ctime: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))
+    }
+
+    /// The bytes and the stamp they go with; the stamp is `nil` when the file changed while read
+    /// (the swap then finds it changed, and the commit is planned again).
+    static func read(_ path: String) -> (bytes: [UInt8]?, stamp: Stamp?) {
+        let first = stamp(path)
+        let bytes = FileManager.default.contents(atPath: path).map { Array($0) }
+        return (bytes, first == stamp(path) ? first : nil)
+    }
+}
+
 /// Git's lock protocol: `<file>.lock` created exclusively; its content replaces the file by a
 /// rename, or it is removed.
 final class LockFile {
@@ -82,7 +107,9 @@ final class LockFile {
 
     func commit(_ bytes: [UInt8]) throws(GitError) {
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == bytes.count, fsync(fd) == 0 else { throw GitError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        // Not synced to disk, as git does not sync its index and refs by default: an fsync under the
+        // lock would hold it for milliseconds, long enough for a user's command to meet it.
+        guard written == bytes.count else { throw GitError("cannot write \(path): \(String(cString: strerror(errno)))") }
         close(fd)
         fd = -1
         guard rename(path, String(path.dropLast(5))) == 0 else { throw GitError("cannot rename \(path): \(String(cString: strerror(errno)))") }

@@ -16,7 +16,7 @@ struct GitFlags: ParsableArguments {
 
     func validate() throws {
         if gitCommit && gitBranch != nil { throw ValidationError("--git-commit and --git-branch exclude each other: pick one") }
-        if let gitBranch { try Self.checkBranch(gitBranch) }
+        if let gitBranch { try Self.checkBranch(gitBranch, "--git-branch") }
         if authors != nil && !gitCommit && gitBranch == nil { throw ValidationError("--authors is for --git-commit or --git-branch") }
         if let authors { _ = try Self.readAuthors(authors) }
     }
@@ -31,10 +31,10 @@ struct GitFlags: ParsableArguments {
     }
 
     /// A branch name git takes, asked of git's own rules where they are simple to say.
-    static func checkBranch(_ name: String) throws {
+    static func checkBranch(_ name: String, _ place: String) throws {
         let bad = name.isEmpty || name.hasPrefix("-") || name.hasPrefix("/") || name.hasSuffix("/") || name.hasSuffix(".lock") || name.contains("..")
             || name.contains("@{") || name.unicodeScalars.contains { $0.value < 0x21 || $0.value == 0x7F || "~^:?*[\\".unicodeScalars.contains($0) }
-        if bad { throw ValidationError("--git-branch: \"\(name)\" is not a branch name git takes") }
+        if bad { throw ValidationError("\(place): \"\(name)\" is not a branch name git takes") }
     }
 
     /// `NAME Full Name <email>` per line; `#` starts a comment line.

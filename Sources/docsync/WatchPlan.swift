@@ -93,6 +93,13 @@ struct WatchPlan {
         if let seconds = entry.pollInterval { options.pollInterval = .milliseconds(Int64(seconds * 1000)) }
         if let percent = entry.deletionGuardPercent { options.deletionGuard = percent == 0 ? nil : DeletionGuard(fraction: percent / 100) }
         options.selection = TypeSelection(only: entry.types.map(Set.init), except: Set(entry.excludeTypes))
+        switch entry.git {
+        case .commit?: options.git = GitHistoryOptions(target: .checkedOut, authors: entry.authors)
+        case .branch(let name)?:
+            try GitFlags.checkBranch(name, "\(place), git.branch")
+            options.git = GitHistoryOptions(target: .branch(name), authors: entry.authors)
+        case nil: break
+        }
         tuning.apply(to: &options)
         return Folder(options: options, caFile: entry.caFile)
     }

@@ -30,7 +30,10 @@ import Testing
                 ignore: [drafts/, "*.tmp.json"]
                 poll_interval: 2.5
                 deletion_guard: off
+                git: commit
+                authors: {alice: "Alice Liddell <alice@example.org>"}
               - name: work-invoices
+                git: {branch: docsync/server}
                 deletion_guard: 30
                 path: ~/invoices
                 endpoint: kinto+http://127.0.0.1:8888/v1/buckets/acme
@@ -47,6 +50,8 @@ import Testing
         #expect(config.folders[0].pollInterval == 2.5)
         #expect(config.folders[0].deletionGuardPercent == 0 && config.folders[1].deletionGuardPercent == 30)
         #expect(config.folders[1].path == NSHomeDirectory() + "/invoices")
+        #expect(config.folders[0].git == .commit && config.folders[1].git == .branch("docsync/server"))
+        #expect(config.folders[0].authors == ["alice": "Alice Liddell <alice@example.org>"] && config.folders[1].authors.isEmpty)
         #expect(config.folders[1].maxFileSize == 1_048_576 && config.folders[1].tokenFile == nil)
         #expect(config.folders[1].maxDownloadSize == 10_485_760 && config.folders[0].maxDownloadSize == nil)
         #expect(config.folders[1].types == ["invoice", "receipt"] && config.folders[1].excludeTypes == ["receipt"])
