@@ -115,8 +115,9 @@ struct Bench: AsyncParsableCommand {
         await agent.stop()
         // 3, 4. Restart rescan of the unchanged tree, then the idle cost.
         try await measureRescanAndIdle(docsDir: docsDir, url: url, work: work, results: &results)
-        // 4b. Pull into an empty folder.
+        // 4b. Pull into an empty folder; 4c. the same into a git work tree, every change committed.
         try await measurePull(url: url, api: api, work: work, results: &results)
+        try await measureGitPull(url: url, work: work, results: &results)
         // 5. Baselines: the server's raw ingest limit, the inotifywait + curl loop.
         try await measureBaselines(url: url, api: api, work: work, results: &results)
         // 6. One large attachment: the agent's FileUpload against `curl -F` posting the same file.
@@ -129,7 +130,6 @@ struct Bench: AsyncParsableCommand {
         try await measureNodes(work: work, results: &results)
         // 10. A pull of one docType of ten beside a pull of all.
         try await measureSelective(work: work, results: &results)
-
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)
 

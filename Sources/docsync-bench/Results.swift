@@ -31,6 +31,9 @@ struct Results {
     var pullAgentCPU = 0.0
     var pullAgentRSS = 0
     var rawPullDocsPerSecond = 0.0
+    /// The same pull into a git work tree with `--git-commit`, until every change is committed.
+    var gitPullSeconds = 0.0
+    var gitCommits = 0
     var rescanSeconds = 0.0
     var rescanContentBytes = 0
     var rescanReadBytes = 0
@@ -95,6 +98,7 @@ struct Results {
             | pull into an empty folder, docs/s (\(docs) docs; raw: the same pages fetched in-process and written as files) | \(fmt(Double(docs) / pullSeconds, 0)) | | |
             | raw pull, docs/s (docsync / raw) | \(fmt(rawPullDocsPerSecond, 0)) | | \(fmt(Double(docs) / pullSeconds / rawPullDocsPerSecond, 2))× |
             | pull: agent CPU seconds / peak RSS | \(fmt(pullAgentCPU, 2)) / \(pullAgentRSS >> 20) MiB | | |
+            | pull with `--git-commit`, docs/s until all committed (\(gitCommits) commits; against the pull alone) | \(fmt(Double(docs) / gitPullSeconds, 0)) | \(fmt(Double(docs) / pullSeconds, 0)) | \(fmt(pullSeconds / gitPullSeconds, 2))× |
             | idle CPU, ms per minute (observed \(idleSeconds) s; per-thread schedstat) | \(fmt(idleCPUmsPerMinute, 2)) | | |
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
             | idle CPU with `--metrics-addr` on, not scraped, ms per minute | \(fmt(idleListeningCPUmsPerMinute, 2)) | | |
@@ -183,6 +187,7 @@ struct Results {
             ("rescan_s", rescanSeconds), ("rescan_document_bytes", Double(rescanContentBytes)), ("rescan_rchar_bytes", Double(rescanReadBytes)),
             ("pull_seconds", pullSeconds), ("pull_docs_per_s", Double(docs) / pullSeconds), ("pull_agent_cpu_s", pullAgentCPU),
             ("pull_agent_peak_rss_bytes", Double(pullAgentRSS)), ("raw_pull_docs_per_s", rawPullDocsPerSecond),
+            ("git_pull_seconds", gitPullSeconds), ("git_commits", Double(gitCommits)),
             ("idle_cpu_ms_per_min", idleCPUmsPerMinute), ("idle_wakeups_per_min", idleWakeupsPerMinute),
             ("idle_metrics_cpu_ms_per_min", idleMetricsCPUmsPerMinute),
             ("idle_listening_cpu_ms_per_min", idleListeningCPUmsPerMinute),
