@@ -148,7 +148,7 @@ public actor Agent {
     public func run() async throws {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
-        try await index.write { try $0.rescheduleAll(at: 0) }  // deadlines of another run or boot: due now
+        try await beginRun()
         let watcher = DirectoryWatcher(
             root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore,
             unwatchedRescan: options.unwatchedRescan, watchLimit: options.watchLimit, folderLabel: metrics.folder, logger: logger)
@@ -204,6 +204,16 @@ public actor Agent {
         await calibrating.value
         await saveCalibration()
         if gone { throw RootGone(root: options.root) }
+    }
+
+    /// What the index keeps of another run that this one starts over: retry deadlines (of
+    /// another run or boot: due now) and where git commits go.
+    private func beginRun() async throws {
+        let gitMode = options.git?.target.said
+        try await index.write { tx in
+            try tx.rescheduleAll(at: 0)
+            try tx.setMeta(.gitMode, gitMode)
+        }
     }
 
     /// The full scan that finds what changed while the agent was not running.

@@ -17,6 +17,16 @@ public struct GitHistoryOptions: Sendable, Hashable {
     }
 }
 
+extension GitHistoryWriter.Target {
+    /// As `status` says it.
+    var said: String {
+        switch self {
+        case .checkedOut: "the checked-out branch"
+        case .branch(let name): "branch \(name)"
+        }
+    }
+}
+
 /// Commits the pulled changes ``GitRecorder`` noted, one commit per author and pull batch, with
 /// the change's author and the server's time of it. Held back (and said, on `status`) while the
 /// repository is busy or in the middle of something; nothing recorded is dropped until it is

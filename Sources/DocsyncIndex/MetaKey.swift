@@ -42,6 +42,9 @@ public struct MetaKey: Sendable, Hashable {
     /// The last commit of pulled changes made to git (`<sha> <unix ms>`), and why commits are
     /// held back while they are (a rebase in progress, a lock held).
     public static let gitLastCommit = MetaKey("git_last_commit")
+    /// Where pulled changes are committed (`the checked-out branch`, `branch NAME`), while the
+    /// agent commits them.
+    public static let gitMode = MetaKey("git_mode")
     public static let gitHeld = MetaKey("git_held")
 
     /// That a document from the server was refused (and why), said once per id.

@@ -64,6 +64,7 @@ function folder(s) {
   rows(box, s.conflicts, "none", (c) => [c.copy, "of " + c.document + " — docsync resolve " + c.copy + " --keep mine|theirs"]);
   const clock = s.clock;
   box.append(el("h3", "Clock"), el("div", clock.calibrated ? "server minus this machine: " + clock.offset_ms.toFixed(1) + " ms ± " + clock.bound_ms.toFixed(1) + " ms (" + clock.source + ")" : "not calibrated: changes carry this machine's time", "muted"));
+  if (s.git) box.append(el("h3", "Git"), el("div", "commits onto " + (s.git.mode || "nothing now") + ": " + (s.git.last_commit ? "last commit " + s.git.last_commit.slice(0, 12) : "no commit yet") + (s.git.waiting ? ", " + s.git.waiting + " pulled changes waiting" : "") + (s.git.held ? "; held back: " + s.git.held : ""), "muted"));
   box.append(el("h3", "Last changes")); rows(box, s.recent, "none", (r) => [r.path, r.time]);
   return box;
 }

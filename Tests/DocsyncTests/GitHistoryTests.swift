@@ -188,12 +188,10 @@ extension HeavySuites {
         let (failures, rounds) = await user.value
         #expect(complete, "every last version is in HEAD")
         // Known gap: docsync takes git's locks only while /proc shows no git command in the tree,
-        // and holds them for microseconds; a command started during the scan itself can still
-        // meet them. Seen under a loaded full test run (2 of ~30 rounds), not alone. The fix
-        // (a second look at new processes under the lock) is open; see docs/GIT.md.
-        withKnownIssue(isIntermittent: true) {
-            #expect(failures.isEmpty, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
-        }
+        // and holds them for microseconds; a command started during that look can still meet
+        // them, rarely (docs/GIT.md). One meeting in a run is that gap; more is a regression
+        // (locks held across a process or an fsync fail dozens of rounds).
+        #expect(failures.count <= 1, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
         let docsyncCommits = try rig.log().filter { $0.hasPrefix("Alice Liddell|") }.count
         #expect(docsyncCommits >= 5, "docsync committed among the user's commands (\(docsyncCommits) commits, \(rounds) rounds)")
         #expect(await eventually { (try? git(["status", "--porcelain"], in: repo))?.isEmpty == true }, "\((try? git(["status"], in: repo)) ?? "")")

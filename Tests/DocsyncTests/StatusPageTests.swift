@@ -27,8 +27,9 @@ extension HeavySuites {
             return
         }
         let s = try await EndToEndTests.Setup.start()
+        try git(["init", "-q", "-b", "main"], in: s.docs.path)
         let agent = try DocsyncProcess(
-            ["watch", s.docs.path, "--endpoint", s.url, "--token-file", s.tokenFile, "--metrics-addr", "127.0.0.1:0"],
+            ["watch", s.docs.path, "--endpoint", s.url, "--token-file", s.tokenFile, "--metrics-addr", "127.0.0.1:0", "--git-branch", "pulled"],
             logDirectory: s.work.path, name: "watch")
         defer { Task { await agent.stop(); await s.finish() } }
         var page = ""
@@ -57,6 +58,7 @@ extension HeavySuites {
         #expect(dom.contains("notes/broken.json") && dom.contains("invalid: "), "the invalid file and its reason")
         #expect(dom.contains("notes/a.sync-conflict-20261124-120000.json") && dom.contains("docsync resolve"), "the conflict and how to settle it")
         #expect(dom.contains("unreachable since"), "why the change waits")
+        #expect(dom.contains("commits onto branch pulled: no commit yet"), "the git mode")
 
         let folder = ProcessInfo.processInfo.environment["DOCSYNC_ARTIFACTS"] ?? s.work.path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
