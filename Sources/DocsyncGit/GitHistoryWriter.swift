@@ -89,13 +89,11 @@ public struct GitHistoryWriter: Sendable {
             throw GitError("cannot write \(scratch)")
         }
         if before == nil { unlink(scratch) }  // no index yet: git starts an empty one
-        let paths = plan.entries.map(\.path)
-        let oldEntries = try await repository.treeEntries(old, paths: paths)
-        let newEntries = try await repository.treeEntries(new, paths: paths)
-        let staged = try await stagedEntries(paths, index: scratch)
+        let changed = try await repository.changes(from: old, to: new)
+        let staged = try await stagedEntries(index: scratch)
         var lines: [UInt8] = []
-        for path in Set(paths) where staged[path] == oldEntries[path] {
-            let entry = newEntries[path] ?? "0 \(String(repeating: "0", count: 40))"
+        for (path, change) in changed where staged[path] == change.old {
+            let entry = change.new ?? "0 \(String(repeating: "0", count: 40))"
             lines.append(contentsOf: "\(entry)\t\(path)".utf8)
             lines.append(0)
         }
@@ -104,18 +102,17 @@ public struct GitHistoryWriter: Sendable {
         return (stamp, Array(after))
     }
 
-    /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`.
-    private func stagedEntries(_ paths: [String], index: String) async throws(GitError) -> [String: String] {
+    /// Stage-0 entries (`mode sha`) of the index at `index`, read whole: one pass, where a
+    /// pathspec a path would match each path against every other.
+    private func stagedEntries(index: String) async throws(GitError) -> [String: String] {
+        let out = try await repository.git.check(["ls-files", "-s", "-z", "--full-name"], extra: ["GIT_INDEX_FILE": index])
         var found: [String: String] = [:]
-        for chunk in stride(from: 0, to: paths.count, by: 500).map({ Array(paths[$0..<min($0 + 500, paths.count)]) }) {
-            let out = try await repository.git.check(["ls-files", "-s", "-z", "--full-name", "--"] + chunk.map { ":(top,literal)" + $0 }, extra: ["GIT_INDEX_FILE": index])
-            for record in out.stdout.split(separator: 0) {
-                // `<mode> SP <sha> SP <stage> TAB <path>`
-                guard let tab = record.firstIndex(of: UInt8(ascii: "\t")) else { continue }
-                let head = String(decoding: record[..<tab], as: UTF8.self).split(separator: " ")
-                guard head.count == 3, head[2] == "0" else { continue }
-                found[String(decoding: record[(tab + 1)...], as: UTF8.self)] = "\(head[0]) \(head[1])"
-            }
+        for record in out.stdout.split(separator: 0) {
+            // `<mode> SP <sha> SP <stage> TAB <path>`
+            guard let tab = record.firstIndex(of: UInt8(ascii: "\t")) else { continue }
+            let head = String(decoding: record[..<tab], as: UTF8.self).split(separator: " ")
+            guard head.count == 3, head[2] == "0" else { continue }
+            found[String(decoding: record[(tab + 1)...], as: UTF8.self)] = "\(head[0]) \(head[1])"
         }
         return found
     }

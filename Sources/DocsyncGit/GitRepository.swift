@@ -52,19 +52,21 @@ public struct GitRepository: Sendable {
     /// `path` (relative to the synced folder) as the work tree names it.
     public func treePath(_ path: String) -> String { prefix + path }
 
-    /// Entries (`mode sha`) of `paths` in `commit`'s tree; a path not there is missing.
-    func treeEntries(_ commit: String?, paths: [String]) async throws(GitError) -> [String: String] {
-        guard let commit, !paths.isEmpty else { return [:] }
-        var found: [String: String] = [:]
-        for chunk in stride(from: 0, to: paths.count, by: 500).map({ Array(paths[$0..<min($0 + 500, paths.count)]) }) {
-            let out = try await git.check(["ls-tree", "-z", "--full-tree", commit, "--"] + chunk)
-            for record in out.stdout.split(separator: 0) {
-                // `<mode> SP <type> SP <sha> TAB <path>`
-                guard let tab = record.firstIndex(of: UInt8(ascii: "\t")) else { continue }
-                let head = String(decoding: record[..<tab], as: UTF8.self).split(separator: " ")
-                guard head.count == 3 else { continue }
-                found[String(decoding: record[(tab + 1)...], as: UTF8.self)] = "\(head[0]) \(head[2])"
-            }
+    /// What differs between two commits' trees: path → (entry before, entry after), each
+    /// `mode sha` or `nil` (added, removed). One `git diff-tree`, whatever the tree's size.
+    func changes(from old: String?, to new: String) async throws(GitError) -> [String: (old: String?, new: String?)] {
+        let out = try await git.check(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id"] + (old.map { [$0, new] } ?? ["--root", new]))
+        var found: [String: (old: String?, new: String?)] = [:]
+        let fields = out.stdout.split(separator: 0, omittingEmptySubsequences: false)
+        var i = 0
+        while i + 1 < fields.count {
+            // `:<old mode> <new mode> <old sha> <new sha> <status>`, then the path.
+            let head = String(decoding: fields[i], as: UTF8.self).dropFirst().split(separator: " ")
+            let path = String(decoding: fields[i + 1], as: UTF8.self)
+            i += 2
+            guard head.count == 5 else { continue }
+            let zero = { (mode: Substring) in mode.allSatisfy { $0 == "0" } }
+            found[path] = (zero(head[0]) ? nil : "\(head[0]) \(head[2])", zero(head[1]) ? nil : "\(head[1]) \(head[3])")
         }
         return found
     }
