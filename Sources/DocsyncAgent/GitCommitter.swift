@@ -61,14 +61,16 @@ actor GitCommitter: Worker {
     func workRound() async -> WorkerOutcome {
         do {
             let writer = try await located()
-            let batch = try await index.read { try $0.oldestGitBatch(limit: Self.batchLimit) }
-            guard !batch.isEmpty else { return .idle(nil) }
-            for group in Self.byAuthor(batch) {
-                if case .held(let why) = try await commit(group, with: writer) {
-                    await hold(why)
-                    return .idle(.seconds(1))
-                }
+            let changes = try await index.read { try $0.oldestGitChanges(limit: Self.batchLimit) }
+            guard !changes.isEmpty else { return .idle(nil) }
+            let planned = Self.groups(changes).compactMap { plan($0, in: writer.repository) }
+            var outcome = GitHistoryWriter.Outcome.nothingToCommit
+            if !planned.isEmpty { outcome = try await writer.commit(planned.map(\.plan)) }
+            if case .held(let why) = outcome {
+                await hold(why)
+                return .idle(.seconds(1))
             }
+            try await settle(changes, outcome: outcome, commits: planned.count)
             await hold(nil)
             return .progressed
         } catch {
@@ -85,38 +87,42 @@ actor GitCommitter: Worker {
         return found
     }
 
-    /// Changes of one batch by author, in the order their first change came.
-    static func byAuthor(_ batch: [IndexTransaction.GitChange]) -> [[IndexTransaction.GitChange]] {
-        var order: [String?] = []
-        var groups: [String?: [IndexTransaction.GitChange]] = [:]
-        for change in batch {
-            if groups[change.author] == nil { order.append(change.author) }
-            groups[change.author, default: []].append(change)
+    /// Changes by batch and author, in the order their first change came: one commit each.
+    static func groups(_ changes: [IndexTransaction.GitChange]) -> [[IndexTransaction.GitChange]] {
+        var order: [String] = []
+        var groups: [String: [IndexTransaction.GitChange]] = [:]
+        for change in changes {
+            let key = "\(change.batch)\u{0}\(change.author ?? "")"
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(change)
         }
         return order.map { groups[$0]! }
     }
 
-    private func commit(_ group: [IndexTransaction.GitChange], with writer: GitHistoryWriter) async throws -> GitHistoryWriter.Outcome {
-        let kept = group.map { ($0, committed($0, in: writer.repository)) }.filter { !$0.1.isEmpty }
-        let entries = kept.flatMap(\.1)
-        var outcome = GitHistoryWriter.Outcome.nothingToCommit
-        if !entries.isEmpty {
-            let plan = GitCommitPlan(
-                author: GitIdentity.author(group[0].author, authors: options.authors),
-                authorTime: group.map(\.changedAt).max().flatMap { $0 > 0 ? $0 : nil } ?? Int64(Date().timeIntervalSince1970 * 1000),
-                committerTime: Int64(Date().timeIntervalSince1970 * 1000), message: Self.message(kept.map(\.0)), entries: entries)
-            outcome = try await writer.commit(plan)
-        }
-        if case .held = outcome { return outcome }
-        let seqs = group.map(\.seq)
-        try await index.write { [outcome] tx in
+    /// The commit of one group: the changes whose files are still as docsync wrote them; `nil`
+    /// when none is.
+    private func plan(_ group: [IndexTransaction.GitChange], in repository: GitRepository) -> (plan: GitCommitPlan, count: Int)? {
+        let kept = group.map { ($0, committed($0, in: repository)) }.filter { !$0.1.isEmpty }
+        guard !kept.isEmpty else { return nil }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let plan = GitCommitPlan(
+            author: GitIdentity.author(group[0].author, authors: options.authors),
+            authorTime: group.map(\.changedAt).max().flatMap { $0 > 0 ? $0 : nil } ?? now,
+            committerTime: now, message: Self.message(kept.map(\.0)), entries: kept.flatMap(\.1))
+        return (plan, kept.count)
+    }
+
+    /// The changes are done with: committed, or already in the branch, or left to the user.
+    private func settle(_ changes: [IndexTransaction.GitChange], outcome: GitHistoryWriter.Outcome, commits: Int) async throws {
+        let seqs = changes.map(\.seq)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try await index.write { tx in
             try tx.removeGitChanges(seqs: seqs)
-            if case .committed(let sha) = outcome { try tx.setMeta(.gitLastCommit, "\(sha) \(Int64(Date().timeIntervalSince1970 * 1000))") }
+            if case .committed(let sha) = outcome { try tx.setMeta(.gitLastCommit, "\(sha) \(now)") }
         }
         if case .committed(let sha) = outcome {
-            logger.info("committed pulled changes", metadata: ["git.commit": "\(sha.prefix(12))", "git.changes": "\(kept.count)"])
+            logger.info("committed pulled changes", metadata: ["git.commit": "\(sha.prefix(12))", "git.commits": "\(commits)", "git.changes": "\(changes.count)"])
         }
-        return outcome
     }
 
     /// What of `change` is committed: the file as docsync wrote it (not if it holds other bytes

@@ -66,16 +66,17 @@ struct GitCommitBuilder: Sendable {
     let repository: GitRepository
     static let stagingRef = "refs/docsync/staging"
 
-    /// The new commit and its tree, and the parent's tree (equal: the commit changes nothing).
-    func build(_ plan: GitCommitPlan, parent: String?) async throws(GitError) -> (commit: String, tree: String, parentTree: String?) {
-        try await repository.git.check(["fast-import", "--quiet", "--force", "--date-format=raw"], input: stream(plan, parent: parent))
+    /// The new commits, one on the other over `parent` (one fast-import run for all): the last
+    /// one and its tree, and the parent's tree (equal: the commits change nothing).
+    func build(_ plans: [GitCommitPlan], parent: String?) async throws(GitError) -> (commit: String, tree: String, parentTree: String?) {
+        try await repository.git.check(["fast-import", "--quiet", "--force", "--date-format=raw"], input: stream(plans, parent: parent))
         let out = try await repository.git.check(["rev-parse", Self.stagingRef, Self.stagingRef + "^{tree}"] + (parent.map { [$0 + "^{tree}"] } ?? []))
         let shas = out.text.split(separator: "\n").map(String.init)
         guard shas.count >= 2 else { throw GitError("git fast-import made no commit") }
         return (shas[0], shas[1], shas.count > 2 ? shas[2] : nil)
     }
 
-    func stream(_ plan: GitCommitPlan, parent: String?) -> [UInt8] {
+    func stream(_ plans: [GitCommitPlan], parent: String?) -> [UInt8] {
         var out: [UInt8] = []
         func line(_ text: String) { out.append(contentsOf: text.utf8); out.append(10) }
         func data(_ bytes: some Collection<UInt8>) {
@@ -84,6 +85,14 @@ struct GitCommitBuilder: Sendable {
             out.append(10)
         }
         line("reset \(Self.stagingRef)")
+        for (n, plan) in plans.enumerated() {
+            // The first commit goes over `parent`; each next one over the one before it.
+            commit(plan, over: n == 0 ? parent : nil, line: line, data: data)
+        }
+        return out
+    }
+
+    private func commit(_ plan: GitCommitPlan, over parent: String?, line: (String) -> Void, data: ([UInt8]) -> Void) {
         line("commit \(Self.stagingRef)")
         line("author \(plan.author.name) <\(plan.author.email)> \(plan.authorTime / 1000) +0000")
         line("committer \(GitIdentity.docsync.name) <\(GitIdentity.docsync.email)> \(plan.committerTime / 1000) +0000")
@@ -98,7 +107,6 @@ struct GitCommitBuilder: Sendable {
                 line("D \(Self.quoted(path))")
             }
         }
-        return out
     }
 
     /// A path in fast-import's C-style quotes: any byte it holds is safe.

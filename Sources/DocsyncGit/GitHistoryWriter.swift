@@ -27,14 +27,15 @@ public struct GitHistoryWriter: Sendable {
         self.target = target
     }
 
-    public func commit(_ plan: GitCommitPlan) async throws(GitError) -> Outcome {
+    /// Makes `plans` as commits, one on the other, in one step: the branch moves once.
+    public func commit(_ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
         switch target {
         case .branch(let name): try await commitOnBranch("refs/heads/" + name, plan)
         case .checkedOut: try await commitOnCheckedOut(plan)
         }
     }
 
-    private func commitOnBranch(_ ref: String, _ plan: GitCommitPlan) async throws(GitError) -> Outcome {
+    private func commitOnBranch(_ ref: String, _ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
         let builder = GitCommitBuilder(repository: repository)
         for _ in 0..<Self.attempts {
             let old = try await repository.commit(of: ref)
@@ -48,7 +49,7 @@ public struct GitHistoryWriter: Sendable {
         return .held("\(ref) keeps moving while docsync commits to it")
     }
 
-    private func commitOnCheckedOut(_ plan: GitCommitPlan) async throws(GitError) -> Outcome {
+    private func commitOnCheckedOut(_ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
         if let operation = repository.operationInProgress() { return .held("\(operation) is in progress") }
         guard let ref = try await repository.checkedOutBranch() else { return .held("HEAD is detached (no branch to commit to)") }
         let builder = GitCommitBuilder(repository: repository)
@@ -63,7 +64,7 @@ public struct GitHistoryWriter: Sendable {
                 made = (old, built.commit)
             }
             guard let built = made else { continue }
-            let (before, after) = try await followingIndex(plan, old: old, new: built.commit)
+            let (before, after) = try await followingIndex(old: old, new: built.commit)
             let swap = HeadSwap.Plan(
                 gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: built.commit,
                 indexBefore: before, indexAfter: after, reflog: "docsync: pulled changes")
@@ -81,7 +82,7 @@ public struct GitHistoryWriter: Sendable {
     /// The user's index as it is, and as it is to be once the branch holds the new commit: each
     /// committed path whose entry the user left as the old commit had it takes the new commit's
     /// entry; a path the user staged something else for keeps it.
-    private func followingIndex(_ plan: GitCommitPlan, old: String?, new: String) async throws(GitError) -> (IndexFile.Stamp?, [UInt8]) {
+    private func followingIndex(old: String?, new: String) async throws(GitError) -> (IndexFile.Stamp?, [UInt8]) {
         let (before, stamp) = IndexFile.read(repository.gitDir + "/index")
         let scratch = repository.gitDir + "/docsync-index"
         defer { unlink(scratch) }

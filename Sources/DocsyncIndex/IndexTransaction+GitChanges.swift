@@ -46,19 +46,24 @@ extension IndexTransaction {
         }
     }
 
-    /// The changes of the oldest batch waiting, at most `limit`, in the order they were pulled.
-    public func oldestGitBatch(limit: Int) throws -> [GitChange] {
+    /// The oldest changes waiting, whole batches of them, about `limit` (a batch larger than
+    /// `limit` alone comes in parts), in the order they were pulled.
+    public func oldestGitChanges(limit: Int) throws -> [GitChange] {
         let rows = try Row.fetchAll(db, sql: """
             SELECT seq, batch, path, old_path, file_hash, doc_type, doc_id, author, changed_at, what FROM git_change
-            WHERE batch = (SELECT MIN(batch) FROM git_change) ORDER BY seq LIMIT ?
-            """, arguments: [limit])
-        return rows.map { row in
+            ORDER BY seq LIMIT ?
+            """, arguments: [limit + 1])
+        var changes = rows.map { row in
             var change = GitChange(
                 path: row[2], oldPath: row[3], fileHash: row[4], docType: row[5], docID: row[6], author: row[7], changedAt: row[8], what: row[9])
             change.seq = row[0]
             change.batch = row[1]
             return change
         }
+        guard changes.count > limit, let cut = changes.last?.batch else { return changes }
+        let whole = changes.filter { $0.batch != cut }
+        changes.removeLast()
+        return whole.isEmpty ? changes : whole
     }
 
     public func removeGitChanges(seqs: [Int64]) throws {
