@@ -88,7 +88,8 @@ public actor Agent {
         let gate = try PathGate(root: root)
         let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
-            filesPerDocument: endpoint.capabilities.filesPerDocument, selection: options.selection, queued: { pushWork.signal() })
+            filesPerDocument: endpoint.capabilities.filesPerDocument, maxUploadBytes: options.maxUploadBytes, selection: options.selection,
+            queued: { pushWork.signal() })
         self.scanner = scanner
         let uploading = DocumentSet()
         self.uploading = uploading

@@ -30,6 +30,10 @@ public struct AgentOptions: Sendable {
     public var deletionGuard: DeletionGuard? = DeletionGuard()
     /// Pulled changes committed to git (`--git-commit`, `--git-branch`); `nil`: git is left alone.
     public var git: GitHistoryOptions?
+    /// Referenced files larger than this are not uploaded (reported instead), and not read: their
+    /// size is known before their content is hashed. The reference endpoint's default limit.
+    public var maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes
+    public static let defaultMaxUploadBytes: Int64 = 4 << 30
     /// Attached files larger than this are not downloaded (reported instead).
     public var maxDownloadBytes: Int64 = 4 << 30
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.

@@ -33,11 +33,14 @@ struct Attachments: Sendable {
     /// Files the endpoint keeps per document (`nil`: any number): the first references in
     /// document order are sent, the rest reported.
     let filesPerDocument: Int?
+    /// Larger files are reported, never read: hashing 100 GB would hold every other document.
+    let maxBytes: Int64
 
-    init(root: String, filesPerDocument: Int? = nil) {
+    init(root: String, filesPerDocument: Int? = nil, maxBytes: Int64 = AgentOptions.defaultMaxUploadBytes) {
         self.root = root
         self.realRoot = Self.realPath(root) ?? root
         self.filesPerDocument = filesPerDocument
+        self.maxBytes = maxBytes
     }
 
     /// Checks each reference of a document at `documentPath` and hashes the files, re-using the
@@ -84,6 +87,7 @@ struct Attachments: Sendable {
         var st = stat()
         guard stat(real, &st) == 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
         guard (st.st_mode & S_IFMT) == S_IFREG else { return .failure(.notAFile(written, kind: Self.kind(of: st.st_mode))) }
+        guard Int64(st.st_size) <= maxBytes else { return .failure(.tooLarge(written, size: Int64(st.st_size), limit: maxBytes)) }
         var before = FileStat(EntryInfo(st))
         if let hash = knownHash(inside, before) {
             // Unchanged since it was hashed; still make sure it can be read.

@@ -52,7 +52,8 @@ struct Scanner: Sendable {
 
     init(
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
-        filesPerDocument: Int? = nil, selection: TypeSelection = .all, queued: @escaping @Sendable () -> Void = {}
+        filesPerDocument: Int? = nil, maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes, selection: TypeSelection = .all,
+        queued: @escaping @Sendable () -> Void = {}
     ) {
         self.selection = selection
         self.queued = queued
@@ -63,7 +64,7 @@ struct Scanner: Sendable {
         self.maxFileSize = maxFileSize
         self.logger = logger
         self.walker = TreeWalker(root: root, ignore: ignore)
-        self.attachments = Attachments(root: root, filesPerDocument: filesPerDocument)
+        self.attachments = Attachments(root: root, filesPerDocument: filesPerDocument, maxBytes: maxUploadBytes)
     }
 
     // MARK: - Gathering

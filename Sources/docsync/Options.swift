@@ -65,6 +65,11 @@ struct AgentTuning: ParsableArguments {
         transform: parseByteCount)
     var maxDownloadSize: Int64?
 
+    @Option(
+        help: "Largest file a document references that is uploaded, in bytes (K, M, G suffixes allowed; default: 4G, the reference endpoint's). Larger ones are reported, and not read.",
+        transform: parseByteCount)
+    var maxUploadSize: Int64?
+
     @Option(help: "Seconds one request to the endpoint may take before it is retried (default: 30).")
     var requestTimeout: Double?
 
@@ -97,6 +102,7 @@ struct AgentTuning: ParsableArguments {
         if let deletionGuard { _ = try Self.deletionGuard(deletionGuard) }
         guard (maxFileSize ?? 1) > 0 else { throw ValidationError("--max-file-size must be positive") }
         guard (maxDownloadSize ?? 1) >= 0 else { throw ValidationError("--max-download-size must not be negative") }
+        guard (maxUploadSize ?? 1) >= 0 else { throw ValidationError("--max-upload-size must not be negative") }
         guard (requestTimeout ?? 1) > 0 else { throw ValidationError("--request-timeout must be positive") }
         guard (0.1...86_400).contains(pollInterval ?? 10) else { throw ValidationError("--poll-interval must be between 0.1 and 86400 seconds") }
         _ = try Self.typeList(types, "--types")
@@ -118,6 +124,7 @@ struct AgentTuning: ParsableArguments {
     func apply(to options: inout AgentOptions) {
         if let maxFileSize { options.maxFileSize = maxFileSize }
         if let maxDownloadSize { options.maxDownloadBytes = maxDownloadSize }
+        if let maxUploadSize { options.maxUploadBytes = maxUploadSize }
         if let requestTimeout { options.requestTimeout = .milliseconds(Int64(requestTimeout * 1000)) }
         if let pollInterval { options.pollInterval = .milliseconds(Int64(pollInterval * 1000)) }
         // Checked by `validate()`: nil here is "off".

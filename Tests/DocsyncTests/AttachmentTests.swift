@@ -325,6 +325,27 @@ extension HeavySuites {
         #expect(download.length == Int64(size))
     }
 
+    /// Regression: a sparse 100 GB file referenced by one document was hashed whole before the
+    /// server refused it anyway, holding every other document's push for minutes (257 s).
+    @Test func aFileOverTheUploadLimitIsReportedUnreadAndHoldsNothingElse() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.docs.write("notes/huge.json", #"{"id":"huge","docType":"note","title":"sent","scan":{"$file":"huge.bin"}}"#)
+        #expect(FileManager.default.createFile(atPath: rig.docs.file("notes/huge.bin"), contents: nil))
+        let handle = try #require(FileHandle(forWritingAtPath: rig.docs.file("notes/huge.bin")))
+        try handle.truncate(atOffset: 100 << 30)  // sparse: no disk used
+        try handle.close()
+        for i in 0..<5 { try rig.docs.write("notes/n\(i).json", #"{"id":"n\#(i)","docType":"note"}"#) }
+        try rig.startAgent()
+        #expect(await eventually(timeout: .seconds(20)) {
+            let docs = (try? await rig.api.documents(type: "note")) ?? [:]
+            return (0..<5).allSatisfy { docs["n\($0)"] != nil } && docs["huge"]?["title"] == "sent"
+        }, "every document goes out at once: \(rig.agent.stderr.suffix(1500))")
+        #expect(try await rig.document("huge")?["scan"] == .null, "the file is not sent")
+        let status = try await runDocsync(["status", rig.docs.path], logDirectory: rig.work.path)
+        #expect(status.1.contains("huge.bin is 107374182400 bytes, over the 4294967296 a file may have to be sent (--max-upload-size)"), "\(status.1)")
+    }
+
     @Test func everyBadReferenceIsReportedForItsDocumentAndNothingElseStops() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
