@@ -113,7 +113,8 @@ public final class HTTPTransport: Sendable {
         }
         let (response, bytes) = try await execute(request, timeout: timeout ?? requestTimeout)
         let status = Int(response.status.code)
-        let parsed = try? JSONParser.parseIsolating(Array(buffer: bytes))
+        // Every adapter's documents within the limit a document may have on this side.
+        let parsed = try? JSONParser.parseIsolating(Array(buffer: bytes), maxElementBytes: ProtocolLimits.maxDocumentRequestBytes)
         let json = parsed?.value ?? .null
         let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json, isolated: parsed?.isolated ?? [])
         if reply.ok {

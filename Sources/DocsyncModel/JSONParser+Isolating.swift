@@ -13,9 +13,13 @@ public struct IsolatedElement: Sendable, Hashable {
 /// nothing can be trusted about where the next document starts.
 extension JSONParser {
     /// Parses one JSON text as ``parse(_:maxDepth:)`` does, leaving out (and returning) the
-    /// unrepresentable objects of its lists.
-    public static func parseIsolating(_ bytes: [UInt8], maxDepth: Int = maxDepth) throws(JSONSyntaxError) -> (value: JSONValue, isolated: [IsolatedElement]) {
+    /// unrepresentable objects of its lists, and those longer than `maxElementBytes` (a document
+    /// over the limit is refused alone, whichever adapter's reply holds it).
+    public static func parseIsolating(
+        _ bytes: [UInt8], maxDepth: Int = maxDepth, maxElementBytes: Int = .max
+    ) throws(JSONSyntaxError) -> (value: JSONValue, isolated: [IsolatedElement]) {
         var parser = JSONParser(bytes: bytes)
+        parser.elementByteLimit = maxElementBytes
         parser.depthLimit = min(maxDepth, Self.maxDepth)
         parser.isolating = true
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
@@ -32,7 +36,13 @@ extension JSONParser {
         inIsolatedElement = true
         defer { inIsolatedElement = false }
         do {
-            return try parseValue()
+            let value = try parseValue()
+            guard index - start <= elementByteLimit else {
+                isolated.append(IsolatedElement(
+                    id: Self.idHint(bytes[start..<index]), reason: "it is \(index - start) bytes, over the limit of \(elementByteLimit) a document may have"))
+                return nil
+            }
+            return value
         } catch where error.unrepresentable {
             (index, depth) = (start, level)
             try skipObject()

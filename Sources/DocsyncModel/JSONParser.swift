@@ -31,6 +31,8 @@ public struct JSONParser: ~Copyable {
     var isolating = false
     var inIsolatedElement = false
     var isolated: [IsolatedElement] = []
+    /// An isolated element larger than this is left out too (see ``parseIsolating(_:maxDepth:maxElementBytes:)``).
+    var elementByteLimit = Int.max
     private var spans: [(key: String, value: Range<Int>)] = []
 
     init(bytes: [UInt8]) {

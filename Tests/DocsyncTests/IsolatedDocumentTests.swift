@@ -37,6 +37,14 @@ import Testing
         #expect(isolated.map(\.id) == ["whole"])
     }
 
+    @Test func anElementOverTheByteLimitIsLeftOutAloneWithItsId() throws {
+        let text = #"{"data":[{"id":"small","v":1},{"id":"big","v":"\#(String(repeating: "x", count: 200))"},{"id":"after"}]}"#
+        let (value, isolated) = try JSONParser.parseIsolating(Array(text.utf8), maxElementBytes: 100)
+        #expect(value.object?["data"]?.elements?.compactMap { $0.object?["id"]?.string } == ["small", "after"])
+        #expect(isolated.map(\.id) == ["big"] && isolated.first?.reason.contains("over the limit of 100") == true)
+        #expect(try JSONParser.parseIsolating(Array(text.utf8)).isolated.isEmpty, "no limit: nothing left out")
+    }
+
     @Test func aSyntaxErrorStillFailsTheWholeBody() {
         #expect(throws: JSONSyntaxError.self) { try parse(#"[{"id":"a"},{"id":"b",]"#) }
         #expect(throws: JSONSyntaxError.self) { try parse(#"[{"id":"a","k":1,"k":2"#) }
@@ -79,6 +87,31 @@ extension HeavySuites {
         await endpoint.stop()
     }
 }
+}
+
+extension HeavySuites.IsolatedDocumentAgentTests {
+    /// Regression: a 20 MB record (Kinto) was written into the folder although a document may
+    /// have 16 MiB; the limit is now the transport's, the same for every adapter.
+    @Test func aPulledDocumentOverTheLimitIsRefusedAloneAndTheRestIsWritten() async throws {
+        let endpoint = HostileEndpoint()
+        let big = String(repeating: "x", count: 20 << 20)
+        endpoint.respond { _, path, body in
+            guard path == "/api/sync" else { return nil }
+            if body.contains(#""since":0"#) {
+                return .init(body: #"{"documents":{"success":[{"id":"big","docType":"note","t":"\#(big)","rev":1},{"id":"fine","docType":"note","rev":1}]},"cursor":2}"#)
+            }
+            return .init(body: #"{"documents":{"success":[]},"cursor":2}"#)
+        }
+        try await endpoint.start()
+        let folder = try TempFolder("isolated-big")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { folder.exists("note/fine.json") }, "\(agent.logs.all.suffix(5))")
+        #expect(await eventually { agent.logs.all.contains { $0.contains("big") && $0.contains("over the limit of") } }, "refused with its id and why")
+        #expect(!folder.exists("note/big.json"))
+        try await agent.stop()
+        await endpoint.stop()
+    }
 }
 
 /// The batch call's body for one change: the base revision inside as `rev`, `0` for a document
