@@ -83,8 +83,7 @@ public actor Agent {
         self.endpoint = endpoint
         let credential = Credential(token: options.token, file: options.tokenFile)
         // The parts meet through these signals and values, each made before any part that uses it.
-        let pushWork = WakeSignal()
-        let uploadWork = WakeSignal()
+        let (pushWork, uploadWork) = (WakeSignal(), WakeSignal())
         let gate = try PathGate(root: root)
         let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
