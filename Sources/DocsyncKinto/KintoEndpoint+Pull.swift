@@ -34,8 +34,15 @@ extension KintoEndpoint {
             if let since = position.since[collection], let etag = Self.etag(reply), etag < since {
                 return try reset("collection \(collection) is older than what this folder saw")
             }
+            let latest = Self.latestBelievable(etag: Self.etag(reply), now: http.clock?.now())
             for case .object(let record) in records {
                 guard let id = record["id"]?.string, KintoForm.isKintoID(id), let modified = KintoForm.revision(record) else { continue }
+                // A stamp past the collection's own timestamp or a day past the server's time is
+                // refused alone, and never followed: `_since` it, and every later change is skipped.
+                guard modified <= latest else {
+                    refused.append(IsolatedElement(id: id, reason: "its last_modified \(modified) is later than the collection's timestamp or a day past the server's time"))
+                    continue
+                }
                 changes.append(KintoForm.document(record, collection: collection))
                 position.since[collection] = max(position.since[collection] ?? 0, modified)
             }
@@ -55,6 +62,13 @@ extension KintoEndpoint {
         guard reason != nil else { return PullReply(changes: [], cursor: nil) }
         forgetPrepared()
         return PullReply(changes: [], cursor: KintoCursor(nil).cursor, historyBehind: true)
+    }
+
+    /// The latest `last_modified` a watermark may take: the collection's own timestamp (its
+    /// `ETag`: no record of it is later), and a day past the server's estimated time.
+    static func latestBelievable(etag: Int64?, now: Int64?) -> Int64 {
+        let clockBound = now.map { $0 + 86_400_000 } ?? Int64.max
+        return min(etag ?? Int64.max, clockBound)
     }
 
     /// A reply's `ETag` (a quoted timestamp in milliseconds).

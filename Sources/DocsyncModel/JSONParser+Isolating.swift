@@ -4,6 +4,11 @@ public struct IsolatedElement: Sendable, Hashable {
     /// The element's own `id` (or `uuid`), when it has a plain one.
     public var id: String?
     public var reason: String
+
+    public init(id: String?, reason: String) {
+        self.id = id
+        self.reason = reason
+    }
 }
 
 /// One bad document stops one document: a reply's body is parsed with every object of a list

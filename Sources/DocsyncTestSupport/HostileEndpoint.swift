@@ -30,6 +30,7 @@ public final class HostileEndpoint: Sendable {
     public typealias Responder = @Sendable (_ method: String, _ path: String, _ body: String) -> Answer?
 
     private let responder = Mutex<Responder?>(nil)
+    private let withQuery = Mutex(false)
     private let requests = Mutex<[(String, String)]>([])
     private let boundPort = Mutex(0)
     private let group = Mutex<ServiceGroup?>(nil)
@@ -41,6 +42,12 @@ public final class HostileEndpoint: Sendable {
     public var seen: [(String, String)] { requests.withLock { $0 } }
 
     public func respond(_ responder: Responder?) { self.responder.withLock { $0 = responder } }
+
+    /// As ``respond(_:)``, the path given with its query (`/v1/…/records?_since=5`).
+    public func respondWithQuery(_ responder: Responder?) {
+        withQuery.withLock { $0 = true }
+        respond(responder)
+    }
 
     public func start() async throws {
         let router = Router()
@@ -61,7 +68,8 @@ public final class HostileEndpoint: Sendable {
         let body = String(buffer: try await request.collectBody(upTo: 64 << 20))
         let path = request.uri.path
         requests.withLock { $0.append((request.method.rawValue, path)) }
-        let answer = responder.withLock { $0 }?(request.method.rawValue, path, body) ?? Answer(body: "{}")
+        let target = withQuery.withLock { $0 } ? request.uri.description : path
+        let answer = responder.withLock { $0 }?(request.method.rawValue, target, body) ?? Answer(body: "{}")
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         for (name, value) in answer.headers { if let field = HTTPField.Name(name) { headers[field] = value } }

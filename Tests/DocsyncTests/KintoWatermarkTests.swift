@@ -1,0 +1,54 @@
+@testable import DocsyncAgent
+import DocsyncHTTP
+import DocsyncKinto
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// Kinto's watermark (`_since`, the newest `last_modified` seen) range-checked: a server's number
+/// is never followed past what its clock and the collection's own timestamp allow.
+extension HeavySuites {
+@Suite(.serialized) struct KintoWatermarkTests {
+    /// Regression: a record stamped 9999-12-31 made the agent ask for changes "since 9999-12-31"
+    /// from then on: every later change was skipped while `status` said synced.
+    @Test func aRecordStampedFarInTheFutureIsRefusedAndLaterChangesStillCome() async throws {
+        let endpoint = HostileEndpoint()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let far: Int64 = 253_402_300_799_000
+        // The server's records: (id, last_modified); "later" is added once the first pull is in.
+        let records = Mutex<[(String, Int64)]>([("future", far), ("a", now - 1000)])
+        endpoint.respondWithQuery { method, target, _ in
+            if target == "/v1/" { return .init(body: #"{"settings":{"batch_max_requests":25},"capabilities":{}}"#) }
+            if method == "PUT" { return .init(status: 412, body: "{}") }
+            if target.hasPrefix("/v1/buckets/b/collections?") { return .init(body: #"{"data":[{"id":"note"}]}"#) }
+            guard target.hasPrefix("/v1/buckets/b/collections/note/records") else { return nil }
+            let since = target.components(separatedBy: "_since=").dropFirst().first.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
+            let all = records.withLock { $0 }
+            let listed = all.filter { $0.1 > since }.sorted { $0.1 < $1.1 }
+                .map { #"{"id":"\#($0.0)","last_modified":\#($0.1),"title":"\#($0.0)"}"# }
+            return .init(headers: [("ETag", "\"\(all.map(\.1).max() ?? 0)\"")], body: #"{"data":[\#(listed.joined(separator: ","))]}"#)
+        }
+        try await endpoint.start()
+        let folder = try TempFolder("kinto-watermark")
+        defer { folder.remove() }
+        let url = endpoint.url + "/v1"
+        let adapter = AdapterMaker { context in
+            KintoEndpoint(
+                transport: HTTPTransport(baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+                bucket: "b", credential: context.credential, selection: context.selection)
+        }
+        let agent = try await TestAgent.start(folder: folder, endpoint: "kinto+" + url + "/buckets/b", token: "u:p", adapter: adapter) {
+            $0.pollInterval = .milliseconds(200)
+        }
+        #expect(await eventually { folder.exists("note/a.json") }, "\(agent.logs.all.suffix(5))")
+        records.withLock { $0.append(("later", now + 1000)) }
+        #expect(await eventually { folder.exists("note/later.json") }, "a later change still comes: \(agent.logs.all.suffix(5))")
+        #expect(!folder.exists("note/future.json"))
+        #expect(agent.logs.count(containing: "last_modified \(far) is later than") == 1, "refused with why, once")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+}
+}
