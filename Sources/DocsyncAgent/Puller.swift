@@ -54,6 +54,7 @@ actor Puller {
         var failures = 0
         var first = true
         var idle = IdleReturns()
+        var stuck = 0
         while !stopping {
             let longPoll = endpoint.capabilities.pull == .longPoll
             let wait: Duration? = first || !longPoll ? nil : .seconds(self.wait)
@@ -77,6 +78,7 @@ actor Puller {
                 }
                 failures = 0
                 first = step.more
+                stuck = noteStuck(step, after: stuck)
                 if !step.more && endpoint.capabilities.pull == .poll { await stopped.wait(timeout: pollInterval) }
                 if let pause = idle.after(step, longPoll: wait != nil, took: ContinuousClock.now - began, policy: policy) {
                     if idle.streak == IdleReturns.reported {
@@ -103,6 +105,17 @@ actor Puller {
                 await stopped.wait(timeout: delay)
             }
         }
+    }
+
+    /// Counts pulls in a row that found the endpoint's cursor stuck (see ``Step/stuck``); says so
+    /// at the first.
+    private func noteStuck(_ step: Step, after streak: Int) -> Int {
+        guard step.stuck else { return 0 }
+        if streak == 0 {
+            logger.warning("the endpoint says more changes wait but its cursor does not move (does it ignore it?); asking at the poll interval")
+            metrics.repeated("pull")
+        }
+        return streak + 1
     }
 
     /// Writes again, each when its backoff ends, the pulled changes that could not be written
@@ -150,6 +163,9 @@ actor Puller {
     struct Step: Sendable {
         var more: Bool
         var changed: Int
+        /// The endpoint said more was waiting, but its cursor did not move and nothing changed (a
+        /// server that ignores the cursor, as a Kinto ignoring `_since`): not asked again at once.
+        var stuck = false
     }
 
     /// One call: applies what changed since the stored cursor.
@@ -184,6 +200,9 @@ actor Puller {
             // and the pull backs off like any failed one instead of asking again at once.
             logger.error("cannot apply pulled changes", metadata: ["error": "\(error)"])
             throw .localFile("cannot apply pulled changes: \(error)")
+        }
+        if reply.more, !reply.missedDeletions, taken.changed == 0, let sent = cursor, reply.cursor?.text == sent.text {
+            return Step(more: false, changed: 0, stuck: true)
         }
         return Step(more: reply.more || reply.missedDeletions, changed: taken.changed)
     }

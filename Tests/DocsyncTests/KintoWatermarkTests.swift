@@ -11,6 +11,51 @@ import Testing
 /// is never followed past what its clock and the collection's own timestamp allow.
 extension HeavySuites {
 @Suite(.serialized) struct KintoWatermarkTests {
+    /// An agent on bucket `b` of the hostile Kinto at `endpoint`.
+    static func agent(_ folder: TempFolder, _ endpoint: HostileEndpoint, poll: Duration) async throws -> TestAgent {
+        let url = endpoint.url + "/v1"
+        let adapter = AdapterMaker { context in
+            KintoEndpoint(
+                transport: HTTPTransport(baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+                bucket: "b", credential: context.credential, selection: context.selection)
+        }
+        return try await TestAgent.start(folder: folder, endpoint: "kinto+" + url + "/buckets/b", token: "u:p", adapter: adapter) { $0.pollInterval = poll }
+    }
+
+    /// The routes every hostile Kinto here answers the same; `nil` for a records listing.
+    static func bucketRoutes(_ method: String, _ target: String) -> HostileEndpoint.Answer? {
+        if target == "/v1/" { return .init(body: #"{"settings":{"batch_max_requests":25},"capabilities":{}}"#) }
+        if method == "PUT" { return .init(status: 412, body: "{}") }
+        if target.hasPrefix("/v1/buckets/b/collections?") { return .init(body: #"{"data":[{"id":"note"}]}"#) }
+        return nil
+    }
+
+    /// Regression: a Kinto that ignores `_since` and has a full page of records was listed six
+    /// times a second for ever (64 % of a core): each page said "more", and nothing moved.
+    @Test func aKintoThatIgnoresSinceIsNotListedAgainAtOnce() async throws {
+        let endpoint = HostileEndpoint()
+        let listings = Mutex(0)
+        let page = (0..<1000).map { #"{"id":"r\#($0)","last_modified":\#(1_700_000_000_000 + $0)}"# }.joined(separator: ",")
+        endpoint.respondWithQuery { method, target, _ in
+            if let answer = Self.bucketRoutes(method, target) { return answer }
+            guard target.hasPrefix("/v1/buckets/b/collections/note/records") else { return nil }
+            listings.withLock { $0 += 1 }
+            return .init(headers: [("ETag", "\"1700000000999\"")], body: #"{"data":[\#(page)]}"#)  // whatever `_since` says
+        }
+        try await endpoint.start()
+        let folder = try TempFolder("kinto-since")
+        defer { folder.remove() }
+        let agent = try await Self.agent(folder, endpoint, poll: .seconds(2))
+        #expect(await eventually { folder.exists("note/r999.json") }, "\(agent.logs.all.suffix(5))")
+        let start = listings.withLock { $0 }
+        try await Task.sleep(for: .seconds(4))  // the window the rate is measured over, not a synchronisation
+        let more = listings.withLock { $0 } - start
+        #expect(more <= 4, "\(more) listings in 4 s")
+        #expect(agent.logs.count(containing: "its cursor does not move") == 1, "said once")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
     /// Regression: a record stamped 9999-12-31 made the agent ask for changes "since 9999-12-31"
     /// from then on: every later change was skipped while `status` said synced.
     @Test func aRecordStampedFarInTheFutureIsRefusedAndLaterChangesStillCome() async throws {
@@ -20,9 +65,7 @@ extension HeavySuites {
         // The server's records: (id, last_modified); "later" is added once the first pull is in.
         let records = Mutex<[(String, Int64)]>([("future", far), ("a", now - 1000)])
         endpoint.respondWithQuery { method, target, _ in
-            if target == "/v1/" { return .init(body: #"{"settings":{"batch_max_requests":25},"capabilities":{}}"#) }
-            if method == "PUT" { return .init(status: 412, body: "{}") }
-            if target.hasPrefix("/v1/buckets/b/collections?") { return .init(body: #"{"data":[{"id":"note"}]}"#) }
+            if let answer = Self.bucketRoutes(method, target) { return answer }
             guard target.hasPrefix("/v1/buckets/b/collections/note/records") else { return nil }
             let since = target.components(separatedBy: "_since=").dropFirst().first.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
             let all = records.withLock { $0 }
@@ -33,15 +76,7 @@ extension HeavySuites {
         try await endpoint.start()
         let folder = try TempFolder("kinto-watermark")
         defer { folder.remove() }
-        let url = endpoint.url + "/v1"
-        let adapter = AdapterMaker { context in
-            KintoEndpoint(
-                transport: HTTPTransport(baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
-                bucket: "b", credential: context.credential, selection: context.selection)
-        }
-        let agent = try await TestAgent.start(folder: folder, endpoint: "kinto+" + url + "/buckets/b", token: "u:p", adapter: adapter) {
-            $0.pollInterval = .milliseconds(200)
-        }
+        let agent = try await Self.agent(folder, endpoint, poll: .milliseconds(200))
         #expect(await eventually { folder.exists("note/a.json") }, "\(agent.logs.all.suffix(5))")
         records.withLock { $0.append(("later", now + 1000)) }
         #expect(await eventually { folder.exists("note/later.json") }, "a later change still comes: \(agent.logs.all.suffix(5))")
