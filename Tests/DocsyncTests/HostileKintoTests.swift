@@ -7,10 +7,11 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Kinto's watermark (`_since`, the newest `last_modified` seen) range-checked: a server's number
-/// is never followed past what its clock and the collection's own timestamp allow.
+/// A Kinto that lies, against the engine's rules: its watermark (`_since`, the newest
+/// `last_modified` seen) range-checked, a listing that ignores `_since` not followed at once, a
+/// write answered 412 every time asked with backoff.
 extension HeavySuites {
-@Suite(.serialized) struct KintoWatermarkTests {
+@Suite(.serialized) struct HostileKintoTests {
     /// An agent on bucket `b` of the hostile Kinto at `endpoint`.
     static func agent(_ folder: TempFolder, _ endpoint: HostileEndpoint, poll: Duration) async throws -> TestAgent {
         let url = endpoint.url + "/v1"
@@ -52,6 +53,38 @@ extension HeavySuites {
         let more = listings.withLock { $0 } - start
         #expect(more <= 4, "\(more) listings in 4 s")
         #expect(agent.logs.count(containing: "its cursor does not move") == 1, "said once")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
+    /// Regression (the rule on Kinto): every write answered 412 with yet another current record
+    /// made 384 batch calls in 20 s; conflicts in a row now back off as on every adapter.
+    @Test func aKintoAnsweringEveryWrite412IsAskedWithBackoff() async throws {
+        let endpoint = HostileEndpoint()
+        let writes = Mutex(0)
+        endpoint.respondWithQuery { method, target, _ in
+            if let answer = Self.bucketRoutes(method, target) { return answer }
+            if target.hasPrefix("/v1/buckets/b/collections/note/records") { return .init(headers: [("ETag", "\"1\"")], body: #"{"data":[]}"#) }
+            guard target == "/v1/batch" else { return nil }
+            let n = writes.withLock { w -> Int in
+                w += 1
+                return w
+            }
+            let existing = #"{"id":"loop","last_modified":\#(1_700_000_000_000 + n),"v":\#(n)}"#
+            return .init(body: #"{"responses":[{"status":412,"path":"/v1/buckets/b/collections/note/records/loop","body":{"details":{"existing":\#(existing)}}}]}"#)
+        }
+        try await endpoint.start()
+        let folder = try TempFolder("kinto-412")
+        defer { folder.remove() }
+        try folder.write("note/loop.json", #"{"id":"loop","docType":"note","v":0}"#)
+        let agent = try await Self.agent(folder, endpoint, poll: .seconds(2))
+        #expect(await eventually { writes.withLock { $0 } >= 3 }, "\(agent.logs.all.suffix(5))")
+        let start = writes.withLock { $0 }
+        try await Task.sleep(for: .seconds(4))  // the window the rate is measured over, not a synchronisation
+        let more = writes.withLock { $0 } - start
+        // The test policy backs off 50 ms doubling to 500 ms: about a dozen calls in 4 s.
+        #expect(more <= 25, "\(more) batch calls in 4 s")
+        #expect(agent.logs.count(containing: "writes in a row with a conflict") == 1, "said once")
         try await agent.stop()
         await endpoint.stop()
     }
