@@ -7,7 +7,7 @@ extension Agent {
     public func syncOnce() async throws -> SyncReport {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
-        try await index.write { try $0.rescheduleAll(at: 0) }
+        try await beginRun()
         await calibrateClock()
         let scanner = self.scanner
         let summary = try await lock.run { try await scanner.fullScan() }
@@ -20,6 +20,7 @@ extension Agent {
             if failure == nil { failure = await puller.pullAll() }
             if failure == nil { failure = await downloader.drain() }
         }
+        if failure == nil, let committer { failure = await committer.drain() }
         await saveCalibration()
         let counts = try await index.read { try $0.statusCounts() }
         return SyncReport(scan: summary, pending: counts.pending, invalid: counts.invalid, rejected: counts.rejected, failure: failure)

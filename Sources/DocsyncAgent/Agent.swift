@@ -208,7 +208,7 @@ public actor Agent {
 
     /// What the index keeps of another run that this one starts over: retry deadlines (of
     /// another run or boot: due now) and where git commits go.
-    private func beginRun() async throws {
+    func beginRun() async throws {
         let gitMode = options.git?.target.said
         try await index.write { tx in
             try tx.rescheduleAll(at: 0)

@@ -53,6 +53,18 @@ actor GitCommitter: Worker {
 
     func run() async { await loop() }
 
+    /// Commits what waits (a one-shot `sync`); why some is still held, if it is.
+    func drain() async -> String? {
+        while true {
+            switch await workRound() {
+            case .progressed: continue
+            case .idle:
+                let waiting = (try? await index.read { try $0.gitChangeCount() }) ?? 0
+                return waiting == 0 ? nil : "\(waiting) pulled changes are not committed to git: \(held ?? "held back")"
+            }
+        }
+    }
+
     func stop() {
         stopping = true
         signal.signal()

@@ -197,6 +197,22 @@ extension HeavySuites {
         #expect(await eventually { (try? git(["status", "--porcelain"], in: repo))?.isEmpty == true }, "\((try? git(["status"], in: repo)) ?? "")")
     }
 
+    /// The one-shot `sync` commits what it pulled before it returns.
+    @Test func aOneShotSyncCommitsWhatItPulled() async throws {
+        let rig = try await Rig(target: .checkedOut)
+        defer { Task { await rig.finish() } }
+        try await rig.agentB.stop()
+        try rig.a.write("note/s.json", #"{"id":"s","title":"pulled by sync"}"#)
+        #expect(await eventually { (try? await APIClient(baseURL: rig.server.url, token: "tok-alice").documents(type: "note")["s"]) != nil })
+        try rig.tokens.write("bob.token", "tok-bob\n")
+        let (status, _, err) = try await runDocsync(
+            ["sync", rig.repo.path, "--endpoint", rig.server.url, "--token-file", rig.tokens.file("bob.token"), "--git-commit"],
+            logDirectory: rig.tokens.path)
+        #expect(status == 0, "\(err.suffix(1500))")
+        let newest = try rig.log().first ?? ""
+        #expect(newest.hasPrefix("alice|") && newest.contains("note/s: new"), "without --authors, the token's name: \(newest)")
+    }
+
     @Test func aBranchOfItsOwnLeavesHeadTheIndexAndTheWorkTreesStatusAlone() async throws {
         let rig = try await Rig(target: .branch("docsync/pulled"))
         defer { Task { await rig.finish() } }
