@@ -1,3 +1,4 @@
+import DocsyncFiles
 import DocsyncGit
 import DocsyncIndex
 import DocsyncModel
@@ -77,7 +78,7 @@ actor GitCommitter: Worker {
             guard !changes.isEmpty else { return .idle(nil) }
             let planned = Self.groups(changes).compactMap { plan($0, in: writer.repository) }
             var outcome = GitHistoryWriter.Outcome.nothingToCommit
-            if !planned.isEmpty { outcome = try await writer.commit(planned.map(\.plan)) }
+            if !planned.isEmpty { outcome = try await writer.commit(planned) }
             if case .held(let why) = outcome {
                 await hold(why)
                 return .idle(.seconds(1))
@@ -113,21 +114,23 @@ actor GitCommitter: Worker {
 
     /// The commit of one group: the changes whose files are still as docsync wrote them; `nil`
     /// when none is.
-    private func plan(_ group: [IndexTransaction.GitChange], in repository: GitRepository) -> (plan: GitCommitPlan, count: Int)? {
+    private func plan(_ group: [IndexTransaction.GitChange], in repository: GitRepository) -> GitCommitPlan? {
         let kept = group.map { ($0, committed($0, in: repository)) }.filter { !$0.1.isEmpty }
         guard !kept.isEmpty else { return nil }
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let plan = GitCommitPlan(
+        let now = Self.wallNow
+        return GitCommitPlan(
             author: GitIdentity.author(group[0].author, authors: options.authors),
             authorTime: group.map(\.changedAt).max().flatMap { $0 > 0 ? $0 : nil } ?? now,
             committerTime: now, message: Self.message(kept.map(\.0)), entries: kept.flatMap(\.1))
-        return (plan, kept.count)
     }
+
+    /// This machine's time (Unix ms): a commit's committer date, and what `status` shows.
+    static var wallNow: Int64 { FileSystem.realtimeNanoseconds() / 1_000_000 }
 
     /// The changes are done with: committed, or already in the branch, or left to the user.
     private func settle(_ changes: [IndexTransaction.GitChange], outcome: GitHistoryWriter.Outcome, commits: Int) async throws {
         let seqs = changes.map(\.seq)
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = Self.wallNow
         try await index.write { tx in
             try tx.removeGitChanges(seqs: seqs)
             if case .committed(let sha) = outcome { try tx.setMeta(.gitLastCommit, "\(sha) \(now)") }
@@ -168,7 +171,7 @@ actor GitCommitter: Worker {
         guard why != held else { return }
         held = why
         if let why { logger.warning("pulled changes are not committed to git for now: \(why)") }
-        let value = why.map { "\($0)\t\(Int64(Date().timeIntervalSince1970 * 1000))" }
+        let value = why.map { "\($0)\t\(Self.wallNow)" }
         _ = try? await index.write { try $0.setMeta(.gitHeld, value) }
     }
 }

@@ -34,15 +34,19 @@ struct GitRecorder: Sendable {
 
     func after(_ batch: [JSONObject], before: [String: Before]) async throws {
         let changes = try await index.read { tx in
-            try batch.compactMap { remote in try Self.change(remote, before: before[remote["id"]?.string ?? ""], tx: tx) }
+            let docs = try tx.documents(ids: batch.compactMap { $0["id"]?.string })
+            return try batch.compactMap { remote -> IndexTransaction.GitChange? in
+                guard let id = remote["id"]?.string, let doc = docs[id] else { return nil }
+                return try Self.change(remote, doc: doc, before: before[id], tx: tx)
+            }
         }
         guard !changes.isEmpty else { return }
         try await index.write { try $0.recordGitChanges(changes) }
         committer.signal()
     }
 
-    private static func change(_ remote: JSONObject, before: Before?, tx: IndexTransaction) throws -> IndexTransaction.GitChange? {
-        guard let id = remote["id"]?.string, let doc = try tx.document(id: id) else { return nil }
+    private static func change(_ remote: JSONObject, doc: DocumentRow, before: Before?, tx: IndexTransaction) throws -> IndexTransaction.GitChange? {
+        let id = doc.id
         let author = remote[DocumentRules.updatedByKey]?.string
         let stamp = ChangeApplier.changeStamp(of: remote)
         if doc.deletedAt != nil {

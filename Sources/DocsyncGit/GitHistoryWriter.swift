@@ -58,18 +58,20 @@ public struct GitHistoryWriter: Sendable {
         for _ in 0..<Self.attempts {
             let old = try await repository.commit(of: ref)
             // Made again only when the branch moved: a user's `git add` changes the index alone.
-            if made == nil || made?.on != old {
+            let commit: String
+            if let made, made.on == old {
+                commit = made.commit
+            } else {
                 let built = try await builder.build(plan, parent: old)
                 if built.tree == built.parentTree { return .nothingToCommit }
-                made = (old, built.commit)
+                (made, commit) = ((old, built.commit), built.commit)
             }
-            guard let built = made else { continue }
-            let (before, after) = try await followingIndex(old: old, new: built.commit)
+            let (before, after) = try await followingIndex(old: old, new: commit)
             let swap = HeadSwap.Plan(
-                gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: built.commit,
+                gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: commit,
                 indexBefore: before, indexAfter: after, reflog: "docsync: pulled changes")
             switch try HeadSwap.swap(swap) {
-            case .done: return .committed(built.commit)
+            case .done: return .committed(commit)
             case .changed: continue
             case .busy(let why):
                 busy = why

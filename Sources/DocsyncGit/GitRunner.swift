@@ -21,8 +21,6 @@ struct GitRunner: Sendable {
     let executable: String
     /// Where commands run (`git -C`).
     let directory: String
-    /// Variables set for every command (a private index, a fixed locale).
-    var environment: [String: String] = [:]
 
     /// The runner for `directory`; fails when git is not installed.
     static func find(in directory: String) throws(GitError) -> GitRunner {
@@ -62,7 +60,6 @@ struct GitRunner: Sendable {
         env["GIT_COMMITTER_NAME"] = "docsync"
         env["GIT_COMMITTER_EMAIL"] = "docsync@localhost"
         env["LC_ALL"] = "C"
-        env.merge(environment) { _, new in new }
         env.merge(extra) { _, new in new }
         process.environment = env
         let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())

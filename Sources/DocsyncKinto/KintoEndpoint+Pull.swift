@@ -31,10 +31,11 @@ extension KintoEndpoint {
             refused += reply.isolated
             // The collection's own timestamp older than a record this folder saw: its history
             // went back.
-            if let since = position.since[collection], let etag = Self.etag(reply), etag < since {
+            let etag = Self.etag(reply)
+            if let since = position.since[collection], let etag, etag < since {
                 return try reset("collection \(collection) is older than what this folder saw")
             }
-            let latest = Self.latestBelievable(etag: Self.etag(reply), now: http.clock?.now())
+            let latest = Self.latestBelievable(etag: etag, now: http.clock?.now())
             for case .object(let record) in records {
                 guard let id = record["id"]?.string, KintoForm.isKintoID(id), let modified = KintoForm.revision(record) else { continue }
                 // A stamp past the collection's own timestamp or a day past the server's time is
