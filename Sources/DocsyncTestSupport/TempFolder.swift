@@ -72,6 +72,14 @@ public func eventually(
     }
 }
 
+/// How much each of the counts `read` gives (calls a fake server counts) grew over `window`: the
+/// rate a looping agent would show. The wait is the window measured, not a synchronisation.
+public func growth(over window: Duration, of read: () -> [Int]) async throws -> [Int] {
+    let start = read()
+    try await Task.sleep(for: window)
+    return zip(read(), start).map { $0 - $1 }
+}
+
 extension TempFolder {
     /// Writes `size` bytes of pseudo-random content (distinct for each `seed`) in 1 MiB pieces, and
     /// returns their SHA-256. Memory stays at one piece whatever the size.

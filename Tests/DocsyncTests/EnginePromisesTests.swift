@@ -165,9 +165,8 @@ extension HeavySuites {
         try folder.write("note/loop.json", #"{"id":"loop","docType":"note","v":0}"#)
         let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
         #expect(await eventually { writes.withLock { $0 } >= 3 })
-        let (startWrites, startPulls) = (writes.withLock { $0 }, pulls.withLock { $0 })
-        try await Task.sleep(for: .seconds(4))  // the window the rate is measured over, not a synchronisation
-        let (moreWrites, morePulls) = (writes.withLock { $0 } - startWrites, pulls.withLock { $0 } - startPulls)
+        let grown = try await growth(over: .seconds(4)) { [writes.withLock { $0 }, pulls.withLock { $0 }] }
+        let (moreWrites, morePulls) = (grown[0], grown[1])
         // The test policy backs off 50 ms doubling to 500 ms: about a dozen calls in 4 s.
         #expect(moreWrites <= 25, "\(moreWrites) writes in 4 s")
         #expect(morePulls <= 25, "\(morePulls) pulls in 4 s: long polls answered at once are asked with backoff")

@@ -48,9 +48,7 @@ extension HeavySuites {
         defer { folder.remove() }
         let agent = try await Self.agent(folder, endpoint, poll: .seconds(2))
         #expect(await eventually { folder.exists("note/r999.json") }, "\(agent.logs.all.suffix(5))")
-        let start = listings.withLock { $0 }
-        try await Task.sleep(for: .seconds(4))  // the window the rate is measured over, not a synchronisation
-        let more = listings.withLock { $0 } - start
+        let more = try await growth(over: .seconds(4)) { [listings.withLock { $0 }] }[0]
         #expect(more <= 4, "\(more) listings in 4 s")
         #expect(agent.logs.count(containing: "its cursor does not move") == 1, "said once")
         try await agent.stop()
@@ -79,9 +77,7 @@ extension HeavySuites {
         try folder.write("note/loop.json", #"{"id":"loop","docType":"note","v":0}"#)
         let agent = try await Self.agent(folder, endpoint, poll: .seconds(2))
         #expect(await eventually { writes.withLock { $0 } >= 3 }, "\(agent.logs.all.suffix(5))")
-        let start = writes.withLock { $0 }
-        try await Task.sleep(for: .seconds(4))  // the window the rate is measured over, not a synchronisation
-        let more = writes.withLock { $0 } - start
+        let more = try await growth(over: .seconds(4)) { [writes.withLock { $0 }] }[0]
         // The test policy backs off 50 ms doubling to 500 ms: about a dozen calls in 4 s.
         #expect(more <= 25, "\(more) batch calls in 4 s")
         #expect(agent.logs.count(containing: "writes in a row with a conflict") == 1, "said once")
