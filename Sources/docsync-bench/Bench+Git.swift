@@ -29,7 +29,7 @@ extension Bench {
 
     /// Until the agent's index holds no pulled change waiting for its commit, and one was made.
     func waitForCommits(in folder: String, process: DocsyncProcess) async throws {
-        let db = try DatabaseQueue(path: folder + "/.docsync/index.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let db = try readOnly(folder + "/.docsync/index.sqlite")
         while true {
             let done = try? await db.read { db -> Bool in
                 let waiting = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM git_change") ?? 1

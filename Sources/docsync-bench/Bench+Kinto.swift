@@ -42,7 +42,7 @@ extension Bench {
     /// Waits until the agent's index records `count` files in `folder` and nothing is queued.
     private func waitForDelivered(in folder: String, count: Int, process: DocsyncProcess) async throws {
         try await waitForRecordedFiles(in: folder, atLeast: count, process: process)
-        let db = try DatabaseQueue(path: folder + "/.docsync/index.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let db = try readOnly(folder + "/.docsync/index.sqlite")
         while try await db.read({ try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }) > 0 {
             guard process.isRunning else { throw ProcessFailure("agent exited: \(process.stderr.suffix(2000))") }
             try await Task.sleep(for: .milliseconds(20))

@@ -245,7 +245,7 @@ struct Bench: AsyncParsableCommand {
         var db: DatabaseQueue?
         while true {
             if db == nil, FileManager.default.fileExists(atPath: path) {
-                db = try? DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+                db = try? readOnly(path)
             }
             if let db, let n = try? await db.read({ try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM file WHERE state = 'ok'") ?? 0 }), n >= count { return }
             guard process.isRunning else { throw ProcessFailure("agent exited: \(process.stderr)") }
@@ -303,7 +303,7 @@ struct Bench: AsyncParsableCommand {
             try write(document(i, prefix: prefix, type: prefix == "d" ? "bench" : "bench-base", edit: 1), to: "\(dir)/g\(i / 100)/\(prefix)\(i).json")
             closedAt["\(prefix)\(i)"] = SystemClockSeam().wallNanoseconds()
         }
-        let db = try DatabaseQueue(path: server + "/documents.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let db = try readOnly(server + "/documents.sqlite")
         let deadline = now() + 60_000_000_000
         var stored: [String: Int64] = [:]
         while now() < deadline {
@@ -366,6 +366,13 @@ struct Bench: AsyncParsableCommand {
             while try await group.next() != nil { if next < count { add() } }
         }
     }
+}
+
+/// A database the agent or the server writes, opened to read it only.
+func readOnly(_ path: String) throws -> DatabaseQueue {
+    var configuration = Configuration()
+    configuration.readonly = true
+    return try DatabaseQueue(path: path, configuration: configuration)
 }
 
 func fmt(_ v: Double, _ digits: Int = 1) -> String {
