@@ -91,6 +91,9 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // JSON Schema draft 2020-12 on our JSON value: compiled once, checked exactly (numbers as
+        // literals), bounded against hostile schemas. No maintained Swift library is in our mirror.
+        .target(name: "DocsyncSchema", dependencies: ["DocsyncModel"]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
         .target(name: "DocsyncGit"),
@@ -160,7 +163,7 @@ let package = Package(
         .testTarget(name: "DocsyncTests", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
             "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncPostgres",
-            "DocsyncTestSupport", "DocsyncConfig", "DocsyncSQL",
+            "DocsyncTestSupport", "DocsyncConfig", "DocsyncSQL", "DocsyncSchema",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -2,7 +2,8 @@
 # Installs what docsync needs on a fresh Debian/Ubuntu machine that already has Swift:
 # the SQLite headers GRDB links against, PostgreSQL (the tests start throw-away clusters of it),
 # headless Chromium (the status page is tested in it),
-# git (the git history tests use real repositories), and the tools the tests and the benchmark use.
+# git (the git history tests use real repositories), the JSON-Schema-Test-Suite (the schema
+# validator's conformance tests), and the tools the tests and the benchmark use.
 set -euo pipefail
 packages=(libsqlite3-dev sqlite3 util-linux inotify-tools curl python3 postgresql chromium git)
 missing=()
@@ -26,4 +27,16 @@ if [ ! -x "$root/.venv-kinto/bin/kinto" ]; then
     python3 -m venv "$root/.venv-kinto"
   }
   "$root/.venv-kinto/bin/pip" install -q "kinto==26.5.0" "kinto-attachment==8.0.0"
+fi
+# The JSON-Schema-Test-Suite, as the `jsonschema` project ships it inside its source package on
+# PyPI (json/): the draft 2020-12 tests and their remotes, unpacked to .schema-suite/ for
+# SchemaSuiteTests. Pinned, so the pass counts in README stay comparable.
+suite="$root/.schema-suite"
+if [ ! -f "$suite/tests/draft2020-12/ref.json" ]; then
+  download="$(mktemp -d)"
+  python3 -m pip download -q --no-deps --no-binary :all: "jsonschema==4.26.0" -d "$download"
+  tar -xzf "$download/jsonschema-4.26.0.tar.gz" -C "$download"
+  rm -rf "$suite"
+  mv "$download/jsonschema-4.26.0/json" "$suite"
+  rm -rf "$download"
 fi
