@@ -98,7 +98,7 @@ let package = Package(
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
         .target(name: "DocsyncGit"),
         .target(name: "DocsyncAgent", dependencies: [
-            "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock", "DocsyncGit",
+            "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock", "DocsyncGit", "DocsyncSchema",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
@@ -132,7 +132,7 @@ let package = Package(
         .executableTarget(name: "docsync", dependencies: [
             "DocsyncConfig",
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
-            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "CGlibcExtras",
+            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "DocsyncSchema", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),

@@ -13,7 +13,7 @@ extension SchemaCompiler {
             default: throw .badValue("a schema is an object or a boolean, not \(source.value.kindName)")
             }
         } catch {
-            throw SchemaProblem(location: node.location, reason: error)
+            throw SchemaProblem(location: node.location, reason: error, document: source.document - CompiledSchemas.metaDocuments.count)
         }
     }
 

@@ -86,7 +86,9 @@ final class SchemaCompiler {
     func scan(_ value: JSONValue, document: Int, path: String, base: SchemaURI, resource: Int) throws(SchemaProblem) -> Int {
         if let known = nodeByPath[Self.pathKey(document, path)] { return known }
         guard nodes.count < Self.maxNodes else {
-            throw SchemaProblem(location: resources[resource].uri, reason: .tooLarge("more than \(Self.maxNodes) subschemas"))
+            throw SchemaProblem(
+                location: resources[resource].uri, reason: .tooLarge("more than \(Self.maxNodes) subschemas"),
+                document: document - CompiledSchemas.metaDocuments.count)
         }
         var base = base, resource = resource
         if case .object(let object) = value, case .string(let id)? = object["$id"] {

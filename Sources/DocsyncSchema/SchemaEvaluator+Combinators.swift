@@ -15,7 +15,7 @@ extension SchemaEvaluator {
                 if !annotate { break }
             }
             if passed == 0 {
-                fail("anyOf", "matches none of the \(node.anyOf.count) alternatives under anyOf")
+                fail("anyOf", "matches none of the alternatives under anyOf: " + reasons(node.anyOf, instance))
                 valid = false
             }
         }
@@ -25,7 +25,7 @@ extension SchemaEvaluator {
             if passed == 1 {
                 local.merge(branch)
             } else {
-                fail("oneOf", passed == 0 ? "matches none of the \(node.oneOf.count) alternatives under oneOf"
+                fail("oneOf", passed == 0 ? "matches none of the alternatives under oneOf: " + reasons(node.oneOf, instance)
                                           : "matches \(passed) of the alternatives under oneOf, and exactly one is allowed")
                 valid = false
             }
@@ -54,5 +54,20 @@ extension SchemaEvaluator {
         }
         guard let otherwise = node.elseSchema else { return true }
         return evaluate(otherwise, instance, annotate: annotate, into: &local)
+    }
+
+    /// Why each alternative failed, first reason of each, for a message that says what would pass.
+    /// Only asked when the message will be recorded.
+    private func reasons(_ alternatives: [Int], _ instance: JSONValue) -> String {
+        guard quiet == 0 else { return "" }
+        let here = pointer
+        let found: [String] = alternatives.prefix(4).compactMap { child in
+            let saved = violations.count
+            var ignored = Annotations()
+            _ = evaluate(child, instance, annotate: false, into: &ignored)
+            defer { violations.removeSubrange(saved...) }
+            return violations[saved...].first.map { $0.instance == here ? $0.message : $0.description }
+        }
+        return found.joined(separator: "; or ") + (alternatives.count > 4 ? "; or …" : "")
     }
 }

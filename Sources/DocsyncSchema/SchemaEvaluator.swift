@@ -25,7 +25,7 @@ final class SchemaEvaluator {
 
     /// Nested evaluations past this are refused with a violation: a schema that refers to itself
     /// without consuming the instance (`{"$ref": "#"}`) would otherwise never end.
-    static let maxDepth = 400
+    static let maxDepth = 2000
 
     let nodes: [SchemaNode]
     let resources: [SchemaResource]

@@ -14,10 +14,13 @@ public struct SchemaProblem: Error, Sendable, Hashable, CustomStringConvertible 
     /// The schema's URI and the JSON pointer of the subschema (`docsync:schema/invoice#/properties/total`).
     public var location: String
     public var reason: Reason
+    /// Which of the documents given to `CompiledSchemas.compile` it is in, when known.
+    public var document: Int?
 
-    public init(location: String, reason: Reason) {
+    public init(location: String, reason: Reason, document: Int? = nil) {
         self.location = location
         self.reason = reason
+        self.document = document
     }
 
     public var description: String {

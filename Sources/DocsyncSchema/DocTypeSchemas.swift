@@ -1,0 +1,94 @@
+import DocsyncModel
+
+/// The schemas of a folder or a server: documents of docType `schema`, each the JSON Schema of the
+/// docType its `id` names (`schema/invoice.json` with `"id": "invoice"` describes `invoice`).
+///
+/// Built once from all of them (schemas may refer to each other by `$id`, or by
+/// `docsync:schema/<docType>`, the name each one has without an `$id`). A schema that is not a
+/// valid draft 2020-12 schema is left out and reported; the others still apply.
+public struct DocTypeSchemas: Sendable {
+    /// The docType of schema documents.
+    public static let docType = "schema"
+
+    /// A document's fields that are not its content: identity and the sync layer's stamps. They
+    /// are neither keywords of a schema document nor checked in a document.
+    public static func isBookkeeping(_ key: String) -> Bool {
+        key == "id" || key == "docType" || DocumentRules.isReserved(key)
+    }
+
+    /// The URI a schema is known by when it has no `$id`.
+    public static func uri(ofDocType docType: String) -> String { "docsync:schema/\(docType)" }
+
+    /// Schema documents that cannot be used, by id, with the reasons.
+    public private(set) var problems: [String: [String]] = [:]
+    private var compiled: CompiledSchemas?
+    private var uris: [String: String] = [:]
+
+    public init() {}
+
+    /// `schemas` maps each schema document's id to its body (as the file or the server holds it).
+    public init(_ schemas: [String: JSONObject], assertFormats: Bool = false) {
+        var documents: [String: SchemaDocument] = [:]
+        for (id, body) in schemas {
+            if let why = Self.problem(ofSchemaDocument: id, body) {
+                problems[id] = why
+            } else {
+                documents[id] = SchemaDocument(uri: Self.uri(ofDocType: id), value: .object(Self.content(of: body)))
+            }
+        }
+        // A schema that does not compile (a `$ref` to nothing, a bad pattern) is dropped and the
+        // rest compiled again, so one broken schema does not take the others with it.
+        while !documents.isEmpty {
+            do {
+                let ordered = documents.sorted { $0.key < $1.key }
+                compiled = try CompiledSchemas.compile(ordered.map(\.value), assertFormats: assertFormats)
+                uris = Dictionary(uniqueKeysWithValues: ordered.map { ($0.key, $0.value.uri) })
+                return
+            } catch {
+                let culprit = error.document.flatMap { $0 < documents.count ? documents.keys.sorted()[$0] : nil }
+                    ?? documents.keys.sorted()[0]
+                problems[culprit, default: []].append(error.description)
+                documents[culprit] = nil
+            }
+        }
+    }
+
+    /// The docTypes with a usable schema.
+    public var docTypes: Set<String> { Set(uris.keys) }
+
+    public var isEmpty: Bool { uris.isEmpty }
+
+    /// How `document` (of `docType`) fails its schema: nil when the docType has none, empty when
+    /// it conforms.
+    public func violations(of document: JSONObject, docType: String, limit: Int = 20) -> [SchemaViolation]? {
+        guard let uri = uris[docType], let compiled else { return nil }
+        return compiled.violations(of: .object(Self.content(of: document)), against: uri, maxViolations: limit)
+    }
+
+    /// Whether `document` conforms (true when its docType has no schema), without messages.
+    public func conforms(_ document: JSONObject, docType: String) -> Bool {
+        guard let uri = uris[docType], let compiled else { return true }
+        return compiled.conforms(.object(Self.content(of: document)), to: uri)
+    }
+
+    /// The document without its bookkeeping fields.
+    public static func content(of document: JSONObject) -> JSONObject {
+        guard document.members.contains(where: { isBookkeeping($0.key) }) else { return document }
+        return JSONObject(document.members.filter { !isBookkeeping($0.key) })
+    }
+
+    /// Why a schema document cannot be used on its own: its id is not a docType, or it is not a
+    /// valid draft 2020-12 schema (checked against the meta-schema).
+    public static func problem(ofSchemaDocument id: String, _ body: JSONObject) -> [String]? {
+        if let why = DocumentRules.docTypeProblem(id) { return ["its id \(Quote.text(id)) is not a docType: \(why)"] }
+        let violations = metaSchema.violations(of: .object(content(of: body)), against: CompiledSchemas.draft202012, maxViolations: 20)
+        guard !violations.isEmpty else { return nil }
+        return violations.map { "not a valid JSON Schema (draft 2020-12): \($0.description)" }
+    }
+
+    /// The meta-schemas alone, compiled once per process.
+    static let metaSchema: CompiledSchemas = {
+        // The embedded meta-schemas compile; the conformance tests hold them to it.
+        try! CompiledSchemas.compile([])
+    }()
+}
