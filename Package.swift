@@ -104,7 +104,7 @@ let package = Package(
         ]),
         // The reference endpoint (`docsync serve`): Hummingbird 2 over an embedded SQLite store.
         .target(name: "DocsyncServer", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncSQL",
+            "DocsyncModel", "DocsyncClock", "DocsyncSQL", "DocsyncSchema",
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -56,6 +56,8 @@ public struct ReferenceServer: Sendable {
         /// How long a tombstone is kept after its deletion before it is purged; `nil`: forever.
         public var tombstoneRetention: Duration? = Self.defaultTombstoneRetention
         public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
+        /// Refuse documents that fail their docType's stored schema (see ``SchemaEnforcement``).
+        public var enforceSchemas = false
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes,
@@ -137,8 +139,11 @@ public struct ReferenceServer: Sendable {
         let limit = configuration.maxDocumentBytes + ProtocolLimits.envelopeSlack
         let pace = configuration.connections
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
-        DocumentRoutes(store: store, feed: feed, limit: limit, pace: pace, now: now).add(to: router)
-        SyncRoute(store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now).add(to: router)
+        let schemas = configuration.enforceSchemas ? SchemaEnforcement(store: store) : nil
+        DocumentRoutes(store: store, feed: feed, limit: limit, pace: pace, now: now, schemas: schemas).add(to: router)
+        SyncRoute(
+            store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now, schemas: schemas
+        ).add(to: router)
         UploadRoutes(
             store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes,
             publicURL: configuration.publicURL, listening: listening, pace: pace, now: now

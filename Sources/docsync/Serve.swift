@@ -37,6 +37,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "How long a deleted document's tombstone is kept before it is purged: 30d, 12h, 90m, 3s, or 'forever'. Agents offline for longer reconcile in full.")
     var tombstoneRetention = "30d"
 
+    @Flag(help: "Refuse a document that fails its docType's schema (a stored document of docType schema whose id is the docType): 422 with the violations, or the batch call's error for that document alone.")
+    var enforceSchemas = false
+
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         _ = try parseRetention(tombstoneRetention)
@@ -67,6 +70,7 @@ struct Serve: AsyncParsableCommand {
         configuration.tokenFile = tokenFile.map(absolutePath)
         configuration.metricsText = { MetricsExport.text() }
         configuration.tombstoneRetention = try parseRetention(tombstoneRetention)
+        configuration.enforceSchemas = enforceSchemas
         if let tlsCert, let tlsKey {
             let tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey))
             if let problem = try? tls.validityProblem(now: Int64(Date().timeIntervalSince1970)) { logger.warning("\(problem)") }

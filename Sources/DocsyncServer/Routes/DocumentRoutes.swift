@@ -13,6 +13,8 @@ struct DocumentRoutes: Sendable {
     let limit: Int
     let pace: ConnectionLimits
     let now: @Sendable () -> Int64
+    /// `--enforce-schemas`: documents that fail their docType's schema are refused.
+    let schemas: SchemaEnforcement?
 
     func add(to router: Router<ServerRequestContext>) {
         addWrites(to: router)
@@ -21,10 +23,11 @@ struct DocumentRoutes: Sendable {
 
     /// `PUT`, `POST` and `DELETE /api/document`.
     private func addWrites(to router: Router<ServerRequestContext>) {
-        let (store, feed, limit, pace, now) = (self.store, self.feed, self.limit, self.pace, self.now)
+        let (store, feed, limit, pace, now, schemas) = (self.store, self.feed, self.limit, self.pace, self.now, self.schemas)
         router.put("/api/document") { request, context in
             try await ReferenceServer.respond {
                 let object = try StoreRules.validate(try await ReferenceServer.json(request, limit: limit, pace: pace), requireID: true)
+                try await schemas?.check(object)
                 var ifMatch: Int64?
                 if let header = request.headers[.ifMatch] {
                     guard let rev = Int64(header.trimmingCharacters(in: CharacterSet(charactersIn: "\" W/"))) else {
@@ -34,6 +37,7 @@ struct DocumentRoutes: Sendable {
                 }
                 let stored = try await store.put(
                     StoreRules.authored(object, by: context.author), now: now(), ifMatch: ifMatch, client: ReferenceServer.client(request))
+                schemas?.wrote(docType: object["docType"]?.string)
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
@@ -44,8 +48,10 @@ struct DocumentRoutes: Sendable {
                 if object["id"] == nil {
                     object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
                 }
+                try await schemas?.check(object)
                 let stored = try await store.put(
                     StoreRules.authored(object, by: context.author), now: now(), mustCreate: true, client: ReferenceServer.client(request))
+                schemas?.wrote(docType: object["docType"]?.string)
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
@@ -56,6 +62,7 @@ struct DocumentRoutes: Sendable {
                       let id = o["id"]?.string, let docType = o["docType"]?.string
                 else { throw StoreError(400, "DELETE needs a body {\"id\": …, \"docType\": …}") }
                 let stored = try await store.delete(id: id, docType: docType, now: now(), author: context.author)
+                schemas?.wrote(docType: docType)
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }

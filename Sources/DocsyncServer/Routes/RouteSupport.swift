@@ -109,6 +109,7 @@ extension ReferenceServer {
         if let e = error as? StoreError {
             var object = JSONObject([(key: "error", value: .string(e.message))])
             if let current = e.current { object["data"] = current }
+            if let errors = e.errors { object["errors"] = errors }
             return response(.init(code: e.status), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
         }
         let object: JSONValue = ["error": .string("internal error: \(error)")]

@@ -19,6 +19,8 @@ struct SyncRoute: Sendable {
     let batchLimit: Int
     let pace: ConnectionLimits
     let now: @Sendable () -> Int64
+    /// `--enforce-schemas`: documents that fail their docType's schema are refused one by one.
+    let schemas: SchemaEnforcement?
 
     func add(to router: Router<ServerRequestContext>) {
         router.post("/api/sync") { request, context in
@@ -50,9 +52,12 @@ struct SyncRoute: Sendable {
     private func handle(_ request: Request, author: String?) async throws -> Response {
         let call = try await Self.read(request, limit: batchLimit, pace: pace)
         let client = ReferenceServer.client(request)
+        let (documents, refused) = try await schemas?.partition(call.documents) ?? (call.documents, [])
         var outcome = try await store.sync(
-            since: call.since, documents: StoreRules.authored(call.documents, by: author), now: now(), limit: Self.pageSize, client: client, selection: call.selection,
+            since: call.since, documents: StoreRules.authored(documents, by: author), now: now(), limit: Self.pageSize, client: client, selection: call.selection,
             measureDepth: call.measureDepth)
+        outcome.errors += refused
+        for stored in outcome.stored { schemas?.wrote(docType: stored["docType"]?.string) }
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {
             guard try await holdLongPoll(after: outcome.cursor, wait: call.wait, authorization: request.headers[.authorization]) else {

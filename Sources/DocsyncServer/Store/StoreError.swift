@@ -6,6 +6,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// For 409: the document as currently stored.
     public var current: JSONValue?
+    /// For 422 (`serve --enforce-schemas`): the schema's violations, `[{"instance", "keyword", "message"}]`.
+    public var errors: JSONValue?
 
     public init(_ status: Int, _ message: String, current: JSONValue? = nil) {
         self.status = status

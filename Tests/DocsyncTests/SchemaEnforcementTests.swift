@@ -1,0 +1,78 @@
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// `docsync serve --enforce-schemas`: the real server refuses what fails a stored schema, whoever
+/// sends it (curl here), one document at a time.
+@Suite struct SchemaEnforcementTests {
+    private static let invoiceSchema = #"{"id": "invoice", "docType": "schema", "type": "object", "required": ["total"], "properties": {"total": {"type": "number"}}}"#
+
+    /// `curl -X METHOD URL -d BODY`: the status and the body.
+    private func curl(_ method: String, _ url: String, token: String, body: String) throws -> (Int, JSONValue?) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-sS", "-X", method, "-H", "Authorization: Token token=\(token)", "-H", "Content-Type: application/json",
+                             "--data-binary", body, "-w", "\n%{http_code}", url]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        let status = Int(lines.last ?? "") ?? 0
+        return (status, try? JSONParser.parse(lines.dropLast().joined(separator: "\n")))
+    }
+
+    @Test func aBadDocumentIsRefusedFromCurlAndAloneInABatch() async throws {
+        let work = try TempFolder("enforce")
+        defer { work.remove() }
+        try work.write("token", "tok-enforce\n")
+        let server = try DocsyncProcess(["serve", "--data", work.file("server"), "--port", "0", "--token-file", work.file("token"), "--enforce-schemas"],
+                                        logDirectory: work.path, name: "serve")
+        defer { Task { await server.stop() } }
+        let url = try await server.firstLine()
+        let (schemaStatus, _) = try curl("PUT", url + "/api/document", token: "tok-enforce", body: Self.invoiceSchema)
+        #expect(schemaStatus == 200)
+
+        let (status, reply) = try curl("PUT", url + "/api/document", token: "tok-enforce",
+                                       body: #"{"id": "inv-7", "docType": "invoice", "total": "12.50"}"#)
+        #expect(status == 422)
+        let error = reply?.object?["errors"]?.elements?.first?.object
+        #expect(error?["instance"] == .string("/total"))
+        #expect(error?["keyword"] == .string("type"))
+        #expect(reply?.object?["error"]?.string?.contains(#"/total: expected a number, got the string "12.50""#) == true)
+
+        let api = APIClient(baseURL: url, token: "tok-enforce")
+        let batch = try await api.request("POST", "/api/sync", body: #"""
+            {"since": 0, "documents": [{"id": "inv-8", "docType": "invoice", "total": "x"}, {"id": "inv-9", "docType": "invoice", "total": 9}]}
+            """#)
+        #expect(batch.status == 200)
+        let refused = batch.json?.object?["documents"]?.object?["error"]?.elements ?? []
+        #expect(refused.compactMap { $0.object?["id"]?.string } == ["inv-8"])
+        #expect(refused.first?.object?["errors"]?.elements?.first?.object?["instance"] == .string("/total"))
+        #expect(try await api.request("GET", "/api/document/inv-9").status == 200)
+        #expect(try await api.request("GET", "/api/document/inv-8").status == 404)
+        #expect(try await api.request("GET", "/api/document/inv-7").status == 404)
+    }
+
+    @Test func aNewSchemaAppliesAtOnceAndAnInvalidSchemaIsRefused() async throws {
+        let work = try TempFolder("enforce")
+        defer { work.remove() }
+        try work.write("token", "tok-enforce\n")
+        let server = try DocsyncProcess(["serve", "--data", work.file("server"), "--port", "0", "--token-file", work.file("token"), "--enforce-schemas"],
+                                        logDirectory: work.path, name: "serve")
+        defer { Task { await server.stop() } }
+        let url = try await server.firstLine()
+        let document = #"{"id": "inv-1", "docType": "invoice", "total": "12.50"}"#
+        #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: document).0 == 200, "no schema yet: stored")
+        #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: Self.invoiceSchema).0 == 200)
+        #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: document).0 == 422)
+        let (status, reply) = try curl("PUT", url + "/api/document", token: "tok-enforce", body: #"{"id": "note", "docType": "schema", "type": "objekt"}"#)
+        #expect(status == 422)
+        #expect(reply?.object?["error"]?.string?.contains("not a valid JSON Schema") == true)
+        let removed = try curl("DELETE", url + "/api/document", token: "tok-enforce", body: #"{"id": "invoice", "docType": "schema"}"#)
+        #expect(removed.0 == 200)
+        #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: document).0 == 200, "the schema is gone: stored again")
+    }
+}
