@@ -9,8 +9,7 @@ extension Agent {
         defer { withExtendedLifetime(held) {} }
         try await beginRun()
         await calibrateClock()
-        let scanner = self.scanner
-        let summary = try await lock.run { try await scanner.fullScan() }
+        let summary = try await fullScanSchemasFirst()
         var failure = await pusher.drain()
         if failure == nil { failure = await uploader.drain() }
         // An upload makes a new revision; a document change queued behind it goes out now.

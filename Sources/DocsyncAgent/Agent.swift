@@ -37,6 +37,8 @@ public actor Agent {
     let committer: GitCommitter?
     /// What the server said, taken into the folder (pulls, pushes that pull, catching up).
     let serverChanges: ServerChanges
+    /// The docTypes' schemas, kept in step with their documents.
+    let schemaCheck: SchemaCheck
     let applier: ChangeApplier
     let lock = TreeLock()
     let ignore: IgnoreRules
@@ -85,10 +87,12 @@ public actor Agent {
         // The parts meet through these signals and values, each made before any part that uses it.
         let (pushWork, uploadWork) = (WakeSignal(), WakeSignal())
         let gate = try PathGate(root: root)
+        let schemaCheck = SchemaCheck(index: index, book: SchemaBook(), logger: logger, changed: WakeSignal())
+        self.schemaCheck = schemaCheck
         let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
             filesPerDocument: endpoint.capabilities.filesPerDocument, maxUploadBytes: options.maxUploadBytes, selection: options.selection,
-            queued: { pushWork.signal() })
+            schemas: schemaCheck.book, queued: { pushWork.signal() })
         self.scanner = scanner
         let uploading = DocumentSet()
         self.uploading = uploading
@@ -103,7 +107,7 @@ public actor Agent {
         self.applier = applier
         var changes = ServerChanges(
             endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger, metrics: metrics,
-            pushWork: pushWork, deletionGuard: options.deletionGuard)
+            pushWork: pushWork, deletionGuard: options.deletionGuard, schemas: schemaCheck)
         (changes.git, self.committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
         self.serverChanges = changes
         self.pusher = Pusher(
@@ -180,6 +184,7 @@ public actor Agent {
         let settling = Task { await self.keepStatsSettled() }
         let committer = self.committer
         let committing = Task { await committer?.run() }
+        let checkingSchemas = Task { await self.keepSchemasChecked() }
         try await scanAtStart()
         options.onWatching?()
         pusher.wake()
@@ -192,6 +197,7 @@ public actor Agent {
         await puller.stop()
         await committer?.stop()
         settling.cancel()
+        checkingSchemas.cancel()
         stopSignal.signal()
         await scanRetry?.value
         await pushing.value
@@ -200,6 +206,7 @@ public actor Agent {
         await pulling.value
         await settling.value
         await committing.value
+        await checkingSchemas.value
         calibratorWake.signal()
         await calibrating.value
         await saveCalibration()
@@ -219,8 +226,7 @@ public actor Agent {
     /// The full scan that finds what changed while the agent was not running.
     private func scanAtStart() async throws {
         metrics.rescan("start")
-        let scanner = self.scanner
-        let summary = try await lock.run { try await scanner.fullScan() }
+        let summary = try await fullScanSchemasFirst()
         logger.info(
             "watching \(options.root)",
             metadata: [
@@ -245,6 +251,7 @@ public actor Agent {
                 if batch.overflow { metrics.rescan("overflow") }
                 let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
                 if s.queued + s.deleted > 0 { pusher.wake() }
+                if s.schemasChanged { schemaCheck.changed.signal() }
                 uploader.wake()
                 settlerWake.signal()
                 logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
@@ -280,6 +287,7 @@ public actor Agent {
                 if ready.isEmpty { continue }
                 do {
                     let s = try await lock.run { try await scanner.reread(ready) }
+                    if s.schemasChanged { schemaCheck.changed.signal() }
                     if s.queued + s.deleted > 0 {
                         logger.info("found a save that left the file's stat as it was", metadata: ["scan.queued": "\(s.queued)"])
                         pusher.wake()
@@ -289,6 +297,11 @@ public actor Agent {
                 }
             }
         }
+    }
+
+    /// Files whose recorded stat was marked unsettled are read again soon.
+    func wakeSettler() {
+        settlerWake.signal()
     }
 
     /// The synced folder was deleted or moved away (seen by a pull): ``run()`` ends with ``RootGone``.

@@ -69,7 +69,7 @@ public struct AgentMetrics: Sendable {
             (try tx.statusCounts(), try tx.meta(.unwatchedFolders).flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt())
         }
         for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected),
-                              ("excluded", counts.excluded)] {
+                              ("excluded", counts.excluded), ("nonconforming", counts.nonconforming)] {
             Gauge(label: "docsync_documents", dimensions: labels(("state", state))).record(n)
         }
         Gauge(label: "docsync_tombstones", dimensions: labels()).record(counts.tombstones)

@@ -33,6 +33,8 @@ public struct AgentStatus: Sendable {
     public var heldBecause: String?
     /// Commits of pulled changes, with `--git-commit` or `--git-branch`.
     public var git = GitStatus()
+    /// Saves held back by their docType's schema, and synced documents that do not conform.
+    public var schemas = SchemaStatus()
 
     /// Whether nothing waits, fails or needs the user: what "in sync" means on every surface
     /// (`status`, the page, `/status`). `conflictCopies`: copies found in the tree.
@@ -70,6 +72,7 @@ public struct AgentStatus: Sendable {
                 clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first,
                 heldDeletions: try tx.heldDeletionCount(), heldBecause: try tx.meta(.deletionsHeld))
             status.git = try GitStatus.read(tx)
+            status.schemas = try SchemaStatus.read(tx)
             return status
         }
     }
@@ -94,7 +97,7 @@ public struct AgentStatus: Sendable {
             ("scan_error", str(scanError)),
             ("pull_error", str(pullError)),
             ("unwatched_folders", .number(String(unwatchedFolders))),
-            ("invalid_files", .array(invalidFiles.map { .object(JSONObject([("path", .string($0.path)), ("reason", .string($0.reason))])) })),
+            ("invalid_files", schemas.invalidFilesJSON(invalidFiles)),
             ("clock", clockJSON),
             ("rejected_documents", .array(rejected.map {
                 .object(JSONObject([("id", .string($0.id)), ("path", str($0.path)), ("reason", .string($0.reason))]))
@@ -112,6 +115,8 @@ public struct AgentStatus: Sendable {
         object["pull_failed"] = pullFailedJSON
         object["held_deletions"] = .number(String(heldDeletions))
         if git.isUsed { object["git"] = git.json }
+        object["nonconforming"] = .number(String(schemas.nonconformingCount))
+        object["nonconforming_documents"] = schemas.nonconformingJSON
         return .object(object)
     }
 
@@ -175,6 +180,7 @@ public struct AgentStatus: Sendable {
             lines.append("invalid files:")
             lines += invalidFiles.map { "  \($0.path): \($0.reason)" }
         }
+        lines += schemas.lines
         if !rejected.isEmpty {
             lines.append("rejected by the endpoint:")
             lines += rejected.map { "  \($0.path ?? $0.id): \($0.reason)" }

@@ -64,11 +64,7 @@ public struct FolderSchemaCheck: Sendable {
     /// The JSON form: `{"checked": N, "invalid": [{"path", "errors": [{"instance", "keyword", "message"}]}]}`.
     public var json: JSONValue {
         let findings: [JSONValue] = invalid.map { finding in
-            let errors: [JSONValue] = finding.errors.map { e in
-                .object(JSONObject([(key: "instance", value: .string(e.instance)), (key: "keyword", value: .string(e.keyword)),
-                                    (key: "message", value: .string(e.message))]))
-            }
-            return .object(JSONObject([(key: "path", value: .string(finding.path)), (key: "errors", value: .array(errors))]))
+            .object(JSONObject([(key: "path", value: .string(finding.path)), (key: "errors", value: .array(finding.errors.map(\.json)))]))
         }
         return .object(JSONObject([(key: "checked", value: .number(String(checked))), (key: "invalid", value: .array(findings))]))
     }

@@ -2,6 +2,7 @@ import DocsyncClock
 import DocsyncIndex
 import DocsyncModel
 import DocsyncFiles
+import DocsyncSchema
 import DocsyncWatcher
 import Foundation
 import Logging
@@ -27,12 +28,16 @@ extension Scanner {
         /// The document's wire body as compact text, and its hash: worked out while reading, off
         /// the index's single writer.
         let wire: (text: String, hash: String)?
+        /// How the document fails its docType's schema (empty: it conforms; nil: no schema),
+        /// checked while reading, off the writer too.
+        let violations: [SchemaViolation]?
 
         /// `parsed` is judged here, on the reading thread; its object is kept only where the
         /// writer will look at it (`keepObject`, or a file reference in it).
         init(
             path: String, info: EntryInfo, stat: FileStat, bytes: [UInt8], hash: String, result parsed: Result<JSONObject, DocumentProblem>,
-            attachments: [AttachmentObservation] = [], wire: (text: String, hash: String)? = nil, keepObject: Bool = true
+            attachments: [AttachmentObservation] = [], wire: (text: String, hash: String)? = nil, keepObject: Bool = true,
+            violations: [SchemaViolation]? = nil
         ) {
             self.path = path
             self.info = info
@@ -42,6 +47,7 @@ extension Scanner {
             self.result = parsed.map { Parsed($0, path: path, keepObject: keepObject || !attachments.isEmpty) }
             self.attachments = attachments
             self.wire = wire
+            self.violations = violations
         }
 
         /// The parsed object: kept, or parsed again from the bytes read (rarely: a document
@@ -124,6 +130,7 @@ extension Scanner {
             summary.unchanged += result.unchanged
             summary.invalid += result.invalid
             summary.idsAssigned += result.idsAssigned
+            summary.schemasChanged = summary.schemasChanged || result.schemasChanged
             vanished.subtract(result.claimed)
         } while start < ordered.count
     }
@@ -140,10 +147,16 @@ extension Scanner {
             let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
             return Observed(
                 path: s.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path),
-                wire: Self.wire(result, path: s.path, bytes: bytes, hash: hash), keepObject: keepObject)
+                wire: Self.wire(result, path: s.path, bytes: bytes, hash: hash), keepObject: keepObject, violations: checkSchema(result, path: s.path))
         } catch {
             return Observed(path: s.path, info: s.info, stat: FileStat(recording: s.info, readBefore: readStart), bytes: [], hash: "", result: .failure(error))
         }
+    }
+
+    /// How a document just read fails its schema (see ``Observed/violations``).
+    func checkSchema(_ result: Result<JSONObject, DocumentProblem>, path: String) -> [SchemaViolation]? {
+        guard case .success(let object) = result, let docType = try? DocumentRules.docType(of: object, relativePath: path) else { return nil }
+        return schemas.violations(of: object, docType: docType)
     }
 
     /// The files a parsed document refers to, checked and hashed (outside any transaction).
@@ -158,6 +171,8 @@ extension Scanner {
     struct CommitResult: Sendable {
         var queued = 0, moved = 0, deleted = 0, unchanged = 0, invalid = 0, excluded = 0, idsAssigned = 0
         var claimed = Set<String>()
+        /// A schema document was recorded or deleted: the folder's schemas changed.
+        var schemasChanged = false
     }
 
     /// Writes one chunk's outcome in a single transaction. `claimedVanished` are vanished paths a
@@ -289,7 +304,7 @@ extension Scanner {
         let hash = ContentHash.sha256Hex(text)
         return Observed(
             path: o.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: text, hash: hash, result: parsed, attachments: o.attachments,
-            wire: Self.wire(parsed, path: o.path, bytes: text, hash: hash))
+            wire: Self.wire(parsed, path: o.path, bytes: text, hash: hash), violations: checkSchema(parsed, path: o.path))
     }
 
     struct RecordResult: Sendable {

@@ -2,6 +2,7 @@ import DocsyncClock
 import DocsyncIndex
 import DocsyncModel
 import DocsyncFiles
+import DocsyncSchema
 import DocsyncWatcher
 import Foundation
 import Logging
@@ -16,6 +17,7 @@ extension Scanner {
     ) throws -> RecordResult {
         var r = RecordResult()
         let anyUploads = try tx.hasUploads()
+        let anyViolations = try tx.hasSchemaViolations()
         var claimedIDs = Set<String>()
         var displaced: [String] = []  // ids whose file now holds another document
         var rows = rows
@@ -45,6 +47,7 @@ extension Scanner {
                 r.counts.excluded += 1
                 continue
             }
+            if try holdForSchema(o, document, previous: previous, rows: &rows, anyViolations: anyViolations, tx: tx, result: &r) { continue }
             claimedIDs.insert(document.id)
             if let old = previous?.docID, old != document.id { displaced.append(old) }
             try recordDocument(o, document, previous: previous, rows: &rows, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
@@ -55,7 +58,10 @@ extension Scanner {
             if let id = previous.docID, !claimedIDs.contains(id) { displaced.append(id) }
         }
         for id in displaced where !claimedIDs.contains(id) {
-            if try recordTombstone(id: id, stamp: stamp, tx: tx) { r.counts.deleted += 1 }
+            if let gone = try recordTombstone(id: id, stamp: stamp, tx: tx) {
+                r.counts.deleted += 1
+                if gone.docType == DocTypeSchemas.docType { r.counts.schemasChanged = true }
+            }
         }
         return r
     }
@@ -107,6 +113,7 @@ extension Scanner {
             r.counts.queued += 1
             return
         }
+        if document.docType == DocTypeSchemas.docType { r.counts.schemasChanged = true }
         row.docType = document.docType
         row.path = o.path
         row.body = bodyText
@@ -121,9 +128,10 @@ extension Scanner {
         r.counts.queued += 1
     }
 
-    /// A document whose file is gone (and no other file holds it) becomes a tombstone, queued.
-    private static func recordTombstone(id: String, stamp: Int64, tx: IndexTransaction) throws -> Bool {
-        guard try tx.file(forDocument: id) == nil, var row = try tx.document(id: id), row.deletedAt == nil else { return false }
+    /// A document whose file is gone (and no other file holds it) becomes a tombstone, queued;
+    /// the tombstone, or nil when there was nothing to delete.
+    private static func recordTombstone(id: String, stamp: Int64, tx: IndexTransaction) throws -> DocumentRow? {
+        guard try tx.file(forDocument: id) == nil, var row = try tx.document(id: id), row.deletedAt == nil else { return nil }
         row.path = nil
         row.deletedAt = stamp
         row.updatedAt = stamp
@@ -131,7 +139,7 @@ extension Scanner {
         try tx.upsertDocument(row)
         try tx.deleteUploads(docID: id)
         try enqueue(row, stamp: stamp, tx: tx)
-        return true
+        return row
     }
 
     /// A chunk's file and document rows, fetched up front in three queries instead of several per

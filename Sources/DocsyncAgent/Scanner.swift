@@ -19,6 +19,8 @@ public struct ScanSummary: Sendable, Hashable {
     /// The most file records a full scan held at once (a chunk of the walk, of the index and of
     /// changes waiting): bounded by the chunk size, not the tree's size.
     public var peakHeld = 0
+    /// A schema document was recorded or deleted (see `SchemaCheck`).
+    public var schemasChanged = false
 }
 
 /// Turns what is on disk into index state and outbox entries.
@@ -43,6 +45,8 @@ struct Scanner: Sendable {
     /// Told after each committed chunk that queued work, so pushing starts while a long scan
     /// (an initial import) is still reading.
     let queued: @Sendable () -> Void
+    /// The schemas saves are checked against as they are read.
+    let schemas: SchemaBook
 
     /// Files read and committed per transaction: large enough to amortise the commit, small enough
     /// that an import of 100k files shows progress and keeps memory flat.
@@ -53,8 +57,9 @@ struct Scanner: Sendable {
     init(
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
         filesPerDocument: Int? = nil, maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes, selection: TypeSelection = .all,
-        queued: @escaping @Sendable () -> Void = {}
+        schemas: SchemaBook = SchemaBook(), queued: @escaping @Sendable () -> Void = {}
     ) {
+        self.schemas = schemas
         self.selection = selection
         self.queued = queued
         self.root = root

@@ -26,6 +26,8 @@ struct ServerChanges: Sendable {
     let pushWork: WakeSignal
     /// Holds a mass deletion for the user's word (`nil`: off).
     let deletionGuard: DeletionGuard?
+    /// Checks what was written against the docTypes' schemas.
+    let schemas: SchemaCheck
     /// Records what was written for the git history (`nil`: no git mode).
     var git: GitRecorder?
     /// The deletions of the pull under way (see ``DeletionGuard``).
@@ -136,12 +138,14 @@ struct ServerChanges: Sendable {
         return (true, changed)
     }
 
-    /// Applies `batch` under the tree lock, noting for git what was written.
+    /// Applies `batch` under the tree lock, noting for git what was written and checking it
+    /// against the schemas.
     private func applyUnderLock(_ batch: [JSONObject], applier: ChangeApplier) async throws -> ChangeApplier.Summary {
         try await lock.run { [git] in
             let before = try await git?.before(batch)
             let summary = try await applier.apply(batch)
             if let git, let before { try await git.after(batch, before: before) }
+            try await schemas.checkPulled(batch)
             return summary
         }
     }

@@ -382,6 +382,20 @@ public struct Index: Sendable {
                 )
                 """)
         }
+        migrator.registerMigration("v17-schema-violations") { db in
+            // Files that fail their docType's schema (see docs/SCHEMAS.md): a save held back
+            // (`held` 1, the file is `invalid`), or a synced document that does not conform.
+            try db.execute(sql: """
+                CREATE TABLE schema_violation (
+                    path TEXT PRIMARY KEY NOT NULL,
+                    doc_id TEXT,
+                    doc_type TEXT NOT NULL,
+                    held INTEGER NOT NULL,
+                    errors TEXT NOT NULL              -- [{"instance", "keyword", "message"}]
+                ) WITHOUT ROWID;
+                CREATE INDEX schema_violation_type ON schema_violation(doc_type);
+                """)
+        }
         return migrator
     }
 }

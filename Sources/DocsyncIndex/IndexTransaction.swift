@@ -163,6 +163,7 @@ public struct IndexTransaction {
 
     public func deleteFile(at path: String) throws {
         try db.cachedStatement(sql: "DELETE FROM file WHERE path = ?").execute(arguments: [path])
+        try db.cachedStatement(sql: "DELETE FROM schema_violation WHERE path = ?").execute(arguments: [path])
     }
 
     // MARK: Meta
@@ -200,7 +201,7 @@ public struct IndexTransaction {
         return StatusCounts(
             live: tally["live"] ?? 0, tombstones: tally["tombstones"] ?? 0, synced: (tally["document:synced"] ?? 0) - waiting,
             pending: tally["outbox"] ?? 0, invalid: tally["file:invalid"] ?? 0, rejected: tally["document:rejected"] ?? 0,
-            excluded: tally["file:excluded"] ?? 0)
+            excluded: tally["file:excluded"] ?? 0, nonconforming: try schemaViolationCount(held: false))
     }
 
     public func invalidFiles() throws -> [(path: String, error: String)] {
@@ -223,6 +224,8 @@ public struct StatusCounts: Sendable, Hashable, Codable {
     public var rejected: Int
     /// Files of docTypes the folder does not sync.
     public var excluded: Int = 0
+    /// Synced documents that fail their docType's schema (reported, not held).
+    public var nonconforming: Int = 0
 }
 
 // Files, documents and outbox entries are read by column position (the lists below) through

@@ -47,6 +47,10 @@ public struct MetaKey: Sendable, Hashable {
     public static let gitMode = MetaKey("git_mode")
     public static let gitHeld = MetaKey("git_held")
 
+    /// The schema documents the folder's documents were last checked against (`id hash` lines):
+    /// a schema that differs at start has its docType checked again.
+    public static let schemasChecked = MetaKey("schemas_checked")
+
     /// That a document from the server was refused (and why), said once per id.
     public static func refused(_ id: String) -> MetaKey { MetaKey("refused:" + String(id.prefix(200))) }
 }

@@ -80,10 +80,18 @@ public struct DocTypeSchemas: Sendable {
     /// Why a schema document cannot be used on its own: its id is not a docType, or it is not a
     /// valid draft 2020-12 schema (checked against the meta-schema).
     public static func problem(ofSchemaDocument id: String, _ body: JSONObject) -> [String]? {
-        if let why = DocumentRules.docTypeProblem(id) { return ["its id \(Quote.text(id)) is not a docType: \(why)"] }
-        let violations = metaSchema.violations(of: .object(content(of: body)), against: CompiledSchemas.draft202012, maxViolations: 20)
+        let violations = violations(ofSchemaDocument: id, body)
         guard !violations.isEmpty else { return nil }
-        return violations.map { "not a valid JSON Schema (draft 2020-12): \($0.description)" }
+        return violations.map { $0.keyword == "id" ? $0.message : "not a valid JSON Schema (draft 2020-12): \($0.description)" }
+    }
+
+    /// As ``problem(ofSchemaDocument:_:)``, each as a violation whose instance is the place in the
+    /// schema document (empty when it conforms).
+    public static func violations(ofSchemaDocument id: String, _ body: JSONObject) -> [SchemaViolation] {
+        if let why = DocumentRules.docTypeProblem(id) {
+            return [SchemaViolation(instance: "/id", keyword: "id", message: "its id \(Quote.text(id)) is not a docType: \(why)")]
+        }
+        return metaSchema.violations(of: .object(content(of: body)), against: CompiledSchemas.draft202012, maxViolations: 20)
     }
 
     /// The meta-schemas alone, compiled once per process.

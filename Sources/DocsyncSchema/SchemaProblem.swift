@@ -48,6 +48,26 @@ public struct SchemaViolation: Sendable, Hashable, Codable, CustomStringConverti
 
     /// `/total: expected a number, got the string "12.50"`.
     public var description: String { "\(instance.isEmpty ? "/" : instance): \(message)" }
+
+    /// `{"instance", "keyword", "message"}`.
+    public var json: JSONValue {
+        .object(JSONObject([(key: "instance", value: .string(instance)), (key: "keyword", value: .string(keyword)), (key: "message", value: .string(message))]))
+    }
+
+    /// The violations as a JSON array's text, as the index keeps them.
+    public static func text(_ violations: [SchemaViolation]) -> String {
+        JSONWriter.string(.array(violations.map(\.json)))
+    }
+
+    /// Violations read back from ``text(_:)`` (nothing from text that is not such an array).
+    public static func parse(_ text: String) -> [SchemaViolation] {
+        guard case .array(let elements)? = try? JSONParser.parse(text) else { return [] }
+        return elements.compactMap { element in
+            guard let o = element.object, let instance = o["instance"]?.string, let keyword = o["keyword"]?.string,
+                  let message = o["message"]?.string else { return nil }
+            return SchemaViolation(instance: instance, keyword: keyword, message: message)
+        }
+    }
 }
 
 /// Values as messages show them: short, quoted, never a whole document.

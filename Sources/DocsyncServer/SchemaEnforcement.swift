@@ -34,7 +34,7 @@ final class SchemaEnforcement: Sendable {
 
     /// Throws 422 with the violations when `object` fails.
     func check(_ object: JSONObject) async throws {
-        if let errors = try await violations(of: object) { throw Self.refusal(errors) }
+        if let errors = try await violations(of: object) { throw Self.refusal(errors, of: object) }
     }
 
     /// The batch's documents that may be written, and an error entry for each refused one.
@@ -45,7 +45,7 @@ final class SchemaEnforcement: Sendable {
                 accepted.append(document)
                 continue
             }
-            refused.append(StoreRules.batchError(id: object["id"]?.string, Self.refusal(errors)))
+            refused.append(StoreRules.batchError(id: object["id"]?.string, Self.refusal(errors, of: object)))
         }
         return (accepted, refused)
     }
@@ -55,22 +55,18 @@ final class SchemaEnforcement: Sendable {
         guard object[DocumentRules.deletedAtKey] == nil || object[DocumentRules.deletedAtKey] == .null,
               case .string(let docType)? = object["docType"] else { return nil }
         if docType == DocTypeSchemas.docType {
-            let id = object["id"]?.string ?? ""
-            return DocTypeSchemas.problem(ofSchemaDocument: id, object).map { reasons in
-                reasons.map { SchemaViolation(instance: "", keyword: "schema", message: $0) }
-            }
+            let errors = DocTypeSchemas.violations(ofSchemaDocument: object["id"]?.string ?? "", object)
+            return errors.isEmpty ? nil : errors
         }
         let errors = try await schemas().violations(of: object, docType: docType)
         return errors?.isEmpty == false ? errors : nil
     }
 
-    private static func refusal(_ errors: [SchemaViolation]) -> StoreError {
+    private static func refusal(_ errors: [SchemaViolation], of object: JSONObject) -> StoreError {
         let first = errors.first.map(\.description) ?? ""
-        var error = StoreError(422, "does not conform to its schema: \(first)" + (errors.count > 1 ? " (and \(errors.count - 1) more)" : ""))
-        error.errors = .array(errors.map { e in
-            .object(JSONObject([(key: "instance", value: .string(e.instance)), (key: "keyword", value: .string(e.keyword)),
-                                (key: "message", value: .string(e.message))]))
-        })
+        let what = object["docType"]?.string == DocTypeSchemas.docType ? "is not a valid JSON Schema (draft 2020-12)" : "does not conform to its schema"
+        var error = StoreError(422, "\(what): \(first)" + (errors.count > 1 ? " (and \(errors.count - 1) more)" : ""))
+        error.errors = .array(errors.map(\.json))
         return error
     }
 

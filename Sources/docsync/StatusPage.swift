@@ -38,8 +38,8 @@ function rows(box, list, empty, cells) {
   box.append(table);
 }
 function state(s) {
-  if (s.in_sync) return ["in sync", "ok"];
-  if (s.invalid || s.rejected || s.paused || s.conflicts.length || s.pull_failures || s.held_deletions) return ["needs attention", "bad"];
+  if (s.in_sync && !s.nonconforming) return ["in sync", "ok"];
+  if (s.nonconforming || s.invalid || s.rejected || s.paused || s.conflicts.length || s.pull_failures || s.held_deletions) return ["needs attention", "bad"];
   return [s.offline_since ? "offline: changes wait" : "syncing", "busy"];
 }
 function folder(s) {
@@ -56,6 +56,7 @@ function folder(s) {
   if (s.offline_since) failing.push(["endpoint", "unreachable since " + s.offline_since + (s.last_error ? ": " + s.last_error : "")]);
   if (s.paused) failing.push(["pushing paused", s.paused]);
   for (const f of s.invalid_files) failing.push([f.path, "invalid: " + f.reason]);
+  for (const n of (s.nonconforming_documents || [])) failing.push([n.path, "does not conform to the schema of " + n.docType + ": " + n.errors.map((e) => (e.instance || "/") + ": " + e.message).join("; ")]);
   for (const r of s.rejected_documents) failing.push([r.path || r.id, "rejected by the endpoint: " + r.reason]);
   for (const u of s.uploads) if (u.error) failing.push([u.document + " " + u.property, u.state + ": " + u.error]);
   for (const d of (s.downloads || [])) if (d.error) failing.push([d.document + " " + d.property, d.state + ": " + d.error]);

@@ -1,0 +1,37 @@
+import DocsyncFiles
+import DocsyncSchema
+import DocsyncWatcher
+
+/// Schemas in the agent's runs: read before the documents they judge, refreshed when they change.
+extension Agent {
+    /// The full scan of a start (or a one-shot sync), the `schema` folder first: its schemas are
+    /// recorded and loaded before any other file is judged, so an import is checked against them
+    /// (a schema kept elsewhere applies from the moment it is recorded).
+    func fullScanSchemasFirst() async throws -> ScanSummary {
+        let (scanner, schemaCheck, root) = (self.scanner, self.schemaCheck, options.root)
+        let summary = try await lock.run {
+            if FileSystem.info(root + "/" + DocTypeSchemas.docType)?.kind == .directory {
+                _ = try await scanner.scan(ChangeBatch(paths: [DocTypeSchemas.docType]))
+            }
+            try await schemaCheck.refresh()
+            return try await scanner.fullScan()
+        }
+        if summary.schemasChanged { try await schemaCheck.refresh() }
+        return summary
+    }
+
+    /// Refreshes the schemas each time a schema document changed (saved, deleted or pulled), until
+    /// the task is cancelled; held saves marked for another look go to the stat settler.
+    func keepSchemasChecked() async {
+        let schemaCheck = self.schemaCheck
+        while !Task.isCancelled {
+            await schemaCheck.changed.wait(timeout: nil)
+            if Task.isCancelled { return }
+            do {
+                if try await schemaCheck.refresh() > 0 { wakeSettler() }
+            } catch {
+                logger.warning("checking documents against a changed schema failed; the next change of a schema tries again", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}

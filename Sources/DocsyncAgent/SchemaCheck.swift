@@ -1,0 +1,146 @@
+import DocsyncIndex
+import DocsyncModel
+import DocsyncSchema
+import Logging
+
+/// Keeps what `status` says about schemas true as schemas and documents change (see
+/// docs/SCHEMAS.md): a save is checked by the scanner as it is read; this checks what arrives
+/// from the server, and a docType again when its schema changes.
+///
+/// - A pulled document that fails is written (the server holds it) and reported.
+/// - A schema that changed (saved here or pulled) has the synced documents of its docType checked
+///   again, page by page: those that fail are reported, never deleted or held back from pulls;
+///   saves held back under the old schema are read again (their stat marked unsettled).
+struct SchemaCheck: Sendable {
+    let index: Index
+    let book: SchemaBook
+    let logger: Logger
+    /// Told when a pulled change wrote a schema document: the agent then calls ``refresh()``.
+    let changed: WakeSignal
+
+    /// Documents read per index query while checking a docType again.
+    static let pageSize = 500
+
+    /// Loads the schema documents into the book and checks again every docType whose schema is
+    /// not the one the folder was last checked against. Returns how many held saves are to be
+    /// read again.
+    @discardableResult
+    func refresh() async throws -> Int {
+        let edition = try await reload()
+        let checked = try await index.read { tx in Self.parse(try tx.meta(.schemasChecked)) }
+        let changedTypes = Set(checked.keys).union(edition.sources.keys).filter { checked[$0] != edition.sources[$0] }
+        guard !changedTypes.isEmpty else { return 0 }
+        var marked = 0
+        for docType in changedTypes.sorted() { marked += try await recheck(docType, schemas: edition.schemas) }
+        let text = Self.format(edition.sources)
+        try await index.write { tx in try tx.setMeta(.schemasChecked, text.isEmpty ? nil : text) }
+        return marked
+    }
+
+    /// The book made again from the index's schema documents, when they differ from its edition.
+    private func reload() async throws -> SchemaBook.Edition {
+        let bodies = try await index.read { tx in
+            var bodies: [String: String] = [:]
+            var after = ""
+            while true {
+                let page = try tx.liveDocuments(ofType: DocTypeSchemas.docType, after: after, limit: Self.pageSize)
+                for document in page { bodies[document.id] = document.body }
+                guard page.count == Self.pageSize, let last = page.last else { return bodies }
+                after = last.id
+            }
+        }
+        let sources = bodies.mapValues { ContentHash.sha256Hex($0.utf8) }
+        var edition = book.edition
+        guard edition.sources != sources else { return edition }
+        let objects = bodies.compactMapValues { (try? JSONParser.parse($0))?.object }
+        edition = SchemaBook.Edition(schemas: DocTypeSchemas(objects), sources: sources)
+        book.replace(edition)
+        for (id, reasons) in edition.schemas.problems.sorted(by: { $0.key < $1.key }) {
+            logger.warning("the schema of \(id) cannot be used: \(reasons.joined(separator: "; "))")
+        }
+        return edition
+    }
+
+    /// Checks the synced documents of `docType` again and marks its held saves to be read again.
+    private func recheck(_ docType: String, schemas: DocTypeSchemas) async throws -> Int {
+        var after = ""
+        var failing = 0
+        while true {
+            let page = try await index.read { [after] tx in try tx.liveDocuments(ofType: docType, after: after, limit: Self.pageSize) }
+            let verdicts: [(path: String, id: String, errors: [SchemaViolation])] = page.compactMap { document in
+                guard let path = document.path, let object = (try? JSONParser.parse(document.body))?.object else { return nil }
+                return (path, document.id, schemas.violations(of: object, docType: docType) ?? [])
+            }
+            failing += verdicts.filter { !$0.errors.isEmpty }.count
+            try await index.write { tx in
+                for v in verdicts { try Self.report(v.errors, path: v.path, id: v.id, docType: docType, tx: tx) }
+            }
+            guard page.count == Self.pageSize, let last = page.last else { break }
+            after = last.id
+        }
+        if failing > 0 {
+            logger.warning("\(failing) synced documents of \(docType) do not conform to its schema; they stay as they are (see `docsync status`)")
+        }
+        return try await index.write { tx in
+            let held = try tx.heldSchemaPaths(docType: docType)
+            for path in held { try tx.markUnsettled(path: path) }
+            return held.count
+        }
+    }
+
+    /// Checks the documents of a pulled batch that were written and have a schema (or are one).
+    func checkPulled(_ batch: [JSONObject]) async throws {
+        let schemaTypes = book.edition.schemas.docTypes
+        var ids: [String] = []
+        var wroteSchema = false
+        for change in batch {
+            guard let docType = change["docType"]?.string, let id = change["id"]?.string else { continue }
+            if docType == DocTypeSchemas.docType { wroteSchema = true }
+            if docType == DocTypeSchemas.docType || schemaTypes.contains(docType) { ids.append(id) }
+        }
+        if !ids.isEmpty {
+            let book = self.book
+            let failing = try await index.write { [ids] tx in
+                var failing: [(String, [SchemaViolation])] = []
+                for row in try tx.documents(ids: ids).values where row.deletedAt == nil {
+                    guard let path = row.path, let object = (try? JSONParser.parse(row.body))?.object else { continue }
+                    let errors = book.violations(of: object, docType: row.docType) ?? []
+                    try Self.report(errors, path: path, id: row.id, docType: row.docType, tx: tx)
+                    if !errors.isEmpty { failing.append((path, errors)) }
+                }
+                return failing
+            }
+            for (path, errors) in failing {
+                logger.warning(
+                    "pulled document does not conform to its schema; written as the server holds it: \(errors.map(\.description).joined(separator: "; "))",
+                    metadata: ["file.path": "\(path)"])
+            }
+        }
+        if wroteSchema { changed.signal() }
+    }
+
+    /// A synced document's verdict: reported when it fails, cleared when it passes (a held save
+    /// at the same path is the file's own verdict and stays).
+    private static func report(_ errors: [SchemaViolation], path: String, id: String, docType: String, tx: IndexTransaction) throws {
+        if errors.isEmpty {
+            try tx.clearReportedSchemaViolation(path: path)
+        } else {
+            try tx.reportSchemaViolation(IndexTransaction.SchemaViolationRow(
+                path: path, docID: id, docType: docType, held: false, errors: SchemaViolation.text(errors)))
+        }
+    }
+
+    /// `id hash` lines, sorted.
+    static func format(_ sources: [String: String]) -> String {
+        sources.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n")
+    }
+
+    static func parse(_ text: String?) -> [String: String] {
+        var out: [String: String] = [:]
+        for line in (text ?? "").split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1)
+            if parts.count == 2 { out[String(parts[0])] = String(parts[1]) }
+        }
+        return out
+    }
+}
