@@ -144,7 +144,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "docsync-bench", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncFiles",
+            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncFiles", "DocsyncSchema",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),

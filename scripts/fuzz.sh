@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers that read bytes from outside with libFuzzer: the JSON parser (files and
-# every reply), the multipart splitter (uploads), the HTTP-date parser (a clock header) and the
-# .docsyncignore matcher. Each target is compiled straight from its sources with
+# every reply), the multipart splitter (uploads), the HTTP-date parser (a clock header), the
+# .docsyncignore matcher, and the JSON Schema compiler and validator (schemas are documents any
+# writer can send). Each target is compiled straight from its sources with
 # `swiftc -sanitize=fuzzer,address` (no package dependencies needed), starts from the committed
 # corpus in Fuzz/corpus/NAME, and runs for SECONDS.
-#   scripts/fuzz.sh [SECONDS] [NAME...]     NAME: json multipart httpdate ignore (default: all)
+#   scripts/fuzz.sh [SECONDS] [NAME...]     NAME: json multipart httpdate ignore schema (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-targets=("${@:-json multipart httpdate ignore}")
+targets=("${@:-json multipart httpdate ignore schema}")
 read -r -a targets <<< "${targets[*]}"
 out=.build-fuzz
 mkdir -p "$out"
@@ -31,6 +32,7 @@ for name in "${targets[@]}"; do
     httpdate) build httpdate Fuzz/HTTPDateFuzz.swift Sources/DocsyncClock/HTTPDate.swift ;;
     multipart) build multipart Fuzz/MultipartFuzz.swift Sources/DocsyncServer/MultipartStream.swift ;;
     ignore) build ignore Fuzz/IgnoreRulesFuzz.swift ;;
+    schema) build schema Fuzz/SchemaFuzz.swift Sources/DocsyncSchema/*.swift ;;
     *) echo "unknown fuzz target $name" >&2; exit 2 ;;
   esac
   work="$out/corpus-$name"

@@ -74,10 +74,8 @@ public actor Agent {
         self.clock = clock
         self.logger = logger
         self.index = try Index.open(root: root)
-        let ignore = TreeWalker.ignoreRules(root: root, extra: options.extraIgnore)
-        let metrics = AgentMetrics(folder: options.name ?? Self.defaultName(root: root))
-        self.metrics = metrics
-        self.ignore = ignore
+        let (ignore, metrics) = (TreeWalker.ignoreRules(root: root, extra: options.extraIgnore), AgentMetrics(folder: options.name ?? Self.defaultName(root: root)))
+        (self.ignore, self.metrics) = (ignore, metrics)
         let context = EndpointContext(
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
             selection: options.selection, folderTypes: { [index] in (try? await index.read { try $0.docTypes() }) ?? [] })
@@ -183,7 +181,7 @@ public actor Agent {
         }
         let settling = Task { await self.keepStatsSettled() }
         let committer = self.committer
-        let committing = Task { await committer?.run() }
+        let committing = Task { if let committer { await committer.run() } }
         let checkingSchemas = Task { await self.keepSchemasChecked() }
         try await scanAtStart()
         options.onWatching?()
@@ -200,13 +198,7 @@ public actor Agent {
         checkingSchemas.cancel()
         stopSignal.signal()
         await scanRetry?.value
-        await pushing.value
-        await uploading.value
-        await downloading.value
-        await pulling.value
-        await settling.value
-        await committing.value
-        await checkingSchemas.value
+        for task in [pushing, uploading, downloading, pulling, settling, committing, checkingSchemas] { await task.value }
         calibratorWake.signal()
         await calibrating.value
         await saveCalibration()

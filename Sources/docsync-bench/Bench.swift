@@ -53,6 +53,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Documents per folder in the scale run (100: a million in 10,000 folders; 10: in 100,000).")
     var scalePerFolder = 100
 
+    @Option(help: "Only the schema run: this many invoices imported with and without their docType's schema, --rounds times, alternating; and validations per second on one core.")
+    var schemaImport: Int?
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -85,9 +88,8 @@ struct Bench: AsyncParsableCommand {
         let token = UUID().uuidString
         try work.write("token", token + "\n")
         try work.write("curl-headers", "Authorization: Token token=\(token)\n")
-        if let scale {
-            let sizes = scale.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            print(Self.scaleTable(try await measureScale(sizes: sizes, work: work)))
+        if let only = try await separateRun(work: work) {
+            print(only)
             return
         }
         let (server, api) = try await freshServer(work: work, name: "server")
@@ -139,6 +141,16 @@ struct Bench: AsyncParsableCommand {
     }
 
     // MARK: - Pieces
+
+    /// The runs made alone (`--scale`, `--schema-import`): their table, or nil for the full benchmark.
+    func separateRun(work: TempFolder) async throws -> String? {
+        if let scale {
+            let sizes = scale.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            return Self.scaleTable(try await measureScale(sizes: sizes, work: work))
+        }
+        if let schemaImport { return try await measureSchemaImport(count: schemaImport, work: work).table }
+        return nil
+    }
 
     /// An agent started on `docsDir` (already on disk) until `server` holds every document: the
     /// round's figures, and the agent, still running.
