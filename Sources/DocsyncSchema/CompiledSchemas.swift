@@ -34,7 +34,7 @@ public struct CompiledSchemas: Sendable {
     /// `maxViolations` of them. A `uri` that was not compiled is a programming error.
     public func violations(of instance: JSONValue, against uri: String, maxViolations: Int = 100) -> [SchemaViolation] {
         guard let root = roots[uri] else { preconditionFailure("no schema was compiled as \(uri)") }
-        let evaluator = SchemaEvaluator(self, maxViolations: max(1, maxViolations))
+        var evaluator = SchemaEvaluator(self, maxViolations: max(1, maxViolations))
         var ignored = Annotations()
         let valid = evaluator.evaluate(root, instance, annotate: false, into: &ignored)
         if !valid && evaluator.violations.isEmpty {
@@ -47,7 +47,7 @@ public struct CompiledSchemas: Sendable {
     /// Whether `instance` conforms, without building any message.
     public func conforms(_ instance: JSONValue, to uri: String) -> Bool {
         guard let root = roots[uri] else { preconditionFailure("no schema was compiled as \(uri)") }
-        let evaluator = SchemaEvaluator(self, maxViolations: 1)
+        var evaluator = SchemaEvaluator(self, maxViolations: 1)
         evaluator.quiet = 1
         var ignored = Annotations()
         return evaluator.evaluate(root, instance, annotate: false, into: &ignored) && !evaluator.tooDeep

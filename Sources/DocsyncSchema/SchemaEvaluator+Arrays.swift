@@ -2,7 +2,7 @@ import DocsyncModel
 
 /// The keywords about arrays: counts, uniqueness, items, contains.
 extension SchemaEvaluator {
-    func checkArray(_ node: SchemaNode, _ elements: [JSONValue], annotate: Bool, into local: inout Annotations) -> Bool {
+    mutating func checkArray(_ node: SchemaNode, _ elements: [JSONValue], annotate: Bool, into local: inout Annotations) -> Bool {
         var valid = true
         if let min = node.minItems, elements.count < min {
             fail("minItems", "has \(elements.count) items, fewer than the minimum \(min)")
@@ -44,7 +44,7 @@ extension SchemaEvaluator {
         return nil
     }
 
-    private func checkContains(_ node: SchemaNode, _ contains: Int, _ elements: [JSONValue], annotate: Bool, into local: inout Annotations) -> Bool {
+    private mutating func checkContains(_ node: SchemaNode, _ contains: Int, _ elements: [JSONValue], annotate: Bool, into local: inout Annotations) -> Bool {
         var matches = 0
         for (i, element) in elements.enumerated() {
             var ignored = Annotations()
@@ -66,7 +66,7 @@ extension SchemaEvaluator {
         return true
     }
 
-    func checkUnevaluatedItems(_ node: SchemaNode, _ elements: [JSONValue], local: inout Annotations) -> Bool {
+    mutating func checkUnevaluatedItems(_ node: SchemaNode, _ elements: [JSONValue], local: inout Annotations) -> Bool {
         guard let unevaluated = node.unevaluatedItems, !local.allItems else { return true }
         var valid = true
         for i in local.itemPrefix..<max(elements.count, local.itemPrefix) where !local.items.contains(i) {

@@ -2,7 +2,7 @@ import DocsyncModel
 
 /// The in-place applicators: allOf, anyOf, oneOf, not, if/then/else, dependentSchemas.
 extension SchemaEvaluator {
-    func checkCombinators(_ node: SchemaNode, _ instance: JSONValue, annotate: Bool, into local: inout Annotations) -> Bool {
+    mutating func checkCombinators(_ node: SchemaNode, _ instance: JSONValue, annotate: Bool, into local: inout Annotations) -> Bool {
         var valid = true
         for child in node.allOf {
             valid = evaluate(child, instance, annotate: annotate, into: &local) && valid
@@ -15,17 +15,20 @@ extension SchemaEvaluator {
                 if !annotate { break }
             }
             if passed == 0 {
-                fail("anyOf", "matches none of the alternatives under anyOf: " + reasons(node.anyOf, instance))
+                let why = reasons(node.anyOf, instance)
+                fail("anyOf", "matches none of the alternatives under anyOf: " + why)
                 valid = false
             }
         }
         if !node.oneOf.isEmpty {
             var branch = Annotations()
-            let passed = node.oneOf.filter { probe($0, instance, annotate: annotate, into: &branch) }.count
+            var passed = 0
+            for child in node.oneOf where probe(child, instance, annotate: annotate, into: &branch) { passed += 1 }
             if passed == 1 {
                 local.merge(branch)
             } else {
-                fail("oneOf", passed == 0 ? "matches none of the alternatives under oneOf: " + reasons(node.oneOf, instance)
+                let why = passed == 0 ? reasons(node.oneOf, instance) : ""
+                fail("oneOf", passed == 0 ? "matches none of the alternatives under oneOf: " + why
                                           : "matches \(passed) of the alternatives under oneOf, and exactly one is allowed")
                 valid = false
             }
@@ -46,7 +49,7 @@ extension SchemaEvaluator {
         return valid
     }
 
-    private func checkConditional(_ node: SchemaNode, _ instance: JSONValue, annotate: Bool, into local: inout Annotations) -> Bool {
+    private mutating func checkConditional(_ node: SchemaNode, _ instance: JSONValue, annotate: Bool, into local: inout Annotations) -> Bool {
         guard let condition = node.ifSchema else { return true }
         if probe(condition, instance, annotate: annotate, into: &local) {
             guard let then = node.thenSchema else { return true }
@@ -58,15 +61,16 @@ extension SchemaEvaluator {
 
     /// Why each alternative failed, first reason of each, for a message that says what would pass.
     /// Only asked when the message will be recorded.
-    private func reasons(_ alternatives: [Int], _ instance: JSONValue) -> String {
+    private mutating func reasons(_ alternatives: [Int], _ instance: JSONValue) -> String {
         guard quiet == 0 else { return "" }
         let here = pointer
-        let found: [String] = alternatives.prefix(4).compactMap { child in
+        var found: [String] = []
+        for child in alternatives.prefix(4) {
             let saved = violations.count
             var ignored = Annotations()
             _ = evaluate(child, instance, annotate: false, into: &ignored)
-            defer { violations.removeSubrange(saved...) }
-            return violations[saved...].first.map { $0.instance == here ? $0.message : $0.description }
+            if let first = violations[saved...].first { found.append(first.instance == here ? first.message : first.description) }
+            violations.removeSubrange(saved...)
         }
         return found.joined(separator: "; or ") + (alternatives.count > 4 ? "; or …" : "")
     }

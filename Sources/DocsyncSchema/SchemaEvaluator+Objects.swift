@@ -2,7 +2,7 @@ import DocsyncModel
 
 /// The keywords about objects: required, counts, properties and their names.
 extension SchemaEvaluator {
-    func checkObject(_ node: SchemaNode, _ object: JSONObject, annotate: Bool, into local: inout Annotations) -> Bool {
+    mutating func checkObject(_ node: SchemaNode, _ object: JSONObject, annotate: Bool, into local: inout Annotations) -> Bool {
         var valid = true
         for name in node.required where object[name] == nil {
             fail("required", "the required property \(Quote.text(name)) is missing")
@@ -36,12 +36,12 @@ extension SchemaEvaluator {
         return valid
     }
 
-    private func probeName(_ node: Int, _ key: String) -> Bool {
+    private mutating func probeName(_ node: Int, _ key: String) -> Bool {
         var ignored = Annotations()
         return probe(node, .string(key), annotate: false, into: &ignored)
     }
 
-    private func checkMembers(_ node: SchemaNode, _ object: JSONObject, annotate: Bool, into local: inout Annotations) -> Bool {
+    private mutating func checkMembers(_ node: SchemaNode, _ object: JSONObject, annotate: Bool, into local: inout Annotations) -> Bool {
         guard !node.properties.isEmpty || !node.patternProperties.isEmpty || node.additionalProperties != nil else { return true }
         var valid = true
         for member in object.members {
@@ -67,7 +67,7 @@ extension SchemaEvaluator {
 
     /// A property no `properties` or `patternProperties` took, against `additionalProperties` or
     /// `unevaluatedProperties`; `false` there gets a message that names the property.
-    private func checkLeftOver(_ child: Int, _ member: (key: String, value: JSONValue), keyword: String) -> Bool {
+    private mutating func checkLeftOver(_ child: Int, _ member: (key: String, value: JSONValue), keyword: String) -> Bool {
         if nodes[child].form == .never {
             location.append(.key(member.key))
             fail(keyword, "the property \(Quote.text(member.key)) is not allowed here")
@@ -77,7 +77,7 @@ extension SchemaEvaluator {
         return evaluate(child, member.value, at: .key(member.key))
     }
 
-    func checkUnevaluatedProperties(_ node: SchemaNode, _ object: JSONObject, local: inout Annotations) -> Bool {
+    mutating func checkUnevaluatedProperties(_ node: SchemaNode, _ object: JSONObject, local: inout Annotations) -> Bool {
         guard let unevaluated = node.unevaluatedProperties, !local.allProperties else { return true }
         var valid = true
         for member in object.members where !local.properties.contains(member.key) {

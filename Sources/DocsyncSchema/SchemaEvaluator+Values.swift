@@ -2,7 +2,7 @@ import DocsyncModel
 
 /// The keywords about one value: type, enum, const, numbers, strings and formats.
 extension SchemaEvaluator {
-    func checkValue(_ node: SchemaNode, _ instance: JSONValue) -> Bool {
+    mutating func checkValue(_ node: SchemaNode, _ instance: JSONValue) -> Bool {
         var valid = true
         if let types = node.types, !types.admits(instance) {
             fail("type", "expected \(types.description), got \(Quote.value(instance))")
@@ -31,7 +31,7 @@ extension SchemaEvaluator {
         return values.count > 6 ? shown + ", … (\(values.count) values)" : shown
     }
 
-    private func checkNumber(_ bounds: NumericBounds, _ n: ExactNumber, _ literal: String) -> Bool {
+    private mutating func checkNumber(_ bounds: NumericBounds, _ n: ExactNumber, _ literal: String) -> Bool {
         var valid = true
         if let m = bounds.multipleOf, !n.isMultiple(of: m) {
             fail("multipleOf", "\(literal) is not a multiple of \(m.text)")
@@ -56,18 +56,24 @@ extension SchemaEvaluator {
         return valid
     }
 
-    private func checkString(_ node: SchemaNode, _ text: String) -> Bool {
+    private mutating func checkString(_ node: SchemaNode, _ text: String) -> Bool {
         var valid = true
         if node.minLength != nil || node.maxLength != nil {
-            // Length is in Unicode code points, as the draft counts it.
-            let length = text.unicodeScalars.count
-            if let min = node.minLength, length < min {
-                fail("minLength", "is \(length) characters long, shorter than the minimum \(min)")
-                valid = false
-            }
-            if let max = node.maxLength, length > max {
-                fail("maxLength", "is \(length) characters long, longer than the maximum \(max)")
-                valid = false
+            // Length is in Unicode code points, as the draft counts it; a string's UTF-8 length
+            // bounds that from both sides (1 to 4 bytes a code point), so most are not counted.
+            let bytes = text.utf8.count
+            let surelyLongEnough = node.minLength.map { (bytes + 3) / 4 >= $0 } ?? true
+            let surelyShortEnough = node.maxLength.map { bytes <= $0 } ?? true
+            if !(surelyLongEnough && surelyShortEnough) {
+                let length = text.unicodeScalars.count
+                if let min = node.minLength, length < min {
+                    fail("minLength", "is \(length) characters long, shorter than the minimum \(min)")
+                    valid = false
+                }
+                if let max = node.maxLength, length > max {
+                    fail("maxLength", "is \(length) characters long, longer than the maximum \(max)")
+                    valid = false
+                }
             }
         }
         if let pattern = node.pattern, !pattern.matches(text) {

@@ -20,7 +20,7 @@ struct Annotations {
 
 /// One check of one instance: walks the compiled nodes, keeps the dynamic scope and the instance
 /// location, and collects violations. Used once and dropped; `CompiledSchemas` is what is shared.
-final class SchemaEvaluator {
+struct SchemaEvaluator {
     enum Step { case key(String), index(Int) }
 
     /// Nested evaluations past this are refused with a violation: a schema that refers to itself
@@ -54,14 +54,14 @@ final class SchemaEvaluator {
         }.joined()
     }
 
-    func fail(_ keyword: String, _ message: @autoclosure () -> String) {
+    mutating func fail(_ keyword: String, _ message: @autoclosure () -> String) {
         guard quiet == 0, violations.count < maxViolations else { return }
         violations.append(SchemaViolation(instance: pointer, keyword: keyword, message: message()))
     }
 
     /// `node` applied to `instance`; its annotations are merged into `annotations` when it passes
     /// and `annotate` is set.
-    func evaluate(_ index: Int, _ instance: JSONValue, annotate: Bool, into annotations: inout Annotations) -> Bool {
+    mutating func evaluate(_ index: Int, _ instance: JSONValue, annotate: Bool, into annotations: inout Annotations) -> Bool {
         let node = nodes[index]
         switch node.form {
         case .always: return true
@@ -89,7 +89,7 @@ final class SchemaEvaluator {
         return valid
     }
 
-    private func evaluateKeywords(_ node: SchemaNode, _ instance: JSONValue, annotate: Bool, into local: inout Annotations) -> Bool {
+    private mutating func evaluateKeywords(_ node: SchemaNode, _ instance: JSONValue, annotate: Bool, into local: inout Annotations) -> Bool {
         var valid = true
         if let ref = node.ref {
             valid = evaluate(ref, instance, annotate: annotate, into: &local) && valid
@@ -126,7 +126,7 @@ final class SchemaEvaluator {
     }
 
     /// Evaluates a child instance (a property's value, an item) with its location pushed.
-    func evaluate(_ index: Int, _ instance: JSONValue, at step: Step) -> Bool {
+    mutating func evaluate(_ index: Int, _ instance: JSONValue, at step: Step) -> Bool {
         location.append(step)
         defer { location.removeLast() }
         var ignored = Annotations()
@@ -135,7 +135,7 @@ final class SchemaEvaluator {
 
     /// Evaluates without recording, for applicators whose subschemas may fail without the
     /// instance failing.
-    func probe(_ index: Int, _ instance: JSONValue, annotate: Bool, into annotations: inout Annotations) -> Bool {
+    mutating func probe(_ index: Int, _ instance: JSONValue, annotate: Bool, into annotations: inout Annotations) -> Bool {
         quiet += 1
         defer { quiet -= 1 }
         return evaluate(index, instance, annotate: annotate, into: &annotations)

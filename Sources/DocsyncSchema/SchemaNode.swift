@@ -32,8 +32,15 @@ struct TypeSet: OptionSet, Sendable {
         case .array: contains(.array)
         case .string: contains(.string)
         case .number(let literal):
-            contains(.number) || (contains(.integer) && ExactNumber(literal: literal)?.isInteger == true)
+            contains(.number) || (contains(.integer) && Self.isInteger(literal))
         }
+    }
+
+    /// Whether a number literal has no fractional part: at once for a literal without a fraction or
+    /// an exponent (the usual integer), exactly otherwise (`1.0`, `1e3`).
+    static func isInteger(_ literal: String) -> Bool {
+        if !literal.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }) { return true }
+        return ExactNumber(literal: literal)?.isInteger == true
     }
 
     /// "a string or null", for messages.
