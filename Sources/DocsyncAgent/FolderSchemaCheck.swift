@@ -22,14 +22,19 @@ public struct FolderSchemaCheck: Sendable {
         let paths = walker.walk().filter { $0.nameIsUTF8 && DocumentRules.isDocumentName(lastComponent($0.path)) }.map(\.path).sorted()
         var schemaBodies: [String: JSONObject] = [:]
         var schemaPaths: [String: String] = [:]
+        var check = FolderSchemaCheck()
         for path in paths {
             guard case .success(let (object, docType)) = read(walker.absolute(path), relative: path, maxFileSize: maxFileSize),
-                  docType == DocTypeSchemas.docType, case .string(let id)? = object["id"] else { continue }
+                  docType == DocTypeSchemas.docType else { continue }
+            guard case .string(let id)? = object["id"] else {
+                let why = "a schema document needs an \"id\": the docType it describes"
+                check.invalid.append(Finding(path: path, errors: [SchemaViolation(instance: "", keyword: "id", message: why)]))
+                continue
+            }
             schemaBodies[id] = object
             schemaPaths[id] = path
         }
         let schemas = DocTypeSchemas(schemaBodies, assertFormats: assertFormats)
-        var check = FolderSchemaCheck()
         check.schemaCount = schemas.docTypes.count
         for path in paths {
             check.judge(path, read(walker.absolute(path), relative: path, maxFileSize: maxFileSize), schemas: schemas)

@@ -1,4 +1,5 @@
 @testable import DocsyncAgent
+import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -86,9 +87,16 @@ extension HeavySuites {
         #expect(await eventually {
             (try? await AgentStatus.read(agentB.index))?.schemas.nonconforming.map(\.path).contains("invoice/inv-9.json") == true
         })
-        // The schema relaxed by A: B's documents conform again.
+        #expect((try await AgentStatus.read(agentB.index)).counts.nonconforming == 2, "the metrics' count")
+        // A save held back at B under the schema...
+        try b.write("invoice/inv-5.json", #"{"id": "inv-5", "docType": "invoice", "total": "z"}"#)
+        #expect(await eventually { (try? await AgentStatus.read(agentB.index))?.schemas.held["invoice/inv-5.json"] != nil })
+        // (once its stat is settled: only the new schema can send it now)
+        #expect(await eventually { (try? await agentB.index.read { try $0.file(at: "invoice/inv-5.json") })??.stat.mtimeNs != FileStat.unsettled })
+        // ...goes out when A relaxes the schema, and B's documents conform again.
         try a.write("schema/invoice.json", #"{"id": "invoice", "type": "object"}"#)
         #expect(await eventually { (try? await AgentStatus.read(agentB.index))?.schemas.nonconformingCount == 0 })
+        #expect(await eventually { (try? await server.api.documents(type: "invoice"))?["inv-5"] != nil }, "a held save is read again under the new schema")
     }
 }
 }

@@ -29,17 +29,19 @@ import Testing
         defer { docs.remove() }
         try docs.write("invoices/2026/inv-7.json", #"{"id": "inv-7", "docType": "invoice", "number": "INV-2026-7", "total": "12.50"}"#)
         try docs.write("schema/typo.json", #"{"id": "typo", "properties": {"a": {"minimum": "one"}}}"#)
+        try docs.write("schema/nameless.json", #"{"type": "object"}"#)
         let (status, out, _) = try await runDocsync(["validate", docs.path], logDirectory: docs.path)
         #expect(status == 1)
         #expect(out.contains(#"invoices/2026/inv-7.json: /total: expected a number, got the string "12.50""#))
         #expect(out.contains("schema/typo.json: not a valid JSON Schema (draft 2020-12): /properties/a/minimum: expected a number"))
+        #expect(out.contains(#"schema/nameless.json: a schema document needs an "id""#))
 
         let (jsonStatus, json, _) = try await runDocsync(["validate", "--json", docs.path], logDirectory: docs.path)
         #expect(jsonStatus == 1)
         let report = try JSONParser.parse(json.trimmingCharacters(in: .whitespacesAndNewlines)).object!
-        #expect(report["checked"] == .number("5"))
+        #expect(report["checked"] == .number("6"))
         let invalid = report["invalid"]?.elements ?? []
-        #expect(invalid.compactMap { $0.object?["path"]?.string } == ["invoices/2026/inv-7.json", "schema/typo.json"])
+        #expect(invalid.compactMap { $0.object?["path"]?.string } == ["invoices/2026/inv-7.json", "schema/nameless.json", "schema/typo.json"])
         let first = invalid.first?.object?["errors"]?.elements?.first?.object
         #expect(first?["instance"] == .string("/total"))
         #expect(first?["keyword"] == .string("type"))
