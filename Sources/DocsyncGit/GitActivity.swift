@@ -1,18 +1,60 @@
 import Foundation
 
 /// Whether one of the user's git commands is running in a work tree, seen in `/proc`: a process
-/// named `git` whose working folder is in the tree. docsync takes the index's lock only while
-/// none is, and for microseconds, so the user's command never finds it taken.
+/// named `git` whose working folder is in the tree or that names the tree (`git -C TREE`, before
+/// its `chdir`), or any process in the tree started in the last
+/// ``youngMilliseconds`` (a shell's child between `fork` and `exec` still carries the shell's
+/// name, and is git a moment later). docsync takes the index's lock only while none is, and for
+/// microseconds, so the user's command never finds it taken.
 enum GitActivity {
+    /// A process this young may be about to become git.
+    static let youngMilliseconds: Int64 = 200
+
     static func running(in workTree: String) -> Bool {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return false }
+        let first = look(in: workTree, skipping: [])
+        if first.busy { return true }
+        // Processes started while the first look read /proc (a few milliseconds): one more look
+        // at those alone, so the window left is the microseconds until the locks are released.
+        return look(in: workTree, skipping: first.seen).busy
+    }
+
+    private static func look(in workTree: String, skipping known: Set<Int32>) -> (busy: Bool, seen: Set<Int32>) {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return (false, []) }
         let own = getpid()
+        let now = uptimeMilliseconds()
+        var seen = Set<Int32>()
         for entry in entries {
             guard let pid = Int32(entry), pid != own else { continue }
-            guard let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8), comm.hasPrefix("git") else { continue }
-            guard let cwd = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd") else { continue }
-            if cwd == workTree || cwd.hasPrefix(workTree + "/") { return true }
+            seen.insert(pid)
+            guard !known.contains(pid), let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { continue }
+            guard comm.hasPrefix("git") || isYoung(pid, now: now) else { continue }
+            if let cwd = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd"),
+               cwd == workTree || cwd.hasPrefix(workTree + "/") { return (true, seen) }
+            // `git -C TREE …` before its chdir still has the caller's folder (as has a launcher
+            // such as `env git -C TREE …` about to exec it).
+            if let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+               cmdline.split(separator: 0).contains(where: { $0.elementsEqual(workTree.utf8) || $0.starts(with: Array((workTree + "/").utf8)) }) {
+                return (true, seen)
+            }
         }
-        return false
+        return (false, seen)
+    }
+
+    /// Milliseconds since boot, as `/proc/uptime` says.
+    private static func uptimeMilliseconds() -> Int64? {
+        guard let text = try? String(contentsOfFile: "/proc/uptime", encoding: .utf8),
+              let seconds = Double(text.split(separator: " ").first ?? "") else { return nil }
+        return Int64(seconds * 1000)
+    }
+
+    /// Whether `pid` started less than ``youngMilliseconds`` before `now` (its start time is field
+    /// 22 of `/proc/PID/stat`, in clock ticks since boot, counted after the command's `)`).
+    private static func isYoung(_ pid: Int32, now: Int64?) -> Bool {
+        guard let now, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let ticks = Int64(fields[19]) else { return false }
+        let started = ticks * 1000 / Int64(max(1, sysconf(Int32(_SC_CLK_TCK))))
+        return now - started < youngMilliseconds
     }
 }

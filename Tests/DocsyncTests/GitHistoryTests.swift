@@ -126,6 +126,9 @@ extension HeavySuites {
         // Moved to another docType's folder there: here the file stays where it is, its docType said.
         try rig.a.move("note/x.json", "task/x.json")
         #expect(await eventually { (try? rig.log().first)?.contains("task/x: docType") == true }, "\((try? rig.log()) ?? [])")
+        // A pulled change never moves a file here, so a document's whole history is one path.
+        let followed = try git(["log", "--follow", "--format=%s", "--", "note/x.json"], in: rig.repo.path)
+        #expect(followed.split(separator: "\n") == ["task/x: docType", "note/x: title", "note/x: new"], "\(followed)")
         try rig.a.remove("note/y.json")
         #expect(await eventually { (try? git(["ls-files", "note/y.json"], in: rig.repo.path))?.isEmpty == true }, "the deletion is committed")
         #expect(try git(["status", "--porcelain"], in: rig.repo.path).isEmpty, "nothing left uncommitted, nothing staged")
@@ -191,6 +194,7 @@ extension HeavySuites {
         // and holds them for microseconds; a command started during that look can still meet
         // them, rarely (docs/GIT.md). One meeting in a run is that gap; more is a regression
         // (locks held across a process or an fsync fail dozens of rounds).
+        print("git lock meetings: \(failures.count) of \(rounds) rounds \(failures)")
         #expect(failures.count <= 1, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
         let docsyncCommits = try rig.log().filter { $0.hasPrefix("Alice Liddell|") }.count
         #expect(docsyncCommits >= 5, "docsync committed among the user's commands (\(docsyncCommits) commits, \(rounds) rounds)")
