@@ -102,9 +102,17 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
-        // The reference endpoint (`docsync serve`): Hummingbird 2 over an embedded SQLite store.
+        // The store seam: what any document store keeps (revisions, the change sequence, tombstones),
+        // its rules, change pages, and refusals by meaning; the model only, no HTTP.
+        .target(name: "DocsyncStore", dependencies: ["DocsyncModel"]),
+        // The embedded default store: one SQLite file (GRDB).
+        .target(name: "DocsyncSQLiteStore", dependencies: [
+            "DocsyncModel", "DocsyncStore", "DocsyncSQL",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // The reference endpoint (`docsync serve`): Hummingbird 2 over a store (SQLite by default).
         .target(name: "DocsyncServer", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncSQL", "DocsyncSchema",
+            "DocsyncModel", "DocsyncClock", "DocsyncSQL", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore",
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -120,7 +128,7 @@ let package = Package(
         ]),
         // The reference endpoint's store in PostgreSQL (postgres-nio), for several server processes.
         .target(name: "DocsyncPostgres", dependencies: [
-            "DocsyncModel", "DocsyncServer",
+            "DocsyncModel", "DocsyncStore",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -132,7 +140,7 @@ let package = Package(
         .executableTarget(name: "docsync", dependencies: [
             "DocsyncConfig",
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
-            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "DocsyncSchema", "CGlibcExtras",
+            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -163,7 +171,7 @@ let package = Package(
         .testTarget(name: "DocsyncTests", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
             "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncPostgres",
-            "DocsyncTestSupport", "DocsyncConfig", "DocsyncSQL", "DocsyncSchema",
+            "DocsyncTestSupport", "DocsyncConfig", "DocsyncSQL", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

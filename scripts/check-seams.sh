@@ -31,5 +31,15 @@ if held=$(grep -rnE "^\s*(let|var) scanner: Scanner" Sources/DocsyncAgent/Change
   echo "$held" >&2
   status=1
 fi
-[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP and no adapter in the engine; no part linked late"
+if stores=$(grep -rlnE "^import (DocsyncServer|Hummingbird[A-Za-z]*|HTTPTypes|NIO[A-Za-z0-9]*)$" Sources/DocsyncStore Sources/DocsyncSQLiteStore Sources/DocsyncPostgres); then
+  echo "a store imports the server or an HTTP library (stores speak StoreError; the server maps it to HTTP):" >&2
+  echo "$stores" >&2
+  status=1
+fi
+if statuses=$(grep -rnE "StoreError\([0-9]" Sources); then
+  echo "a StoreError made from an HTTP status (use its Kind; HTTP-only refusals are HTTPRefusal):" >&2
+  echo "$statuses" >&2
+  status=1
+fi
+[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP and no adapter in the engine; no part linked late; stores without the server or HTTP"
 exit $status

@@ -1,4 +1,4 @@
-import DocsyncServer
+import DocsyncStore
 import Logging
 import PostgresNIO
 

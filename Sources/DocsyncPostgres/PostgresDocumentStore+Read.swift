@@ -1,5 +1,5 @@
+import DocsyncStore
 import DocsyncModel
-import DocsyncServer
 import Logging
 import PostgresNIO
 
@@ -113,7 +113,7 @@ enum PostgresSchema {
             for try await id in try await connection.query("SELECT value FROM docsync_meta WHERE key = 'store_id'", logger: logger).decode(String.self) {
                 return id
             }
-            throw StoreError(500, "the store has no id")
+            throw StoreError(.failed, "the store has no id")
         }
     }
 

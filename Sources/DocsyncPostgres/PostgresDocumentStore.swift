@@ -1,5 +1,5 @@
+import DocsyncStore
 import DocsyncModel
-import DocsyncServer
 import Foundation
 import Logging
 import PostgresNIO
@@ -63,7 +63,7 @@ public final class PostgresDocumentStore: DocumentStore {
                 if attempt < 5, let psql = cause as? PSQLError, let state = psql.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) {
                     continue
                 }
-                if cause is WriteRace { throw StoreError(503, "the write kept meeting concurrent writes of the same document; try again") }
+                if cause is WriteRace { throw StoreError(.unavailable, "the write kept meeting concurrent writes of the same document; try again") }
                 if let cause = error.closureError { throw cause }
                 throw error
             }
@@ -94,12 +94,12 @@ public final class PostgresDocumentStore: DocumentStore {
         do {
             version = try StoreRules.write(input, existingRev: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
         } catch {
-            guard error.status == 409 else { throw error }
+            guard error.kind == .conflict else { throw error }
             var current: JSONValue?
             for try await body in try await connection.query("SELECT body FROM document WHERE id = \(id)", logger: logger).decode(String.self) {
                 current = try JSONParser.parse(body)
             }
-            throw StoreError(error.status, error.message, current: current)
+            throw StoreError(error.kind, error.message, current: current)
         }
         let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
         let rows = try await connection.query("""
@@ -179,9 +179,9 @@ public final class PostgresDocumentStore: DocumentStore {
             var row: (String, String)?
             for try await r in try await connection.query("SELECT body, doc_type FROM document WHERE id = \(id)", logger: self.logger)
                 .decode((String, String).self) { row = r }
-            guard let (body, storedType) = row else { throw StoreError(404, "no document with id \(id)") }
+            guard let (body, storedType) = row else { throw StoreError(.notFound, "no document with id \(id)") }
             guard let object = try StoreRules.tombstone(of: body, storedType: storedType, id: id, docType: docType, now: now, author: author) else {
-                guard case .object(let tombstone) = try JSONParser.parse(body) else { throw StoreError(500, "corrupt stored document") }
+                guard case .object(let tombstone) = try JSONParser.parse(body) else { throw StoreError(.failed, "corrupt stored document") }
                 return tombstone
             }
             return try await Self.put(
@@ -198,7 +198,7 @@ public final class PostgresDocumentStore: DocumentStore {
             var row: (String, String, Int64?)?
             for try await r in try await connection.query(
                 "SELECT body, doc_type, deleted_at FROM document WHERE id = \(id)", logger: self.logger).decode((String, String, Int64?).self) { row = r }
-            guard let (body, storedType, deletedAt) = row else { throw StoreError(404, "no document with id \(id) to attach the file to") }
+            guard let (body, storedType, deletedAt) = row else { throw StoreError(.notFound, "no document with id \(id) to attach the file to") }
             let object = try StoreRules.attaching(url, as: property, to: body, storedType: storedType, deleted: deletedAt != nil, id: id, docType: docType, author: author)
             try await connection.query("""
                 INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (\(blob.sha256), \(blob.size), \(blob.contentType), \(now))

@@ -66,13 +66,13 @@ public struct ConnectionLimits: Sendable {
         let start = ContinuousClock.now
         var received = 0
 
-        mutating func add(_ bytes: Int) throws(StoreError) {
+        mutating func add(_ bytes: Int) throws(HTTPRefusal) {
             received += bytes
             let elapsed = ContinuousClock.now - start
             guard elapsed > limits.bodyGrace else { return }
             let seconds = Double(elapsed.nanoseconds) / 1e9
             if Double(received) < Double(limits.minimumBodyRate) * seconds {
-                throw StoreError(408, "the request body arrives slower than \(limits.minimumBodyRate) bytes a second")
+                throw HTTPRefusal(408, "the request body arrives slower than \(limits.minimumBodyRate) bytes a second")
             }
         }
     }

@@ -12,10 +12,10 @@ struct TokenMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
-            return ReferenceServer.errorResponse(StoreError(401, "missing Authorization header (expected: Token token=…)"))
+            return ReferenceServer.errorResponse(HTTPRefusal(401, "missing Authorization header (expected: Token token=…)"))
         }
         guard let name = tokens.name(of: Array(header.utf8)) else {
-            return ReferenceServer.errorResponse(StoreError(401, "invalid token"))
+            return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
         }
         var context = context
         context.author = name
@@ -41,7 +41,7 @@ struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch let error as HTTPError {
-            response = ReferenceServer.errorResponse(StoreError(Int(error.status.code), error.body ?? error.status.reasonPhrase))
+            response = ReferenceServer.errorResponse(HTTPRefusal(Int(error.status.code), error.body ?? error.status.reasonPhrase))
         } catch {
             response = ReferenceServer.errorResponse(error)
         }

@@ -1,3 +1,5 @@
+import DocsyncSQLiteStore
+import DocsyncStore
 import DocsyncClock
 import DocsyncModel
 import Foundation

@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import DocsyncSchema
 import Synchronization
@@ -45,7 +46,10 @@ final class SchemaEnforcement: Sendable {
                 accepted.append(document)
                 continue
             }
-            refused.append(StoreRules.batchError(id: object["id"]?.string, Self.refusal(errors, of: object)))
+            let refusal = Self.refusal(errors, of: object)
+            refused.append(JSONObject([
+                (key: "id", value: object["id"] ?? .null), (key: "message", value: .string(refusal.message)), (key: "errors", value: refusal.errors ?? .null),
+            ]))
         }
         return (accepted, refused)
     }
@@ -62,12 +66,10 @@ final class SchemaEnforcement: Sendable {
         return errors?.isEmpty == false ? errors : nil
     }
 
-    private static func refusal(_ errors: [SchemaViolation], of object: JSONObject) -> StoreError {
+    private static func refusal(_ errors: [SchemaViolation], of object: JSONObject) -> HTTPRefusal {
         let first = errors.first.map(\.description) ?? ""
         let what = object["docType"]?.string == DocTypeSchemas.docType ? "is not a valid JSON Schema (draft 2020-12)" : "does not conform to its schema"
-        var error = StoreError(422, "\(what): \(first)" + (errors.count > 1 ? " (and \(errors.count - 1) more)" : ""))
-        error.errors = .array(errors.map(\.json))
-        return error
+        return HTTPRefusal(422, "\(what): \(first)" + (errors.count > 1 ? " (and \(errors.count - 1) more)" : ""), errors: .array(errors.map(\.json)))
     }
 
     private func schemas() async throws -> DocTypeSchemas {

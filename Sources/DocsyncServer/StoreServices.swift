@@ -1,3 +1,4 @@
+import DocsyncStore
 import Logging
 import ServiceLifecycle
 

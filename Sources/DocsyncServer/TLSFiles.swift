@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import NIOSSL
 
@@ -30,14 +31,14 @@ public struct TLSFiles: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificate)
         } catch {
-            throw StoreError(500, "cannot read the TLS certificate \(certificate): \(error)")
+            throw StoreError(.failed, "cannot read the TLS certificate \(certificate): \(error)")
         }
-        guard !chain.isEmpty else { throw StoreError(500, "no certificate in \(certificate)") }
+        guard !chain.isEmpty else { throw StoreError(.failed, "no certificate in \(certificate)") }
         let privateKey: NIOSSLPrivateKey
         do {
             privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
         } catch {
-            throw StoreError(500, "cannot read the TLS private key \(key): \(error)")
+            throw StoreError(.failed, "cannot read the TLS private key \(key): \(error)")
         }
         return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey))
     }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import DocsyncStore
 import Glibc
 #endif
 import Foundation
@@ -37,7 +38,7 @@ public final class TokenStore: Sendable {
         let (tokens, stamp): ([(name: String, bytes: [UInt8])], FileStamp?)
         switch Self.load(file) {
         case .success(let loaded): (tokens, stamp) = loaded
-        case .failure(let problem): throw StoreError(500, "\(file): \(problem)")
+        case .failure(let problem): throw StoreError(.failed, "\(file): \(problem)")
         }
         state = Mutex(State(tokens: tokens, stamp: stamp, lastLook: .now))
     }

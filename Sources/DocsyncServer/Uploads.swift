@@ -1,3 +1,4 @@
+import DocsyncStore
 import Crypto
 import DocsyncModel
 import Foundation
@@ -47,7 +48,7 @@ struct BlobDirectory: Sendable {
         guard rename(temporary, destination) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
-            throw StoreError(500, "cannot store the upload: \(reason)")
+            throw StoreError(.failed, "cannot store the upload: \(reason)")
         }
     }
 }
@@ -85,10 +86,10 @@ struct UploadRoutes: Sendable {
 
     func receive(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let contentType = request.headers[.contentType], let boundary = Self.boundary(contentType) else {
-            throw StoreError(415, "an upload is multipart/form-data with a boundary")
+            throw HTTPRefusal(415, "an upload is multipart/form-data with a boundary")
         }
         if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length > maxUploadBytes + 65536 {
-            throw StoreError(413, "the upload is larger than the limit of \(maxUploadBytes) bytes")
+            throw StoreError(.tooLarge, "the upload is larger than the limit of \(maxUploadBytes) bytes")
         }
         let parts = try UploadParts(temporaryDirectory: blobs.temporaryDirectory, maxFileBytes: maxUploadBytes)
         defer { parts.discard() }
@@ -107,13 +108,13 @@ struct UploadRoutes: Sendable {
                     }
                 }
             } catch {
-                throw StoreError(400, "the upload is not valid multipart/form-data")
+                throw StoreError(.invalid, "the upload is not valid multipart/form-data")
             }
             if let problem = parts.problem { throw problem }
         }
-        guard stream.isComplete else { throw StoreError(400, "the upload ended before its closing boundary") }
-        guard let file = parts.file else { throw StoreError(400, "the upload has no complete \"file\" part") }
-        guard let targetBytes = parts.target else { throw StoreError(400, "the upload has no \"targetDocument\" part") }
+        guard stream.isComplete else { throw StoreError(.invalid, "the upload ended before its closing boundary") }
+        guard let file = parts.file else { throw StoreError(.invalid, "the upload has no complete \"file\" part") }
+        guard let targetBytes = parts.target else { throw StoreError(.invalid, "the upload has no \"targetDocument\" part") }
         let target = try Self.target(targetBytes)
         try blobs.adopt(temporary: file.temporaryPath, sha256: file.sha256)
         parts.adopted()
@@ -144,16 +145,16 @@ struct UploadRoutes: Sendable {
 
     static func target(_ bytes: [UInt8]) throws -> Target {
         guard case .object(let o)? = try? JSONParser.parse(bytes) else {
-            throw StoreError(400, "\"targetDocument\" must be a JSON object {\"targetId\", \"targetDocType\", \"targetProperty\"}")
+            throw StoreError(.invalid, "\"targetDocument\" must be a JSON object {\"targetId\", \"targetDocType\", \"targetProperty\"}")
         }
         guard let id = o["targetId"]?.string, DocumentRules.isSafeIdentifier(id) else {
-            throw StoreError(400, "\"targetId\" must be a document id")
+            throw StoreError(.invalid, "\"targetId\" must be a document id")
         }
-        guard let docType = o["targetDocType"]?.string else { throw StoreError(400, "\"targetDocType\" must be a string") }
+        guard let docType = o["targetDocType"]?.string else { throw StoreError(.invalid, "\"targetDocType\" must be a string") }
         guard let property = o["targetProperty"]?.string, !property.isEmpty, property.utf8.count <= 256,
               !["id", "docType"].contains(property), !DocumentRules.reservedKeys.contains(property)
         else {
-            throw StoreError(400, "\"targetProperty\" must name an ordinary property of the document")
+            throw StoreError(.invalid, "\"targetProperty\" must name an ordinary property of the document")
         }
         return Target(id: id, docType: docType, property: property)
     }
@@ -214,7 +215,7 @@ struct UploadRoutes: Sendable {
         guard sha.utf8.count == 64, sha.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
               let blob = try await store.blob(sha256: sha)
         else {
-            return ReferenceServer.errorResponse(StoreError(404, "no such upload"))
+            return ReferenceServer.errorResponse(StoreError(.notFound, "no such upload"))
         }
         let body = try await FileIO().loadFile(path: blobs.path(of: sha), context: context)
         var headers: HTTPFields = [.contentType: blob.contentType, .contentLength: String(blob.size)]
@@ -271,7 +272,7 @@ final class UploadParts {
         case .file:
             written += Int64(raw.count)
             if written > maxFileBytes {
-                problem = StoreError(413, "the file is larger than the limit of \(maxFileBytes) bytes")
+                problem = StoreError(.tooLarge, "the file is larger than the limit of \(maxFileBytes) bytes")
                 return
             }
             hasher.update(bufferPointer: raw)
@@ -280,7 +281,7 @@ final class UploadParts {
             if pending.count >= 1 << 20 { flush() }
         case .target:
             collected += raw
-            if collected.count > 65536 { problem = StoreError(400, "\"targetDocument\" is larger than 64 KiB") }
+            if collected.count > 65536 { problem = StoreError(.invalid, "\"targetDocument\" is larger than 64 KiB") }
         case .other, .none:
             break
         }
@@ -290,7 +291,7 @@ final class UploadParts {
         switch current {
         case .file where problem == nil:
             flush()
-            if problem == nil, fsync(fd) != 0 { problem = StoreError(507, "cannot store the upload: \(String(cString: strerror(errno)))") }
+            if problem == nil, fsync(fd) != 0 { problem = StoreError(.full, "cannot store the upload: \(String(cString: strerror(errno)))") }
             close(fd)
             fd = -1
             file = File(
@@ -313,7 +314,7 @@ final class UploadParts {
                 let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    problem = StoreError(507, "cannot store the upload: \(String(cString: strerror(errno)))")
+                    problem = StoreError(.full, "cannot store the upload: \(String(cString: strerror(errno)))")
                     return
                 }
                 offset += n
@@ -346,7 +347,7 @@ final class UploadParts {
             let path = temporaryDirectory + "/" + UUID().uuidString
             fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                problem = StoreError(507, "cannot store the upload: \(String(cString: strerror(errno)))")
+                problem = StoreError(.full, "cannot store the upload: \(String(cString: strerror(errno)))")
                 current = .other
                 return
             }

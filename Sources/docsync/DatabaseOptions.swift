@@ -1,3 +1,4 @@
+import DocsyncStore
 import ArgumentParser
 import DocsyncPostgres
 import DocsyncServer

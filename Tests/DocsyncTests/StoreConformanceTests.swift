@@ -1,3 +1,5 @@
+import DocsyncSQLiteStore
+import DocsyncStore
 import DocsyncModel
 import DocsyncPostgres
 import Logging
@@ -13,7 +15,12 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    static let all: [StoreFixture] = [sqlite, postgres]
+    static let all: [StoreFixture] = [memory, sqlite, postgres]
+
+    static let memory = StoreFixture(name: "memory") {
+        let store = MemoryDocumentStore()
+        return (store, {})
+    }
 
     static let sqlite = StoreFixture(name: "sqlite") {
         let folder = try TempFolder("store")
@@ -73,7 +80,7 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
             _ = try await store.put(doc("a", #""v":2"#), now: now, ifMatch: 1)
             await #expect { try await store.put(doc("a", #""v":3"#), now: now, ifMatch: 1) } throws: { error in
                 guard let e = error as? StoreError else { return false }
-                return e.status == 409 && e.current?.object?["v"] == 2
+                return e.kind == .conflict && e.current?.object?["v"] == 2
             }
             await #expect(throws: StoreError.self) { try await store.put(doc("a"), now: now, mustCreate: true) }
             #expect(try await store.get(id: "a")?.object?["v"] == 2, "the refused write changed nothing")

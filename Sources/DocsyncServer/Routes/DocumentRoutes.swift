@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import Foundation
 import HTTPTypes
@@ -31,7 +32,7 @@ struct DocumentRoutes: Sendable {
                 var ifMatch: Int64?
                 if let header = request.headers[.ifMatch] {
                     guard let rev = Int64(header.trimmingCharacters(in: CharacterSet(charactersIn: "\" W/"))) else {
-                        throw StoreError(400, "If-Match must be a quoted revision number, like \"3\"")
+                        throw StoreError(.invalid, "If-Match must be a quoted revision number, like \"3\"")
                     }
                     ifMatch = rev
                 }
@@ -60,7 +61,7 @@ struct DocumentRoutes: Sendable {
             try await ReferenceServer.respond {
                 guard case .object(let o) = try await ReferenceServer.json(request, limit: limit, pace: pace),
                       let id = o["id"]?.string, let docType = o["docType"]?.string
-                else { throw StoreError(400, "DELETE needs a body {\"id\": …, \"docType\": …}") }
+                else { throw StoreError(.invalid, "DELETE needs a body {\"id\": …, \"docType\": …}") }
                 let stored = try await store.delete(id: id, docType: docType, now: now(), author: context.author)
                 schemas?.wrote(docType: docType)
                 feed.published(try await store.latestSeq())
@@ -82,7 +83,7 @@ struct DocumentRoutes: Sendable {
         router.get("/api/document/{id}") { _, context in
             try await ReferenceServer.respond {
                 let id = ReferenceServer.parameter("id", context)
-                guard let doc = try await store.get(id: id) else { throw StoreError(404, "no document with id \(id)") }
+                guard let doc = try await store.get(id: id) else { throw StoreError(.notFound, "no document with id \(id)") }
                 return doc
             }
         }

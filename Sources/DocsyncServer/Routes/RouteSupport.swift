@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import Foundation
 import HTTPTypes
@@ -66,7 +67,7 @@ extension ReferenceServer {
     /// than the connection limits' pace is refused (408).
     static func json(_ request: Request, limit: Int, maxDepth: Int, pace: ConnectionLimits) async throws -> (value: JSONValue, depth: Int) {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
-            throw StoreError(413, "the request body is \(length) bytes, over the limit of \(limit) bytes")
+            throw StoreError(.tooLarge, "the request body is \(length) bytes, over the limit of \(limit) bytes")
         }
         var buffer = ByteBuffer()
         var paced = ConnectionLimits.BodyPace(limits: pace)
@@ -75,10 +76,10 @@ extension ReferenceServer {
         defer { budget.give(taken) }
         for try await piece in request.body {
             guard buffer.readableBytes + piece.readableBytes <= limit else {
-                throw StoreError(413, "the request body is over the limit of \(limit) bytes")
+                throw StoreError(.tooLarge, "the request body is over the limit of \(limit) bytes")
             }
             guard budget.take(piece.readableBytes) else {
-                throw StoreError(503, "the server is reading too many request bodies at once; try again shortly")
+                throw StoreError(.unavailable, "the server is reading too many request bodies at once; try again shortly")
             }
             taken += piece.readableBytes
             var piece = piece
@@ -89,7 +90,7 @@ extension ReferenceServer {
         do {
             return try JSONParser.parseMeasuringDepth(Array(buffer: buffer), maxDepth: maxDepth)
         } catch {
-            throw StoreError(400, "the body is not valid JSON: \(error)")
+            throw StoreError(.invalid, "the body is not valid JSON: \(error)")
         }
     }
 
@@ -109,11 +110,28 @@ extension ReferenceServer {
         if let e = error as? StoreError {
             var object = JSONObject([(key: "error", value: .string(e.message))])
             if let current = e.current { object["data"] = current }
+            return response(.init(code: status(of: e.kind)), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
+        }
+        if let e = error as? HTTPRefusal {
+            var object = JSONObject([(key: "error", value: .string(e.message))])
             if let errors = e.errors { object["errors"] = errors }
             return response(.init(code: e.status), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
         }
         let object: JSONValue = ["error": .string("internal error: \(error)")]
         return response(.internalServerError, ByteBuffer(bytes: JSONWriter.bytes(object)))
+    }
+
+    /// What a store's refusal is in HTTP: the one place the two meet.
+    static func status(of kind: StoreError.Kind) -> Int {
+        switch kind {
+        case .invalid: 400
+        case .notFound: 404
+        case .conflict: 409
+        case .tooLarge: 413
+        case .unavailable: 503
+        case .full: 507
+        case .failed: 500
+        }
     }
 
     static func response(_ status: HTTPResponse.Status, _ buffer: ByteBuffer) -> Response {

@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import Foundation
 import HTTPTypes

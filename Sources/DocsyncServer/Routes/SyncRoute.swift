@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import Foundation
 import HTTPTypes
@@ -61,7 +62,7 @@ struct SyncRoute: Sendable {
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {
             guard try await holdLongPoll(after: outcome.cursor, wait: call.wait, authorization: request.headers[.authorization]) else {
-                return ReferenceServer.errorResponse(StoreError(401, "invalid token"))
+                return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
             }
             outcome = try await store.sync(since: call.since, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
         }
@@ -91,17 +92,17 @@ struct SyncRoute: Sendable {
         let (parsed, deepest) = try await ReferenceServer.json(
             request, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth + envelope + 1, pace: pace)
         guard case .object(let body) = parsed else {
-            throw StoreError(400, "the body must be {\"since\": <cursor>, \"documents\": [...]}")
+            throw StoreError(.invalid, "the body must be {\"since\": <cursor>, \"documents\": [...]}")
         }
         var call = Call(measureDepth: deepest > ProtocolLimits.maxDocumentDepth + envelope)
         if let s = body["since"], !s.isNull {
             guard case .number(let n) = s, let v = Int64(n), v >= 0 else {
-                throw StoreError(400, "\"since\" must be a cursor from an earlier reply (or 0)")
+                throw StoreError(.invalid, "\"since\" must be a cursor from an earlier reply (or 0)")
             }
             call.since = v
         }
         if let d = body["documents"] {
-            guard case .array(let list) = d else { throw StoreError(400, "\"documents\" must be an array") }
+            guard case .array(let list) = d else { throw StoreError(.invalid, "\"documents\" must be an array") }
             call.documents = list
         }
         call.echo = body["echo"] != .bool(false)
@@ -114,11 +115,11 @@ struct SyncRoute: Sendable {
     static func types(_ value: JSONValue?, _ key: String) throws -> [String]? {
         guard let value, !value.isNull else { return nil }
         guard case .array(let list) = value, list.count <= TypeSelection.maxTypes else {
-            throw StoreError(400, "\"\(key)\" must be an array of at most \(TypeSelection.maxTypes) docTypes")
+            throw StoreError(.invalid, "\"\(key)\" must be an array of at most \(TypeSelection.maxTypes) docTypes")
         }
         return try list.map { item in
             guard let type = item.string, DocumentRules.docTypeProblem(type) == nil else {
-                throw StoreError(400, "\"\(key)\" holds \(item.kindName) that is not a docType")
+                throw StoreError(.invalid, "\"\(key)\" holds \(item.kindName) that is not a docType")
             }
             return type
         }

@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import HTTPTypes
 import Hummingbird
@@ -31,7 +32,7 @@ struct TypeListing: Sendable {
         after = query.get("after").map { String($0) } ?? ""
         if let text = query.get("limit").map({ String($0) }) {
             guard let n = Int(text), (1...Self.maxLimit).contains(n) else {
-                throw StoreError(400, "limit must be a whole number from 1 to \(Self.maxLimit)")
+                throw StoreError(.invalid, "limit must be a whole number from 1 to \(Self.maxLimit)")
             }
             limit = n
         } else {

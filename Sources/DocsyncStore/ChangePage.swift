@@ -47,7 +47,7 @@ public struct ChangePage: Sendable {
 }
 
 /// The real clock's Unix nanoseconds: when a write was stored, for measuring sync latency.
-func storedAtNanoseconds() -> Int64 {
+public func storedAtNanoseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_REALTIME, &ts)
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)

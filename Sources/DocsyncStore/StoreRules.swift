@@ -9,19 +9,19 @@ public enum StoreRules {
     /// nesting deeper than ``ProtocolLimits/maxDocumentDepth`` (checked here, per document, so one
     /// deep document in a batch is refused alone).
     public static func validate(_ value: JSONValue, requireID: Bool, measureDepth: Bool = false) throws(StoreError) -> JSONObject {
-        guard case .object(let object) = value else { throw StoreError(400, "the document must be a JSON object, not \(value.kindName)") }
+        guard case .object(let object) = value else { throw StoreError(.invalid, "the document must be a JSON object, not \(value.kindName)") }
         if measureDepth, value.containerDepth > ProtocolLimits.maxDocumentDepth {
-            throw StoreError(400, "the document is nested deeper than \(ProtocolLimits.maxDocumentDepth) levels")
+            throw StoreError(.invalid, "the document is nested deeper than \(ProtocolLimits.maxDocumentDepth) levels")
         }
-        guard let docType = object["docType"] else { throw StoreError(400, "the document has no \"docType\"") }
-        guard case .string(let type) = docType else { throw StoreError(400, "\"docType\" must be a string") }
-        if let why = DocumentRules.docTypeProblem(type) { throw StoreError(400, "invalid \"docType\": \(why)") }
+        guard let docType = object["docType"] else { throw StoreError(.invalid, "the document has no \"docType\"") }
+        guard case .string(let type) = docType else { throw StoreError(.invalid, "\"docType\" must be a string") }
+        if let why = DocumentRules.docTypeProblem(type) { throw StoreError(.invalid, "invalid \"docType\": \(why)") }
         if let id = object["id"] {
             guard case .string(let s) = id, DocumentRules.isSafeIdentifier(s) else {
-                throw StoreError(400, "\"id\" must be a string of letters, digits, '_' and '-' (at most 128)")
+                throw StoreError(.invalid, "\"id\" must be a string of letters, digits, '_' and '-' (at most 128)")
             }
         } else if requireID {
-            throw StoreError(400, "the document has no \"id\"")
+            throw StoreError(.invalid, "the document has no \"id\"")
         }
         return object
     }
@@ -46,9 +46,9 @@ public enum StoreRules {
     ) throws(StoreError) -> Version {
         var object = input
         let id = object["id"]?.string ?? ""
-        if mustCreate, existingRev != nil { throw StoreError(409, "a document with id \(id) exists already; PUT updates it") }
+        if mustCreate, existingRev != nil { throw StoreError(.conflict, "a document with id \(id) exists already; PUT updates it") }
         if let ifMatch, (existingRev ?? 0) != ifMatch {
-            throw StoreError(409, "revision \(ifMatch) is not current (current: \(existingRev ?? 0))")
+            throw StoreError(.conflict, "revision \(ifMatch) is not current (current: \(existingRev ?? 0))")
         }
         let rev = (existingRev ?? 0) + 1
         // The change's own time, if the client stamped one (offline work is stamped when it was
@@ -67,7 +67,7 @@ public enum StoreRules {
         let body = JSONWriter.string(.object(object))
         // Every route, the batch call included: what is stored is what any agent can take back.
         if body.utf8.count > maxBytes + ProtocolLimits.envelopeSlack {
-            throw StoreError(413, "the document is \(body.utf8.count) bytes, over the limit of \(maxBytes)")
+            throw StoreError(.tooLarge, "the document is \(body.utf8.count) bytes, over the limit of \(maxBytes)")
         }
         return Version(
             id: id, docType: object["docType"]?.string ?? "", object: object, body: body, rev: rev, updatedAt: updatedAt, deletedAt: deletedAt)
@@ -97,8 +97,8 @@ public enum StoreRules {
     public static func tombstone(
         of stored: String, storedType: String, id: String, docType: String, now: Int64, author: String?
     ) throws -> JSONObject? {
-        guard storedType == docType else { throw StoreError(400, "document \(id) has docType \(storedType), not \(docType)") }
-        guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
+        guard storedType == docType else { throw StoreError(.invalid, "document \(id) has docType \(storedType), not \(docType)") }
+        guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(.failed, "corrupt stored document") }
         if let d = object[DocumentRules.deletedAtKey], !d.isNull { return nil }
         object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
         object[DocumentRules.updatedAtKey] = nil
@@ -110,9 +110,9 @@ public enum StoreRules {
     public static func attaching(
         _ url: String, as property: String, to stored: String, storedType: String, deleted: Bool, id: String, docType: String, author: String?
     ) throws -> JSONObject {
-        guard storedType == docType else { throw StoreError(400, "document \(id) has docType \(storedType), not \(docType)") }
-        guard !deleted else { throw StoreError(404, "document \(id) is deleted") }
-        guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
+        guard storedType == docType else { throw StoreError(.invalid, "document \(id) has docType \(storedType), not \(docType)") }
+        guard !deleted else { throw StoreError(.notFound, "document \(id) is deleted") }
+        guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(.failed, "corrupt stored document") }
         object[property] = .string(url)
         return authored(object, by: author)
     }
@@ -129,7 +129,6 @@ public enum StoreRules {
     public static func batchError(id: String?, _ error: StoreError) -> JSONObject {
         var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
         if let current = error.current { entry["current"] = current }
-        if let errors = error.errors { entry["errors"] = errors }
         return entry
     }
 }

@@ -1,3 +1,4 @@
+import DocsyncStore
 import DocsyncModel
 import DocsyncSQL
 import Foundation
@@ -124,11 +125,11 @@ public struct SQLiteDocumentStore: DocumentStore {
         do {
             version = try StoreRules.write(input, existingRev: existingRev, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
         } catch {
-            guard error.status == 409 else { throw error }
+            guard error.kind == .conflict else { throw error }
             // The stored body is read only to report a conflict.
             let current = try String.fetchOne(db.cachedStatement(sql: "SELECT body FROM document WHERE id = ?"), arguments: [id])
                 .map { try JSONParser.parse($0) }
-            throw StoreError(error.status, error.message, current: current)
+            throw StoreError(error.kind, error.message, current: current)
         }
         try save(version, seq: seq, now: now, client: client, db: db)
         return version.object
@@ -251,7 +252,7 @@ public struct SQLiteDocumentStore: DocumentStore {
     ) async throws -> JSONObject {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type, deleted_at FROM document WHERE id = ?", arguments: [id]) else {
-                throw StoreError(404, "no document with id \(id) to attach the file to")
+                throw StoreError(.notFound, "no document with id \(id) to attach the file to")
             }
             let object = try StoreRules.attaching(
                 url, as: property, to: row["body"], storedType: row["doc_type"], deleted: row["deleted_at"] as Int64? != nil, id: id, docType: docType,
@@ -267,11 +268,11 @@ public struct SQLiteDocumentStore: DocumentStore {
     public func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type FROM document WHERE id = ?", arguments: [id]) else {
-                throw StoreError(404, "no document with id \(id)")
+                throw StoreError(.notFound, "no document with id \(id)")
             }
             let stored: String = row["body"]
             guard let object = try StoreRules.tombstone(of: stored, storedType: row["doc_type"], id: id, docType: docType, now: now, author: author) else {
-                guard case .object(let tombstone) = try JSONParser.parse(stored) else { throw StoreError(500, "corrupt stored document") }
+                guard case .object(let tombstone) = try JSONParser.parse(stored) else { throw StoreError(.failed, "corrupt stored document") }
                 return tombstone  // already a tombstone
             }
             return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes, db: db)

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import DocsyncStore
 import Glibc
 #endif
 
@@ -13,7 +14,7 @@ final class StorageGuard: Sendable {
 
     init(path: String) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw StoreError(500, "cannot stat the database \(path)") }
+        guard stat(path, &st) == 0 else { throw StoreError(.failed, "cannot stat the database \(path)") }
         self.path = path
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
@@ -22,7 +23,7 @@ final class StorageGuard: Sendable {
     func check() throws(StoreError) {
         var st = stat()
         guard stat(path, &st) == 0, UInt64(st.st_dev) == device, UInt64(st.st_ino) == inode else {
-            throw StoreError(503, "the server's storage is gone: \(path) was deleted or replaced while the server ran; nothing can be stored. Restart the server (it starts an empty store there) or restore its data folder")
+            throw StoreError(.unavailable, "the server's storage is gone: \(path) was deleted or replaced while the server ran; nothing can be stored. Restart the server (it starts an empty store there) or restore its data folder")
         }
     }
 }

@@ -1,0 +1,34 @@
+import DocsyncModel
+
+/// Why a store, or a rule every store keeps, refused a request: what it means, not how a protocol
+/// says it. The reference endpoint turns it into HTTP in one place (`ReferenceServer.status(of:)`).
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// The request breaks a document rule, or is not what the call takes.
+        case invalid
+        case notFound
+        /// Not over the stored revision (or created twice): `current` holds the stored document.
+        case conflict
+        /// Over a size limit.
+        case tooLarge
+        /// The storage cannot be reached, or is gone: try again later.
+        case unavailable
+        /// No space left to store it.
+        case full
+        /// The store failed (a corrupt row, a database error).
+        case failed
+    }
+
+    public var kind: Kind
+    public var message: String
+    /// For ``Kind/conflict``: the document as currently stored.
+    public var current: JSONValue?
+
+    public init(_ kind: Kind, _ message: String, current: JSONValue? = nil) {
+        self.kind = kind
+        self.message = message
+        self.current = current
+    }
+
+    public var description: String { message }
+}
