@@ -66,6 +66,8 @@ extension Pusher {
                 conflictStreaks[entry.docID, default: 0] += 1
                 await resolveConflict(entry, current: current)
                 await holdIfConflictsRepeat(entry)
+            case .failed(.conflictWithOwnWrite(let current)):
+                await adoptOwnWrite(entry, current: current)
             case .failed:
                 break  // another failure neither starts nor ends a streak of conflicts
             case .stored, .storedAsSent:
@@ -104,8 +106,8 @@ extension Pusher {
                         try tx.upsertDocument(doc)
                         rejected.append((doc.path ?? doc.id, reason))
                     }
-                case .failed(.unauthorized), .failed(.conflict):
-                    break  // stays queued: paused, or merged after the transaction
+                case .failed(.unauthorized), .failed(.conflict), .failed(.conflictWithOwnWrite):
+                    break  // stays queued: paused, or merged (or based anew) after the transaction
                 case .failed(let error):
                     let next = state.wentOffline ? 0 : state.deadlineNow + state.backoffMs
                     try tx.recordFailure(key: entry.key, version: entry.version, error: error.description, nextAttemptAt: next)
@@ -129,7 +131,7 @@ extension Pusher {
         for (_, outcome) in results {
             let name = switch outcome {
             case .stored, .storedAsSent: "stored"
-            case .failed(.conflict): "conflict"
+            case .failed(.conflict), .failed(.conflictWithOwnWrite): "conflict"
             case .failed(.rejected), .failed(.unsupported): "rejected"
             case .failed(.unauthorized): "unauthorized"
             case .failed: "retried"
@@ -203,6 +205,25 @@ extension Pusher {
             _ = try await lock.run { try await applier.apply([document]) }
         } catch {
             logger.error("cannot merge a conflicting version", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
+        }
+    }
+
+    /// The server's version is this folder's own earlier write, whose reply was lost: what waits
+    /// here was made after it, so it goes again over that revision, unmerged. (Taken for someone
+    /// else's edit, it made a deletion lose to the folder's own older version: the file came back.)
+    private func adoptOwnWrite(_ entry: OutboxEntry, current: JSONObject) async {
+        guard case .number(let text)? = current[DocumentRules.revKey], let rev = Int64(text) else { return }
+        let base = JSONWriter.string(.object(WireForm.body(current, docType: entry.docType ?? "")))
+        do {
+            try await index.write { tx in
+                guard var doc = try tx.document(id: entry.docID) else { return }
+                doc.serverRev = rev
+                doc.base = base
+                try tx.upsertDocument(doc)
+            }
+            logger.info("the endpoint holds this folder's own earlier write (its reply was lost); sending the later change over it", metadata: ["doc.id": "\(entry.docID)"])
+        } catch {
+            logger.error("cannot record the revision of this folder's own earlier write", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
         }
     }
 

@@ -15,6 +15,10 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
     /// The write was based on a revision that is no longer current; `current` is the server's
     /// document when the reply carried it.
     case conflict(current: JSONObject?)
+    /// As ``conflict``, where the current version is this client's own earlier write (its reply
+    /// was lost): the change being sent, made after it, is not in conflict with anyone and goes
+    /// again over `current`'s revision.
+    case conflictWithOwnWrite(current: JSONObject)
     /// The reply could not be understood. Retry later.
     case badReply(String)
     /// A file being uploaded could not be read (or changed while it was sent). Retry when it changes.
@@ -25,7 +29,7 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
     public var isTransient: Bool {
         switch self {
         case .unreachable, .unavailable, .badReply, .localFile: true
-        case .unauthorized, .rejected, .conflict, .unsupported: false
+        case .unauthorized, .rejected, .conflict, .conflictWithOwnWrite, .unsupported: false
         }
     }
 
@@ -36,6 +40,7 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
         case .unauthorized(let why): "token rejected (\(why))"
         case .rejected(let reason): "rejected by the endpoint (\(reason))"
         case .conflict: "revision conflict"
+        case .conflictWithOwnWrite: "revision conflict with this folder's own earlier write"
         case .badReply(let why): "unexpected reply from the endpoint: \(why)"
         case .localFile(let why): why
         case .unsupported(let why): why

@@ -110,8 +110,11 @@ public final class PingPongEndpoint: DocumentEndpoint {
         }
         for e in reply.errors {
             guard let id = e.id, sent.contains(id) else { continue }
-            // The reference endpoint words a stale base revision "revision …" and sends the current document.
-            outcomes[id] = .failed(e.message.hasPrefix("revision") ? .conflict(current: e.current) : .rejected("400: \(e.message)"))
+            // The reference endpoint words a stale base revision "revision …" and sends the current
+            // document, saying when this client wrote it itself.
+            outcomes[id] = .failed(
+                !e.message.hasPrefix("revision") ? .rejected("400: \(e.message)")
+                    : e.yours && e.current != nil ? .conflictWithOwnWrite(current: e.current!) : .conflict(current: e.current))
         }
         for element in reply.isolated {
             guard let id = element.id, sent.contains(id), outcomes[id] == nil else { continue }

@@ -95,11 +95,13 @@ public final class PostgresDocumentStore: DocumentStore {
             version = try StoreRules.write(input, existingRev: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
         } catch {
             guard error.kind == .conflict else { throw error }
-            var current: JSONValue?
-            for try await body in try await connection.query("SELECT body FROM document WHERE id = \(id)", logger: logger).decode(String.self) {
-                current = try JSONParser.parse(body)
+            var refusal = StoreError(error.kind, error.message)
+            let rows = try await connection.query("SELECT body, writer FROM document WHERE id = \(id)", logger: logger)
+            for try await (body, by) in rows.decode((String, String?).self) {
+                refusal.current = try JSONParser.parse(body)
+                refusal.currentIsCallers = writer != nil && by == writer
             }
-            throw StoreError(error.kind, error.message, current: current)
+            throw refusal
         }
         let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
         let rows = try await connection.query("""

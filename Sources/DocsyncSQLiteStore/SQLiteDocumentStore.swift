@@ -126,10 +126,13 @@ public struct SQLiteDocumentStore: DocumentStore {
             version = try StoreRules.write(input, existingRev: existingRev, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
         } catch {
             guard error.kind == .conflict else { throw error }
-            // The stored body is read only to report a conflict.
-            let current = try String.fetchOne(db.cachedStatement(sql: "SELECT body FROM document WHERE id = ?"), arguments: [id])
-                .map { try JSONParser.parse($0) }
-            throw StoreError(error.kind, error.message, current: current)
+            // The stored body is read only to report a conflict, and whether the caller wrote it.
+            var refusal = StoreError(error.kind, error.message)
+            if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT body, writer FROM document WHERE id = ?"), arguments: [id]) {
+                refusal.current = try JSONParser.parse(row[0] as String)
+                refusal.currentIsCallers = client != nil && row[1] as String? == client
+            }
+            throw refusal
         }
         try save(version, seq: seq, now: now, client: client, db: db)
         return version.object

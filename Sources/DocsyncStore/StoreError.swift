@@ -23,6 +23,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// For ``Kind/conflict``: the document as currently stored.
     public var current: JSONValue?
+    /// For ``Kind/conflict``: the current version was written by the client that asks (its
+    /// reply was lost), so the client's change is not in conflict with anyone.
+    public var currentIsCallers = false
 
     public init(_ kind: Kind, _ message: String, current: JSONValue? = nil) {
         self.kind = kind

@@ -129,6 +129,7 @@ public enum StoreRules {
     public static func batchError(id: String?, _ error: StoreError) -> JSONObject {
         var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
         if let current = error.current { entry["current"] = current }
+        if error.currentIsCallers { entry["yours"] = true }
         return entry
     }
 }

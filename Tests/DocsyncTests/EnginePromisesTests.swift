@@ -2,6 +2,7 @@
 import Glibc
 #endif
 @testable import DocsyncAgent
+import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -81,6 +82,42 @@ extension HeavySuites {
         #expect(try folderB.read("note/shared.json").contains("edited by B"))
         try await a.stop()
         try await b.stop()
+        await proxy.stop()
+        await server.stop()
+    }
+
+    /// Regression (CrashTests' kill -9 rounds, seed 8616194285535542335): a write whose reply was
+    /// lost, then a later edit and the file's deletion, brought the file back. The server's
+    /// version was the folder's own lost write, taken for someone else's edit, and an edit beats
+    /// a delete. The reference endpoint now says whose the current version is.
+    @Test func aDeletionAfterALostReplyOfTheFoldersOwnEditStaysADeletion() async throws {
+        let server = try await TestServer.start()
+        let proxy = FaultProxy(upstream: server.url)
+        try await proxy.start()
+        let folder = try TempFolder("own-lost-write")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: proxy.url, token: server.token)
+        func stored() async -> JSONObject? { try? await server.api.documents(type: "note")["d"] }
+        func local() async -> DocumentRow? { try? await agent.index.read { try $0.document(id: "d") } }
+        try folder.write("note/d.json", #"{"id":"d","docType":"note","v":0}"#)
+        #expect(await eventually { await stored()?["v"] == .number("0") })
+        // v1 is stored and its reply cut; then nothing reaches the server or comes back for a while.
+        proxy.schedule([.dropMidReply])
+        proxy.setRule { _, _ in .status(503, message: "held") }
+        proxy.setReadFault(.status(503, message: "held"))
+        try folder.write("note/d.json", #"{"id":"d","docType":"note","v":1}"#)
+        #expect(await eventually { await stored()?["v"] == .number("1") })
+        try folder.write("note/d.json", #"{"id":"d","docType":"note","v":2}"#)
+        #expect(await eventually { await local()?.body.contains(#""v":2"#) == true })
+        try folder.remove("note/d.json")
+        #expect(await eventually { await local()?.deletedAt != nil })
+        proxy.setRule(nil)
+        proxy.setReadFault(nil)
+        #expect(await eventually { await stored()?["deleted_at"] != nil }, "the deletion reaches the server: \(agent.logs.all.suffix(6))")
+        #expect(await eventually { (try? await AgentStatus.read(agent.index))?.counts.pending == 0 })
+        #expect(!folder.exists("note/d.json"), "the deleted file does not come back")
+        #expect(!agent.logs.all.contains { $0.contains("edited on the server; the edit wins") })
+        try await agent.stop()
         await proxy.stop()
         await server.stop()
     }

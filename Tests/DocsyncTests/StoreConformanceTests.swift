@@ -87,6 +87,28 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// A client whose reply was lost meets its own write as the current version: the store says
+    /// so, so the client's later change is not taken for a conflict with someone else.
+    @Test(arguments: StoreFixture.all)
+    func aConflictSaysWhenTheCurrentVersionIsTheCallersOwn(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            _ = try await store.put(doc("a", #""v":1"#), now: now, client: "agent-a")
+            _ = try await store.put(doc("a", #""v":2"#), now: now, ifMatch: 1, client: "agent-a")
+            func conflict(asking client: String) async -> StoreError? {
+                do {
+                    _ = try await store.put(doc("a", #""v":3"#), now: now, ifMatch: 1, client: client)
+                    return nil
+                } catch {
+                    return error as? StoreError
+                }
+            }
+            let own = await conflict(asking: "agent-a")
+            #expect(own?.kind == .conflict && own?.currentIsCallers == true && own?.current?.object?["v"] == 2)
+            let other = await conflict(asking: "agent-b")
+            #expect(other?.kind == .conflict && other?.currentIsCallers == false)
+        }
+    }
+
     @Test(arguments: StoreFixture.all)
     func aClientStampIsKeptUnlessItIsFromTheFuture(_ fixture: StoreFixture) async throws {
         try await with(fixture) { store in
