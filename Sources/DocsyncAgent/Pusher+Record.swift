@@ -214,14 +214,25 @@ extension Pusher {
     private func adoptOwnWrite(_ entry: OutboxEntry, current: JSONObject) async {
         guard case .number(let text)? = current[DocumentRules.revKey], let rev = Int64(text) else { return }
         let base = JSONWriter.string(.object(WireForm.body(current, docType: entry.docType ?? "")))
+        let deleted = current[DocumentRules.deletedAtKey].map { $0 != .null } ?? false
+        let hash = (deleted ? "deleted:" : "") + ContentHash.sha256Hex(base.utf8)
         do {
-            try await index.write { tx in
-                guard var doc = try tx.document(id: entry.docID) else { return }
+            let acknowledged = try await index.write { tx -> Bool in
+                // The lost write was this very version: it is acknowledged, nothing goes again.
+                if hash == entry.bodyHash {
+                    let latest = try tx.removeEntry(entry)
+                    let body = deleted ? String(entry.bodyHash.dropFirst("deleted:".count)) : entry.bodyHash
+                    try tx.recordAcknowledged(id: entry.docID, key: entry.docKey, pushedHash: entry.bodyHash, serverRev: rev, ifBodyHash: body, current: latest)
+                    return true
+                }
+                guard var doc = try tx.document(id: entry.docID) else { return false }
                 doc.serverRev = rev
                 doc.base = base
                 try tx.upsertDocument(doc)
+                return false
             }
-            logger.info("the endpoint holds this folder's own earlier write (its reply was lost); sending the later change over it", metadata: ["doc.id": "\(entry.docID)"])
+            let what = acknowledged ? "it was this version: acknowledged" : "sending the later change over it"
+            logger.info("the endpoint holds this folder's own earlier write (its reply was lost); \(what)", metadata: ["doc.id": "\(entry.docID)"])
         } catch {
             logger.error("cannot record the revision of this folder's own earlier write", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
         }
