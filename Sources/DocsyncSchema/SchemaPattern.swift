@@ -24,6 +24,7 @@ final class SchemaPattern: @unchecked Sendable {
         guard source.utf8.count <= Self.maxLength else {
             throw .badValue("a pattern of \(source.utf8.count) bytes (at most \(Self.maxLength))")
         }
+        if let risk = PatternRisk.problem(source) { throw .badValue("the pattern \(Quote.text(source)): \(risk)") }
         do {
             if let plain = try? Regex(source, as: Substring.self) {
                 regex = .plain(plain.asciiOnlyDigits().asciiOnlyWordCharacters().matchingSemantics(.unicodeScalar))

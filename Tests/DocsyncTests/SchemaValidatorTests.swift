@@ -88,6 +88,25 @@ import Testing
         }
     }
 
+    /// `(a+)+` against 30 a's and a b takes Swift's backtracking `Regex` minutes: such shapes are
+    /// refused when the schema is compiled, ordinary patterns are not.
+    @Test(arguments: [#"^(a+)+$"#, #"^(\w+\s?)*$"#, #"(x|y*)+"#, #"((ab*))*c"#, #"(\d{1,3})+"#])
+    func aPatternThatBacktracksExponentiallyIsRefused(pattern: String) throws {
+        let schema = JSONValue.object(JSONObject([(key: "pattern", value: .string(pattern))]))
+        do {
+            _ = try CompiledSchemas.compile([SchemaDocument(uri: "docsync:schema/redos", value: schema)])
+            Issue.record("\(pattern) was compiled")
+        } catch {
+            #expect(error.description.contains("exponential"), "\(error)")
+        }
+    }
+
+    @Test(arguments: [#"^INV-[0-9]{4}-[0-9]+$"#, #"^([a-z]+\.)*[a-z]+$"#, #"^(ab)*$"#, #"[(+*]+"#, #"^a{2}(b)?$"#, #"\(a+\)+"#])
+    func ordinaryPatternsAreKept(pattern: String) throws {
+        let schema = JSONValue.object(JSONObject([(key: "pattern", value: .string(pattern))]))
+        _ = try CompiledSchemas.compile([SchemaDocument(uri: "docsync:schema/ok", value: schema)])
+    }
+
     @Test func schemasOfDocTypesReferToEachOtherAndABrokenOneIsLeftOut() throws {
         let schemas = DocTypeSchemas([
             "address": try JSONParser.parse(#"{"id": "address", "type": "object", "required": ["city"]}"#).object!,
