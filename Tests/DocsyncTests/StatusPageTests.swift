@@ -38,15 +38,22 @@ extension HeavySuites {
             page = String(agent.stderr[start.upperBound..<end.lowerBound])
             return true
         })
-        try s.docs.write("notes/a.json", #"{"docType":"note","title":"a"}"#)
-        try s.docs.write("notes/broken.json", "{\"docType\": \"note\", oops}")
-        try s.docs.write("notes/a.sync-conflict-20261124-120000.json", #"{"docType":"note","title":"theirs"}"#)
         let api = APIClient(baseURL: page, token: "")
         func folder() async -> JSONObject? {
             let live = try? await api.request("GET", "status", token: .some(nil)).json?.object
             return live?["folders"]?.elements?.first?.object
         }
-        #expect(await eventually { await folder()?["synced"] == 1 })
+        // (the page walks the tree for conflict copies at most every 5 s: this one is there from the first look)
+        try s.docs.write("notes/a.sync-conflict-20261124-120000.json", #"{"docType":"note","title":"theirs"}"#)
+        try s.docs.write("schema/note.json", #"{"id":"note","properties":{"title":{"type":"string"}}}"#)
+        #expect(await eventually { await folder()?["synced"] == 1 }, "the schema is a document too")
+        try s.docs.write("notes/a.json", #"{"docType":"note","title":"a"}"#)
+        try s.docs.write("notes/broken.json", "{\"docType\": \"note\", oops}")
+        try s.docs.write("notes/untitled.json", #"{"docType":"note","title":5}"#)
+        #expect(await eventually {
+            let now = await folder()
+            return now?["synced"] == 2 && now?["invalid"] == 2
+        })
         // The server goes away: the next change waits.
         await s.server.stop()
         try s.docs.write("notes/late.json", #"{"docType":"note","title":"late"}"#)
@@ -56,6 +63,7 @@ extension HeavySuites {
         #expect(dom.contains("needs attention"), "\(dom.prefix(1500))")
         #expect(dom.contains("<th>pending</th><td class=\"n\">1</td>"), "the pending change")
         #expect(dom.contains("notes/broken.json") && dom.contains("invalid: "), "the invalid file and its reason")
+        #expect(dom.contains("notes/untitled.json") && dom.contains("/title: expected a string, got the number 5"), "a save its schema holds back, with the field")
         #expect(dom.contains("notes/a.sync-conflict-20261124-120000.json") && dom.contains("docsync resolve"), "the conflict and how to settle it")
         #expect(dom.contains("unreachable since"), "why the change waits")
         #expect(dom.contains("commits onto branch pulled: no commit yet"), "the git mode")
