@@ -85,7 +85,7 @@ public actor Agent {
         // The parts meet through these signals and values, each made before any part that uses it.
         let (pushWork, uploadWork) = (WakeSignal(), WakeSignal())
         let gate = try PathGate(root: root)
-        let schemaCheck = SchemaCheck(index: index, book: SchemaBook(), logger: logger, changed: WakeSignal())
+        let schemaCheck = SchemaCheck(index: index, book: SchemaBook(), logger: logger, changed: WakeSignal(), assertFormats: options.assertFormats)
         self.schemaCheck = schemaCheck
         let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,

@@ -30,6 +30,9 @@ public struct AgentOptions: Sendable {
     public var deletionGuard: DeletionGuard? = DeletionGuard()
     /// Pulled changes committed to git (`--git-commit`, `--git-branch`); `nil`: git is left alone.
     public var git: GitHistoryOptions?
+    /// `--assert-formats`: the docTypes' schemas assert `format` (date-time, date, time, email,
+    /// uri, uuid, ipv4) instead of taking it as an annotation, as the draft does by default.
+    public var assertFormats = false
     /// Referenced files larger than this are not uploaded (reported instead), and not read: their
     /// size is known before their content is hashed. The reference endpoint's default limit.
     public var maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes

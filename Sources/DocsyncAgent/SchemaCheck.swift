@@ -17,6 +17,8 @@ struct SchemaCheck: Sendable {
     let logger: Logger
     /// Told when a pulled change wrote a schema document: the agent then calls ``refresh()``.
     let changed: WakeSignal
+    /// `format` asserted, not only an annotation (`--assert-formats`).
+    let assertFormats: Bool
 
     /// Documents read per index query while checking a docType again.
     static let pageSize = 500
@@ -53,7 +55,7 @@ struct SchemaCheck: Sendable {
         var edition = book.edition
         guard edition.sources != sources else { return edition }
         let objects = bodies.compactMapValues { (try? JSONParser.parse($0))?.object }
-        edition = SchemaBook.Edition(schemas: DocTypeSchemas(objects), sources: sources)
+        edition = SchemaBook.Edition(schemas: DocTypeSchemas(objects, assertFormats: assertFormats), sources: sources)
         book.replace(edition)
         for (id, reasons) in edition.schemas.problems.sorted(by: { $0.key < $1.key }) {
             logger.warning("the schema of \(id) cannot be used: \(reasons.joined(separator: "; "))")

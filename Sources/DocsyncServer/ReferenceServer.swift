@@ -60,6 +60,8 @@ public struct ReferenceServer: Sendable {
         public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
         /// Refuse documents that fail their docType's stored schema (see ``SchemaEnforcement``).
         public var enforceSchemas = false
+        /// With `enforceSchemas`: `format` asserted, not only an annotation.
+        public var assertFormats = false
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String, token: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes,
@@ -141,7 +143,7 @@ public struct ReferenceServer: Sendable {
         let limit = configuration.maxDocumentBytes + ProtocolLimits.envelopeSlack
         let pace = configuration.connections
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
-        let schemas = configuration.enforceSchemas ? SchemaEnforcement(store: store) : nil
+        let schemas = configuration.enforceSchemas ? SchemaEnforcement(store: store, assertFormats: configuration.assertFormats) : nil
         DocumentRoutes(store: store, feed: feed, limit: limit, pace: pace, now: now, schemas: schemas).add(to: router)
         SyncRoute(
             store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now, schemas: schemas

@@ -21,10 +21,12 @@ final class SchemaEnforcement: Sendable {
     }
 
     private let store: any DocumentStore
+    private let assertFormats: Bool
     private let state = Mutex(State())
 
-    init(store: any DocumentStore) {
+    init(store: any DocumentStore, assertFormats: Bool) {
         self.store = store
+        self.assertFormats = assertFormats
     }
 
     /// Called after a write of `docType`: a schema written makes the next check read them again.
@@ -79,7 +81,7 @@ final class SchemaEnforcement: Sendable {
             return store.followsExternalChanges && now - loadedAt > Self.externalRecheck ? nil : state.schemas
         }
         if let current { return current }
-        let loaded = DocTypeSchemas(try await load())
+        let loaded = DocTypeSchemas(try await load(), assertFormats: assertFormats)
         state.withLock { $0 = State(schemas: loaded, loadedAt: now) }
         return loaded
     }

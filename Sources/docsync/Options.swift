@@ -89,6 +89,9 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Hold the deletions of one pull that would delete more than this percentage of the folder's documents (and at least 100) until `docsync resolve --deletions`; a number from 1 to 100, or off (default: 50).")
     var deletionGuard: String?
 
+    @Flag(help: "Make `format` in the docTypes' schemas an assertion for date-time, date, time, email, uri, uuid and ipv4 (an annotation by default, as the draft says).")
+    var assertFormats = false
+
     /// `--deletion-guard` as the engine takes it: `nil` inside for off.
     static func deletionGuard(_ text: String) throws -> DeletionGuard? {
         if text == "off" { return nil }
@@ -129,6 +132,7 @@ struct AgentTuning: ParsableArguments {
         if let pollInterval { options.pollInterval = .milliseconds(Int64(pollInterval * 1000)) }
         // Checked by `validate()`: nil here is "off".
         if let deletionGuard { options.deletionGuard = try? Self.deletionGuard(deletionGuard) }
+        if assertFormats { options.assertFormats = true }
         if let only = try? Self.typeList(types, "--types") { options.selection.only = Set(only) }
         if let except = try? Self.typeList(excludeTypes, "--exclude-types") { options.selection.except = Set(except) }
         // Checked by `GitFlags.validate()`.

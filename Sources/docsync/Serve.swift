@@ -40,6 +40,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Refuse a document that fails its docType's schema (a stored document of docType schema whose id is the docType): 422 with the violations, or the batch call's error for that document alone.")
     var enforceSchemas = false
 
+    @Flag(help: "With --enforce-schemas: `format` is an assertion for date-time, date, time, email, uri, uuid and ipv4.")
+    var assertFormats = false
+
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         _ = try parseRetention(tombstoneRetention)
@@ -71,6 +74,7 @@ struct Serve: AsyncParsableCommand {
         configuration.metricsText = { MetricsExport.text() }
         configuration.tombstoneRetention = try parseRetention(tombstoneRetention)
         configuration.enforceSchemas = enforceSchemas
+        configuration.assertFormats = assertFormats
         if let tlsCert, let tlsKey {
             let tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey))
             if let problem = try? tls.validityProblem(now: Int64(Date().timeIntervalSince1970)) { logger.warning("\(problem)") }

@@ -48,6 +48,27 @@ import Testing
         #expect(await eventually { (try? await Self.status(docs, work)?["invalid_files"]?.elements?.isEmpty) == true })
     }
 
+    /// `--assert-formats`: a date that is no date holds the save, with the field and the format.
+    @Test func withAssertFormatsADateThatIsNoDateIsHeld() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("schema-formats")
+        defer { folder.remove() }
+        try folder.write("schema/event.json", #"{"id": "event", "properties": {"on": {"type": "string", "format": "date"}}}"#)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { $0.assertFormats = true }
+        try folder.write("event/e1.json", #"{"id": "e1", "on": "2026-02-30"}"#)
+        try folder.write("event/e2.json", #"{"id": "e2", "on": "2028-02-29"}"#)
+        var status: AgentStatus?
+        #expect(await eventually {
+            status = try? await AgentStatus.read(agent.index)
+            return status?.schemas.held["event/e1.json"] != nil
+        })
+        #expect(status?.schemas.held["event/e1.json"]?.first?.description == #"/on: "2026-02-30" is not a date (YYYY-MM-DD)"#)
+        #expect(await eventually { (try? await server.api.documents(type: "event"))?["e2"] != nil }, "a real date goes out")
+        #expect(try await server.api.documents(type: "event")["e1"] == nil)
+        try await agent.stop()
+        await server.stop()
+    }
+
     static func status(_ docs: TempFolder, _ work: TempFolder) async throws -> JSONObject? {
         let (code, out, _) = try await runDocsync(["status", "--json", docs.path], logDirectory: work.path)
         guard code == 0 || code == 1 else { return nil }
