@@ -218,11 +218,9 @@ extension Pusher {
         let hash = (deleted ? "deleted:" : "") + ContentHash.sha256Hex(base.utf8)
         do {
             let acknowledged = try await index.write { tx -> Bool in
-                // The lost write was this very version: it is acknowledged, nothing goes again.
+                // The lost write was this very version: acknowledged as stored, nothing goes again.
                 if hash == entry.bodyHash {
-                    let latest = try tx.removeEntry(entry)
-                    let body = deleted ? String(entry.bodyHash.dropFirst("deleted:".count)) : entry.bodyHash
-                    try tx.recordAcknowledged(id: entry.docID, key: entry.docKey, pushedHash: entry.bodyHash, serverRev: rev, ifBodyHash: body, current: latest)
+                    try Acknowledgement(entry, outcome: .storedAsSent(revision: rev)).record(tx: tx, anyUploads: false)
                     return true
                 }
                 guard var doc = try tx.document(id: entry.docID) else { return false }

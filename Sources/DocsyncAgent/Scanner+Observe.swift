@@ -32,12 +32,12 @@ extension Scanner {
         /// checked while reading, off the writer too.
         let violations: [SchemaViolation]?
 
-        /// `parsed` is judged here, on the reading thread; its object is kept only where the
-        /// writer will look at it (`keepObject`, or a file reference in it).
+        /// `parsed` is judged here, on the reading thread, against `schemas` too; its object is
+        /// kept only where the writer will look at it (`keepObject`, or a file reference in it).
         init(
             path: String, info: EntryInfo, stat: FileStat, bytes: [UInt8], hash: String, result parsed: Result<JSONObject, DocumentProblem>,
             attachments: [AttachmentObservation] = [], wire: (text: String, hash: String)? = nil, keepObject: Bool = true,
-            violations: [SchemaViolation]? = nil
+            schemas: SchemaBook? = nil
         ) {
             self.path = path
             self.info = info
@@ -47,7 +47,11 @@ extension Scanner {
             self.result = parsed.map { Parsed($0, path: path, keepObject: keepObject || !attachments.isEmpty) }
             self.attachments = attachments
             self.wire = wire
-            self.violations = violations
+            if let schemas, case .success(let object) = parsed, case .success(let judged) = result, case .success(let docType) = judged.docType {
+                violations = schemas.violations(of: object, docType: docType)
+            } else {
+                violations = nil
+            }
         }
 
         /// The parsed object: kept, or parsed again from the bytes read (rarely: a document
@@ -147,16 +151,10 @@ extension Scanner {
             let result = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(bytes, maxSize: maxFileSize) }
             return Observed(
                 path: s.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: bytes, hash: hash, result: result, attachments: observeAttachments(result, path: s.path),
-                wire: Self.wire(result, path: s.path, bytes: bytes, hash: hash), keepObject: keepObject, violations: checkSchema(result, path: s.path))
+                wire: Self.wire(result, path: s.path, bytes: bytes, hash: hash), keepObject: keepObject, schemas: schemas)
         } catch {
             return Observed(path: s.path, info: s.info, stat: FileStat(recording: s.info, readBefore: readStart), bytes: [], hash: "", result: .failure(error))
         }
-    }
-
-    /// How a document just read fails its schema (see ``Observed/violations``).
-    func checkSchema(_ result: Result<JSONObject, DocumentProblem>, path: String) -> [SchemaViolation]? {
-        guard case .success(let object) = result, let docType = try? DocumentRules.docType(of: object, relativePath: path) else { return nil }
-        return schemas.violations(of: object, docType: docType)
     }
 
     /// The files a parsed document refers to, checked and hashed (outside any transaction).
@@ -304,7 +302,7 @@ extension Scanner {
         let hash = ContentHash.sha256Hex(text)
         return Observed(
             path: o.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: text, hash: hash, result: parsed, attachments: o.attachments,
-            wire: Self.wire(parsed, path: o.path, bytes: text, hash: hash), violations: checkSchema(parsed, path: o.path))
+            wire: Self.wire(parsed, path: o.path, bytes: text, hash: hash), schemas: schemas)
     }
 
     struct RecordResult: Sendable {

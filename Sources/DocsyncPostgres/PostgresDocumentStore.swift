@@ -95,13 +95,10 @@ public final class PostgresDocumentStore: DocumentStore {
             version = try StoreRules.write(input, existingRev: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
         } catch {
             guard error.kind == .conflict else { throw error }
-            var refusal = StoreError(error.kind, error.message)
+            var stored: (current: JSONValue?, writer: String?) = (nil, nil)
             let rows = try await connection.query("SELECT body, writer FROM document WHERE id = \(id)", logger: logger)
-            for try await (body, by) in rows.decode((String, String?).self) {
-                refusal.current = try JSONParser.parse(body)
-                refusal.currentIsCallers = writer != nil && by == writer
-            }
-            throw refusal
+            for try await (body, by) in rows.decode((String, String?).self) { stored = (try JSONParser.parse(body), by) }
+            throw error.holding(stored.current, writtenBy: stored.writer, asking: writer)
         }
         let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
         let rows = try await connection.query("""

@@ -127,12 +127,8 @@ public struct SQLiteDocumentStore: DocumentStore {
         } catch {
             guard error.kind == .conflict else { throw error }
             // The stored body is read only to report a conflict, and whether the caller wrote it.
-            var refusal = StoreError(error.kind, error.message)
-            if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT body, writer FROM document WHERE id = ?"), arguments: [id]) {
-                refusal.current = try JSONParser.parse(row[0] as String)
-                refusal.currentIsCallers = client != nil && row[1] as String? == client
-            }
-            throw refusal
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT body, writer FROM document WHERE id = ?"), arguments: [id])
+            throw error.holding(try row.map { try JSONParser.parse($0[0] as String) }, writtenBy: row?[1], asking: client)
         }
         try save(version, seq: seq, now: now, client: client, db: db)
         return version.object

@@ -49,9 +49,7 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
             version = try StoreRules.write(input, existingRev: existing?.rev, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: max)
         } catch {
             guard error.kind == .conflict else { throw error }
-            var refusal = StoreError(error.kind, error.message, current: existing.flatMap { try? JSONParser.parse($0.body) })
-            refusal.currentIsCallers = client != nil && existing?.writer == client
-            throw refusal
+            throw error.holding(existing.flatMap { try? JSONParser.parse($0.body) }, writtenBy: existing?.writer, asking: client)
         }
         s.latest += 1
         if let existing { s.ids[existing.seq] = nil }

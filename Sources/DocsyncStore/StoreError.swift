@@ -34,4 +34,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// This conflict with what the store holds attached: the current document, and whether the
+    /// client that asks wrote it (`writer` is the stored version's client, `client` the asker's).
+    public func holding(_ current: JSONValue?, writtenBy writer: String?, asking client: String?) -> StoreError {
+        var refusal = StoreError(kind, message, current: current)
+        refusal.currentIsCallers = current != nil && client != nil && writer == client
+        return refusal
+    }
 }
