@@ -35,7 +35,6 @@ final class SchemaBook: Sendable {
 
     /// The error text of a file held back, one line a person reads.
     static func reason(_ violations: [SchemaViolation], docType: String) -> String {
-        let what = docType == DocTypeSchemas.docType ? "not a valid JSON Schema (draft 2020-12)" : "does not conform to the schema of \(docType)"
-        return "\(what): " + violations.map(\.description).joined(separator: "; ")
+        "\(DocTypeSchemas.failing(docType: docType)): " + violations.map(\.description).joined(separator: "; ")
     }
 }

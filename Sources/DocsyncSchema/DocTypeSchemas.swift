@@ -39,14 +39,13 @@ public struct DocTypeSchemas: Sendable {
         // A schema that does not compile (a `$ref` to nothing, a bad pattern) is dropped and the
         // rest compiled again, so one broken schema does not take the others with it.
         while !documents.isEmpty {
+            let ordered = documents.sorted { $0.key < $1.key }
             do {
-                let ordered = documents.sorted { $0.key < $1.key }
                 compiled = try CompiledSchemas.compile(ordered.map(\.value), assertFormats: assertFormats)
                 uris = Dictionary(uniqueKeysWithValues: ordered.map { ($0.key, $0.value.uri) })
                 return
             } catch {
-                let culprit = error.document.flatMap { $0 < documents.count ? documents.keys.sorted()[$0] : nil }
-                    ?? documents.keys.sorted()[0]
+                let culprit = ordered[error.document.flatMap { ordered.indices.contains($0) ? $0 : nil } ?? 0].key
                 problems[culprit, default: []].append(error.description)
                 documents[culprit] = nil
             }
@@ -82,7 +81,13 @@ public struct DocTypeSchemas: Sendable {
     public static func problem(ofSchemaDocument id: String, _ body: JSONObject) -> [String]? {
         let violations = violations(ofSchemaDocument: id, body)
         guard !violations.isEmpty else { return nil }
-        return violations.map { $0.keyword == "id" ? $0.message : "not a valid JSON Schema (draft 2020-12): \($0.description)" }
+        return violations.map { $0.keyword == "id" ? $0.message : "\(failing(docType: Self.docType)): \($0.description)" }
+    }
+
+    /// What a document of `docType` that fails is, in words: for a schema document, the
+    /// meta-schema's verdict. The start of every message about one.
+    public static func failing(docType: String) -> String {
+        docType == Self.docType ? "not a valid JSON Schema (draft 2020-12)" : "does not conform to the schema of \(docType)"
     }
 
     /// As ``problem(ofSchemaDocument:_:)``, each as a violation whose instance is the place in the

@@ -3,15 +3,7 @@ import DocsyncModel
 /// The keywords about arrays: counts, uniqueness, items, contains.
 extension SchemaEvaluator {
     mutating func checkArray(_ node: SchemaNode, _ elements: [JSONValue], annotate: Bool, into local: inout Annotations) -> Bool {
-        var valid = true
-        if let min = node.minItems, elements.count < min {
-            fail("minItems", "has \(elements.count) items, fewer than the minimum \(min)")
-            valid = false
-        }
-        if let max = node.maxItems, elements.count > max {
-            fail("maxItems", "has \(elements.count) items, more than the maximum \(max)")
-            valid = false
-        }
+        var valid = checkCount(elements.count, of: "items", min: node.minItems, max: node.maxItems)
         if node.uniqueItems, let (first, second) = Self.firstRepeat(elements) {
             fail("uniqueItems", "items \(first) and \(second) are equal, and items must be unique")
             valid = false
@@ -31,6 +23,22 @@ extension SchemaEvaluator {
         }
         if let contains = node.contains {
             valid = checkContains(node, contains, elements, annotate: annotate, into: &local) && valid
+        }
+        return valid
+    }
+
+    /// `minItems`/`maxItems`, `minProperties`/`maxProperties`: `count` things of `noun` against
+    /// the bounds (keywords named after the noun, `items` or `properties`).
+    mutating func checkCount(_ count: Int, of noun: String, min: Int?, max: Int?) -> Bool {
+        let keyword = noun.prefix(1).uppercased() + noun.dropFirst()
+        var valid = true
+        if let min, count < min {
+            fail("min" + keyword, "has \(count) \(noun), fewer than the minimum \(min)")
+            valid = false
+        }
+        if let max, count > max {
+            fail("max" + keyword, "has \(count) \(noun), more than the maximum \(max)")
+            valid = false
         }
         return valid
     }

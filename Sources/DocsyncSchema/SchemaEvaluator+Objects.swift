@@ -8,14 +8,7 @@ extension SchemaEvaluator {
             fail("required", "the required property \(Quote.text(name)) is missing")
             valid = false
         }
-        if let min = node.minProperties, object.count < min {
-            fail("minProperties", "has \(object.count) properties, fewer than the minimum \(min)")
-            valid = false
-        }
-        if let max = node.maxProperties, object.count > max {
-            fail("maxProperties", "has \(object.count) properties, more than the maximum \(max)")
-            valid = false
-        }
+        valid = checkCount(object.count, of: "properties", min: node.minProperties, max: node.maxProperties) && valid
         for (key, names) in node.dependentRequired where object[key] != nil {
             for name in names where object[name] == nil {
                 fail("dependentRequired", "has \(Quote.text(key)), so \(Quote.text(name)) is required")

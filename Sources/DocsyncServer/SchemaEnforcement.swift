@@ -70,7 +70,7 @@ final class SchemaEnforcement: Sendable {
 
     private static func refusal(_ errors: [SchemaViolation], of object: JSONObject) -> HTTPRefusal {
         let first = errors.first.map(\.description) ?? ""
-        let what = object["docType"]?.string == DocTypeSchemas.docType ? "is not a valid JSON Schema (draft 2020-12)" : "does not conform to its schema"
+        let what = DocTypeSchemas.failing(docType: object["docType"]?.string ?? "")
         return HTTPRefusal(422, "\(what): \(first)" + (errors.count > 1 ? " (and \(errors.count - 1) more)" : ""), errors: .array(errors.map(\.json)))
     }
 

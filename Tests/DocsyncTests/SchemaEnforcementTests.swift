@@ -24,14 +24,19 @@ import Testing
         return (status, try? JSONParser.parse(lines.dropLast().joined(separator: "\n")))
     }
 
-    @Test func aBadDocumentIsRefusedFromCurlAndAloneInABatch() async throws {
-        let work = try TempFolder("enforce")
-        defer { work.remove() }
+    /// `docsync serve --enforce-schemas` on a data folder in `work`, its token `tok-enforce`.
+    private static func serve(in work: TempFolder) async throws -> (DocsyncProcess, String) {
         try work.write("token", "tok-enforce\n")
         let server = try DocsyncProcess(["serve", "--data", work.file("server"), "--port", "0", "--token-file", work.file("token"), "--enforce-schemas"],
                                         logDirectory: work.path, name: "serve")
+        return (server, try await server.firstLine())
+    }
+
+    @Test func aBadDocumentIsRefusedFromCurlAndAloneInABatch() async throws {
+        let work = try TempFolder("enforce")
+        defer { work.remove() }
+        let (server, url) = try await Self.serve(in: work)
         defer { Task { await server.stop() } }
-        let url = try await server.firstLine()
         let (schemaStatus, _) = try curl("PUT", url + "/api/document", token: "tok-enforce", body: Self.invoiceSchema)
         #expect(schemaStatus == 200)
 
@@ -59,11 +64,8 @@ import Testing
     @Test func aNewSchemaAppliesAtOnceAndAnInvalidSchemaIsRefused() async throws {
         let work = try TempFolder("enforce")
         defer { work.remove() }
-        try work.write("token", "tok-enforce\n")
-        let server = try DocsyncProcess(["serve", "--data", work.file("server"), "--port", "0", "--token-file", work.file("token"), "--enforce-schemas"],
-                                        logDirectory: work.path, name: "serve")
+        let (server, url) = try await Self.serve(in: work)
         defer { Task { await server.stop() } }
-        let url = try await server.firstLine()
         let document = #"{"id": "inv-1", "docType": "invoice", "total": "12.50"}"#
         #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: document).0 == 200, "no schema yet: stored")
         #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: Self.invoiceSchema).0 == 200)
