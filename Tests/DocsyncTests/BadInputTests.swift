@@ -119,8 +119,10 @@ import Testing
         }, "\(agent.stderr)")
         #expect(agent.stderr.contains("cannot read the file: Permission denied"))
         // Regression: doctor did not report a folder of documents it could not read.
+        // Closed before the file is in it: a folder closed after would race the watcher, which
+        // may read the file first (and rightly sync it).
+        mkdir(docs.file("closed"), 0o700)
         try docs.write("closed/hidden.json", #"{"id":"hidden","docType":"note"}"#)
-        chmod(docs.file("closed"), 0o700)
         let doctor = try DocsyncProcess(
             ["doctor", docs.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "doctor", prefix: asNobody)
         #expect(await eventually { !doctor.isRunning })

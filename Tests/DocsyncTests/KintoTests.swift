@@ -260,11 +260,16 @@ extension HeavySuites {
         let clock = ServerClock()
         let a = try await agent(folder, server, clock: clock)
         defer { Task { try? await a.stop(); await server.stop(); folder.remove() } }
-        try folder.write("notes/c.json", #"{"id":"c","docType":"note"}"#)
-        #expect(await eventually { (try? await records(server, "note"))?["c"] != nil })
+        // Three writes, one after another: the first exchange with a cold Kinto can take over a
+        // second on a loaded machine; the filter keeps the quickest.
+        for name in ["c1", "c2", "c3"] {
+            try folder.write("notes/\(name).json", #"{"id":"\#(name)","docType":"note"}"#)
+            #expect(await eventually { (try? await records(server, "note"))?[name] != nil })
+        }
         let estimate = try #require(clock.estimate)
         #expect(estimate.source == .writeStamp, "a write's last_modified beats the Date header's second")
-        #expect(estimate.bound < 250_000_000, "half a loopback round trip and half a millisecond, not half a second: \(estimate.bound) ns")
+        #expect(estimate.bound <= estimate.minDelay / 2 + 500_000 + 1_000_000, "half the quickest round trip and half a millisecond: \(estimate)")
+        #expect(estimate.bound < 250_000_000, "a loopback round trip, not seconds: \(estimate)")
         // Kinto runs on this machine: its clock is this wall clock, within the bound.
         let error = abs(clock.nowNanoseconds() - Int64(Date().timeIntervalSince1970 * 1e9))
         #expect(error <= clock.estimate!.bound + 5_000_000, "off by \(error) ns, bound \(estimate.bound) ns")
