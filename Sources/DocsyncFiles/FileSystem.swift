@@ -289,10 +289,37 @@ public enum FileSystem {
 /// One name in a folder, as `readdir` reports it.
 public struct DirectoryEntry: Sendable {
     public var name: String
-    /// False when the name is not valid UTF-8 (`name` then holds a lossy rendering of it).
+    /// False when the name is not valid UTF-8: `name` then shows its bytes, those that are not
+    /// UTF-8 as `\xHH` and backslashes doubled, so two such names never read the same.
     public var utf8: Bool
     /// `d_type`: `DT_REG`, `DT_DIR`, … or `DT_UNKNOWN` where the file system does not say.
     public var type: UInt8
+
+    /// `bytes` as text: valid UTF-8 as it is, each byte of an invalid sequence as `\xHH`, `\`
+    /// as `\\`. One-to-one, unlike a lossy decoding (every bad byte becomes U+FFFD).
+    static func escaping(_ bytes: some Collection<UInt8>) -> String {
+        var out = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var input = bytes.makeIterator()
+        var rest = Array(bytes)[...]
+        while true {
+            switch parser.parseScalar(from: &input) {
+            case .valid(let encoded):
+                let scalar = Unicode.UTF8.decode(encoded)
+                out += scalar == "\\" ? "\\\\" : String(scalar)
+                rest = rest.dropFirst(encoded.count)
+            case .error(let length):
+                for byte in rest.prefix(length) { out += "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2) }
+                rest = rest.dropFirst(length)
+            case .emptyInput:
+                return out
+            }
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
 
 /// An open folder: its entries, and `lstat` of the names in it relative to the open folder
@@ -318,7 +345,7 @@ public final class Directory {
             let (name, valid) = withUnsafeBytes(of: entry.pointee.d_name) { raw -> (String, Bool) in
                 let bytes = raw.prefix(while: { $0 != 0 })
                 if let s = String(validating: bytes, as: UTF8.self) { return (s, true) }
-                return (String(decoding: bytes, as: UTF8.self), false)
+                return (DirectoryEntry.escaping(bytes), false)
             }
             if name == "." || name == ".." { continue }
             out.append(DirectoryEntry(name: name, utf8: valid, type: entry.pointee.d_type))

@@ -75,9 +75,11 @@ public struct TreeWalker: Sendable {
             if entry.type != UInt8(DT_REG) && entry.type != UInt8(DT_UNKNOWN) { continue }
             if !entry.utf8 {
                 // Its name cannot be turned back into a path string: report it from the
-                // directory entry alone, so the user learns why it is not synced.
+                // directory entry alone, so the user learns why it is not synced. Its path has
+                // `//` before the name, which no real path has: a file whose valid name reads
+                // the same (`\xFF.json` typed out) keeps its own index row.
                 if entry.type == UInt8(DT_REG) {
-                    files.append(Found(path: rel, info: EntryInfo(kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0), nameIsUTF8: false))
+                    files.append(Found(path: dir + "//" + entry.name, info: EntryInfo(kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0), nameIsUTF8: false))
                 }
                 continue
             }

@@ -95,6 +95,29 @@ import Testing
         await server.stop()
     }
 
+    /// A name that is not UTF-8 and a valid name that reads the same once decoded (U+FFFD where
+    /// the bad byte was, or the escape typed out) are three files: the valid two sync, the other
+    /// is reported under its bytes. Before, they shared a path and one of them went unseen.
+    @Test func aNameThatIsNotUTF8DoesNotHideAValidNameThatReadsTheSame() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("bad-name-twin")
+        defer { folder.remove() }
+        try folder.write("notes/\u{FFFD}.json", #"{"id":"replacement","docType":"note"}"#)
+        try folder.write("notes/\\xFF.json", #"{"id":"typed","docType":"note"}"#)
+        let raw = Array((folder.path + "/notes/").utf8) + [0xFF] + Array(".json".utf8)
+        let fd = open(raw.map { CChar(bitPattern: $0) } + [0], O_CREAT | O_WRONLY, 0o644)
+        #expect(fd >= 0)
+        _ = write(fd, #"{"id":"bad","docType":"note"}"#, 29)
+        close(fd)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually { (try? await server.api.documents(type: "note").keys.sorted()) == ["replacement", "typed"] })
+        let status = try await AgentStatus.read(root: folder.path)
+        #expect(status.invalidFiles.map(\.path) == ["notes//\\xFF.json"], "\(status.invalidFiles)")
+        #expect(status.invalidFiles.first?.reason == "the file name is not valid UTF-8")
+        try await agent.stop()
+        await server.stop()
+    }
+
     /// Root reads everything, so the agent runs as `nobody` (through setpriv) when the tests are root.
     @Test func unreadableFileIsReportedAndSyncsWhenMadeReadable() async throws {
         let work = try TempFolder("unreadable-work")
