@@ -90,7 +90,7 @@ public actor Agent {
         let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
             filesPerDocument: endpoint.capabilities.filesPerDocument, maxUploadBytes: options.maxUploadBytes, selection: options.selection,
-            schemas: schemaCheck.book, queued: { pushWork.signal() })
+            schemas: schemaCheck.book, movePairing: options.movePairing, queued: { pushWork.signal() })
         self.scanner = scanner
         let uploading = DocumentSet()
         self.uploading = uploading

@@ -10,6 +10,9 @@ public struct AgentOptions: Sendable {
     public var maxFileSize: Int = DocumentRules.defaultMaxFileSize
     public var settle: Duration = .milliseconds(5)
     public var maxDelay: Duration = .milliseconds(100)
+    /// A file that left in one watcher batch and came back (same id, same content) in a later one
+    /// within this long is a move, sent as none: the deletion waits this long before it leaves.
+    public var movePairing: Duration = .seconds(1)
     /// How long one request may take before it counts as failed (and is retried).
     public var requestTimeout: Duration = .seconds(30)
     /// When no traffic has refreshed the clock estimate for this long, ask `/api/time`.

@@ -100,7 +100,8 @@ extension Scanner {
         return (text, ContentHash.sha256Hex(text.utf8))
     }
 
-    func apply(seen: [Seen], vanished: Set<String>, summary: inout ScanSummary) async throws {
+    /// `deletionsNotBefore`: when the deletions this records may leave (boot-clock ms; 0: at once).
+    func apply(seen: [Seen], vanished: Set<String>, summary: inout ScanSummary, deletionsNotBefore: Int64 = 0) async throws {
         var vanished = vanished
         // Files whose index row already holds their id go first, so that of an original and its
         // copy, the original keeps the id.
@@ -126,7 +127,7 @@ extension Scanner {
             let isLast = start >= ordered.count
             if !isLast { next = observing(start) }
             for o in observed { summary.read += 1; summary.bytesRead += o.bytes.count }
-            let result = try await commit(observed, vanished: isLast ? vanished : [], claimedVanished: vanished)
+            let result = try await commit(observed, vanished: isLast ? vanished : [], claimedVanished: vanished, deletionsNotBefore: deletionsNotBefore)
             summary.queued += result.queued
             if result.queued + result.deleted > 0 && !isLast { queued() }
             summary.moved += result.moved
@@ -175,7 +176,7 @@ extension Scanner {
 
     /// Writes one chunk's outcome in a single transaction. `claimedVanished` are vanished paths a
     /// move in this chunk may claim; `vanished` the ones to tombstone now (the last chunk's turn).
-    func commit(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>) async throws -> CommitResult {
+    func commit(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>, deletionsNotBefore: Int64 = 0) async throws -> CommitResult {
         // Ids have to be written into files before the transaction that records them: a crash in
         // between leaves a file with an id the index does not know yet, which the next scan adopts.
         let selection = self.selection
@@ -185,7 +186,8 @@ extension Scanner {
             guard case .success(let parsed) = o.result else { return false }
             return (try? parsed.declaredID.get()) == .some(nil)
         }
-        if everyFileHasAnID, let recorded = try await planAndRecord(observed, vanished: vanished, claimedVanished: claimedVanished) {
+        if everyFileHasAnID,
+           let recorded = try await planAndRecord(observed, vanished: vanished, claimedVanished: claimedVanished, deletionsNotBefore: deletionsNotBefore) {
             // The usual case, every file carrying its id (and none a copy): planned and recorded
             // in one transaction.
             result = recorded
@@ -204,7 +206,7 @@ extension Scanner {
             result = try await index.write { [prepared] tx in
                 try Self.record(
                     prepared, rows: ChunkRows(prepared, tx: tx), vanished: vanished, movable: claimedVanished, stamp: stamp,
-                    selection: selection, tx: tx)
+                    selection: selection, deletionsNotBefore: deletionsNotBefore, tx: tx)
             }
         }
         result.counts.idsAssigned = assigned
@@ -220,7 +222,7 @@ extension Scanner {
     }
 
     /// Records the chunk if no file in it needs an id written first; `nil` (nothing written) if one does.
-    func planAndRecord(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>) async throws -> RecordResult? {
+    func planAndRecord(_ observed: [Observed], vanished: Set<String>, claimedVanished: Set<String>, deletionsNotBefore: Int64) async throws -> RecordResult? {
         let stamp = clock.now()
         let selection = self.selection
         return try await index.write { tx in
@@ -228,7 +230,8 @@ extension Scanner {
             let rows = try ChunkRows(observed, tx: tx)
             guard !(try self.planIDs(observed, rows: rows, vanished: claimedVanished).contains(true)) else { return nil }
             return try Self.record(
-                observed, rows: rows, vanished: vanished, movable: claimedVanished, stamp: stamp, selection: selection, tx: tx)
+                observed, rows: rows, vanished: vanished, movable: claimedVanished, stamp: stamp, selection: selection,
+                deletionsNotBefore: deletionsNotBefore, tx: tx)
         }
     }
 

@@ -13,7 +13,7 @@ extension Scanner {
 
     static func record(
         _ observed: [Observed], rows: ChunkRows, vanished: Set<String>, movable: Set<String>, stamp: Int64, selection: TypeSelection,
-        tx: IndexTransaction
+        deletionsNotBefore: Int64 = 0, tx: IndexTransaction
     ) throws -> RecordResult {
         var r = RecordResult()
         let anyUploads = try tx.hasUploads()
@@ -58,7 +58,7 @@ extension Scanner {
             if let id = previous.docID, !claimedIDs.contains(id) { displaced.append(id) }
         }
         for id in displaced where !claimedIDs.contains(id) {
-            if let gone = try recordTombstone(id: id, stamp: stamp, tx: tx) {
+            if let gone = try recordTombstone(id: id, stamp: stamp, notBefore: deletionsNotBefore, tx: tx) {
                 r.counts.deleted += 1
                 if gone.docType == DocTypeSchemas.docType { r.counts.schemasChanged = true }
             }
@@ -97,6 +97,15 @@ extension Scanner {
         try tx.upsertFile(FileRow(path: o.path, docID: document.id, docType: document.docType, hash: o.hash, stat: o.stat, state: .ok, error: nil))
         let (bodyText, bodyHash) = try o.wire ?? wireText(o.object(), docType: document.docType)
         var row = existing ?? DocumentRow(id: document.id, docType: document.docType, path: o.path, body: bodyText, bodyHash: "")
+        if try withdrawUnsentDeletion(of: row, bodyHash: bodyHash, tx: tx) {
+            row.path = o.path
+            row.deletedAt = nil
+            row.state = .synced
+            try tx.upsertDocument(row)
+            _ = try reconcileAttachments(o, id: document.id, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
+            r.counts.moved += 1
+            return
+        }
         if row.bodyHash == bodyHash && row.deletedAt == nil {
             if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
             let attached = try reconcileAttachments(o, id: document.id, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
@@ -130,7 +139,7 @@ extension Scanner {
 
     /// A document whose file is gone (and no other file holds it) becomes a tombstone, queued;
     /// the tombstone, or nil when there was nothing to delete.
-    private static func recordTombstone(id: String, stamp: Int64, tx: IndexTransaction) throws -> DocumentRow? {
+    private static func recordTombstone(id: String, stamp: Int64, notBefore: Int64, tx: IndexTransaction) throws -> DocumentRow? {
         guard try tx.file(forDocument: id) == nil, var row = try tx.document(id: id), row.deletedAt == nil else { return nil }
         row.path = nil
         row.deletedAt = stamp
@@ -138,7 +147,7 @@ extension Scanner {
         row.state = .pending
         try tx.upsertDocument(row)
         try tx.deleteUploads(docID: id)
-        try enqueue(row, stamp: stamp, tx: tx)
+        try enqueue(row, stamp: stamp, notBefore: notBefore, tx: tx)
         return row
     }
 
@@ -194,9 +203,20 @@ extension Scanner {
     }
 
     /// Queues the document as the row now holds it (body, `updated_at`, and `deleted_at` for a tombstone).
-    static func enqueue(_ row: DocumentRow, stamp: Int64, tx: IndexTransaction) throws {
+    static func enqueue(_ row: DocumentRow, stamp: Int64, notBefore: Int64 = 0, tx: IndexTransaction) throws {
         try tx.enqueue(
             key: "doc:\(row.id)", docID: row.id, kind: "put", payload: nil,
-            bodyHash: row.deletedAt == nil ? row.bodyHash : "deleted:" + row.bodyHash, queuedAt: stamp)
+            bodyHash: row.deletedAt == nil ? row.bodyHash : "deleted:" + row.bodyHash, queuedAt: stamp, notBefore: notBefore)
+    }
+
+    /// The other half of a move the watcher reported in two batches (under load, the folder a
+    /// file moved into can be seen a settle window after the file left): the document comes
+    /// back unchanged while the deletion its leaving queued has not been sent (it waits out the
+    /// pairing window, see `Scanner.movePairing`). The deletion is withdrawn; true if it was.
+    static func withdrawUnsentDeletion(of row: DocumentRow, bodyHash: String, tx: IndexTransaction) throws -> Bool {
+        guard row.deletedAt != nil, row.pushedHash == bodyHash, let entry = try tx.outboxEntry(key: "doc:\(row.id)"),
+              entry.bodyHash == "deleted:" + bodyHash, entry.attempts == 0, entry.nextAttemptAt > RetryPolicy.deadlineNow()
+        else { return false }
+        return try tx.removeEntry(entry)
     }
 }

@@ -47,6 +47,10 @@ struct Scanner: Sendable {
     let queued: @Sendable () -> Void
     /// The schemas saves are checked against as they are read.
     let schemas: SchemaBook
+    /// How long a deletion that a watcher batch found waits before it is sent, in milliseconds:
+    /// the file may reappear in a later batch with the same id (a move the watcher saw in two
+    /// pieces under load), and the pair is then one move, not a deletion and a new revision.
+    let movePairingMs: Int64
 
     /// Files read and committed per transaction: large enough to amortise the commit, small enough
     /// that an import of 100k files shows progress and keeps memory flat.
@@ -57,8 +61,9 @@ struct Scanner: Sendable {
     init(
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
         filesPerDocument: Int? = nil, maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes, selection: TypeSelection = .all,
-        schemas: SchemaBook = SchemaBook(), queued: @escaping @Sendable () -> Void = {}
+        schemas: SchemaBook = SchemaBook(), movePairing: Duration = .zero, queued: @escaping @Sendable () -> Void = {}
     ) {
+        self.movePairingMs = movePairing.components.seconds * 1000 + movePairing.components.attoseconds / 1_000_000_000_000_000
         self.schemas = schemas
         self.selection = selection
         self.queued = queued
@@ -122,7 +127,8 @@ struct Scanner: Sendable {
                 changed.append(s)
             }
         }
-        try await apply(seen: changed, vanished: expanded, summary: &summary)
+        let pairing = expanded.isEmpty || movePairingMs == 0 ? 0 : RetryPolicy.deadlineNow() + movePairingMs
+        try await apply(seen: changed, vanished: expanded, summary: &summary, deletionsNotBefore: pairing)
         return summary
     }
 

@@ -10,13 +10,14 @@ extension IndexTransaction {
     /// start over: new content deserves a prompt try even if the previous one was failing.
     /// A `nil` payload is the document's own body with its stamps, read when the entry is: the
     /// body is not stored twice (an entry always goes with the document change that queued it).
-    public func enqueue(key: String, docID: String, kind: String, payload: String?, bodyHash: String, queuedAt: Int64) throws {
+    /// `notBefore` (boot-clock milliseconds, as retries) holds it back: see the scanner's deletions.
+    public func enqueue(key: String, docID: String, kind: String, payload: String?, bodyHash: String, queuedAt: Int64, notBefore: Int64 = 0) throws {
         let s = try RawStatement(self, """
-                INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
-                VALUES (?, ?, ?, 1, ?, ?, ?)
+                INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at, next_attempt_at)
+                VALUES (?, ?, ?, 1, ?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET kind = excluded.kind, version = version + 1,
                     payload = excluded.payload, body_hash = excluded.body_hash,
-                    attempts = 0, next_attempt_at = 0, last_error = NULL
+                    attempts = 0, next_attempt_at = excluded.next_attempt_at, last_error = NULL
                 """)
         s.bind(1, key)
         s.bind(2, docID)
@@ -24,6 +25,7 @@ extension IndexTransaction {
         s.bind(4, payload ?? "")
         s.bind(5, bodyHash)
         s.bind(6, queuedAt)
+        s.bind(7, notBefore)
         try s.run()
     }
 
