@@ -10,6 +10,7 @@ extension Agent {
         try await beginRun()
         await calibrateClock()
         let summary = try await fullScanSchemasFirst()
+        await settleHashes()
         var failure = await pusher.drain()
         if failure == nil { failure = await uploader.drain() }
         // An upload makes a new revision; a document change queued behind it goes out now.

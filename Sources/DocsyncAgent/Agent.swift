@@ -54,6 +54,8 @@ public actor Agent {
     private let settlerWake = WakeSignal()
     /// Ends retry waits when the agent stops.
     let stopSignal = WakeSignal()
+    /// Large referenced files, hashed away from the documents' path.
+    let hashes = BackgroundHashes()
     /// Full rescans after a failed scan (see ``scanFailed(_:)``), while one is due.
     var scanRetry: Task<Void, Never>?
     var lastScanError: String?
@@ -90,7 +92,7 @@ public actor Agent {
         let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
             filesPerDocument: endpoint.capabilities.filesPerDocument, maxUploadBytes: options.maxUploadBytes, selection: options.selection,
-            schemas: schemaCheck.book, movePairing: options.movePairing, queued: { pushWork.signal() })
+            schemas: schemaCheck.book, movePairing: options.movePairing, hashes: hashes, queued: { pushWork.signal() })
         self.scanner = scanner
         let uploading = DocumentSet()
         self.uploading = uploading
@@ -183,6 +185,7 @@ public actor Agent {
         let committer = self.committer
         let committing = Task { if let committer { await committer.run() } }
         let checkingSchemas = Task { await self.keepSchemasChecked() }
+        let hashing = Task { await self.keepHashesFlowing() }
         try await scanAtStart()
         options.onWatching?()
         pusher.wake()
@@ -196,6 +199,8 @@ public actor Agent {
         await committer?.stop()
         settling.cancel()
         checkingSchemas.cancel()
+        hashes.stop()
+        await hashing.value
         stopSignal.signal()
         await scanRetry?.value
         for task in [pushing, uploading, downloading, pulling, settling, committing, checkingSchemas] { await task.value }

@@ -215,6 +215,7 @@ public struct UploadStatus: Sendable, Hashable {
         case "uploading": line += ": uploading, \(mebibytes(bytesSent)) of \(mebibytes(size ?? 0)) MiB sent"
         case "pending": line += ": pending" + (error.map { " (attempt \(attempts) failed: \($0))" } ?? "")
         case "failed": line += ": failed: \(error ?? "refused by the endpoint")"
+        case "hashing": line += ": being hashed; uploaded once its hash is known"
         case "invalid": line += ": bad reference: \(error ?? "unusable")"
         default: line += ": \(state)"
         }

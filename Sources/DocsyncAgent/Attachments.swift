@@ -35,8 +35,11 @@ struct Attachments: Sendable {
     let filesPerDocument: Int?
     /// Larger files are reported, never read: hashing 100 GB would hold every other document.
     let maxBytes: Int64
+    /// Where files over ``BackgroundHashes/inlineLimit`` are hashed; `nil`: inline, whatever the size.
+    let background: BackgroundHashes?
 
-    init(root: String, filesPerDocument: Int? = nil, maxBytes: Int64 = AgentOptions.defaultMaxUploadBytes) {
+    init(root: String, filesPerDocument: Int? = nil, maxBytes: Int64 = AgentOptions.defaultMaxUploadBytes, background: BackgroundHashes? = nil) {
+        self.background = background
         self.root = root
         self.realRoot = Self.realPath(root) ?? root
         self.filesPerDocument = filesPerDocument
@@ -105,6 +108,11 @@ struct Attachments: Sendable {
             guard stat(real, &st) == 0 else { return .failure(.unreadable(written, reason: String(cString: strerror(errno)))) }
             before = FileStat(EntryInfo(st))
         }
+        if Int64(st.st_size) > BackgroundHashes.inlineLimit, let background {
+            if let known = background.hash(of: real, before: before) { return .success(AttachedFile(path: inside, sha256: known.hash, stat: known.stat)) }
+            background.request(real: real, inside: inside, before: before)
+            return .failure(.hashing(written))
+        }
         let hashed: (hash: String, size: Int64)
         let readStart = FileSystem.realtimeNanoseconds()
         do {
@@ -169,6 +177,13 @@ struct Attachments: Sendable {
                     row.error = nil
                     row.bytesSent = 0
                     try tx.enqueue(key: row.outboxKey, docID: docID, kind: "upload", payload: "{}", bodyHash: file.sha256, queuedAt: stamp)
+                }
+            case .failure(.hashing):
+                // Its documents are looked at again once the hash is known (`BackgroundHashes`);
+                // until then the server keeps what it has, and a new file shows as being hashed.
+                if before == nil || before?.state == .invalid {
+                    row.state = .hashing
+                    row.error = nil
                 }
             case .failure(.changing) where before != nil:
                 // A save under way is no change yet: the server keeps the file it has (a `null`

@@ -131,7 +131,9 @@ actor Pusher: Worker {
             let outcome = await pushRound(oneShot: true)
             if let paused { return paused }
             if case .idle = outcome {
-                let pending = (try? await index.read { try $0.pendingCount() }) ?? 0
+                // Its own entries: uploads are the uploader's, drained next (counting them here
+                // ended every `sync` of a folder with an attachment before the upload).
+                let pending = (try? await index.read { try $0.pendingCount(kind: "put") }) ?? 0
                 return pending == 0 ? nil : (lastError ?? "\(pending) changes could not be delivered")
             }
         }

@@ -61,7 +61,8 @@ struct Scanner: Sendable {
     init(
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
         filesPerDocument: Int? = nil, maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes, selection: TypeSelection = .all,
-        schemas: SchemaBook = SchemaBook(), movePairing: Duration = .zero, queued: @escaping @Sendable () -> Void = {}
+        schemas: SchemaBook = SchemaBook(), movePairing: Duration = .zero, hashes: BackgroundHashes? = nil,
+        queued: @escaping @Sendable () -> Void = {}
     ) {
         self.movePairingMs = movePairing.components.seconds * 1000 + movePairing.components.attoseconds / 1_000_000_000_000_000
         self.schemas = schemas
@@ -74,7 +75,7 @@ struct Scanner: Sendable {
         self.maxFileSize = maxFileSize
         self.logger = logger
         self.walker = TreeWalker(root: root, ignore: ignore)
-        self.attachments = Attachments(root: root, filesPerDocument: filesPerDocument, maxBytes: maxUploadBytes)
+        self.attachments = Attachments(root: root, filesPerDocument: filesPerDocument, maxBytes: maxUploadBytes, background: hashes)
     }
 
     // MARK: - Gathering

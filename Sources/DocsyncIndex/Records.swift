@@ -138,6 +138,8 @@ public struct FileSummary: Sendable, Hashable {
 public struct UploadRow: Sendable, Hashable {
     public enum State: String, Sendable {
         case pending, uploading, done, failed, invalid, removed
+        /// Its file is large and being hashed away from the documents' path: no upload queued yet.
+        case hashing
     }
 
     public var docID: String

@@ -41,8 +41,9 @@ import Glibc
 
 extension ContentHash {
     /// SHA-256 of the file at `path`, read in 256 KiB chunks (memory stays flat whatever its size),
-    /// with the number of bytes hashed. Throws the `errno` of a failed open or read.
-    public static func sha256Hex(fileAt path: String) throws(FileHashError) -> (hash: String, size: Int64) {
+    /// with the number of bytes hashed. Throws the `errno` of a failed open or read, and
+    /// `ECANCELED` once `proceed`, asked before each chunk, says no.
+    public static func sha256Hex(fileAt path: String, while proceed: () -> Bool = { true }) throws(FileHashError) -> (hash: String, size: Int64) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileHashError(errno: errno) }
         defer { close(fd) }
@@ -51,6 +52,7 @@ extension ContentHash {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
         defer { chunk.deallocate() }
         while true {
+            guard proceed() else { throw FileHashError(errno: ECANCELED) }
             let n = read(fd, chunk.baseAddress, chunk.count)
             if n < 0 {
                 if errno == EINTR { continue }

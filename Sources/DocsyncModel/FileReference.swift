@@ -126,6 +126,9 @@ public enum FileReferenceProblem: Error, Sendable, Hashable, CustomStringConvert
     case unreadable(String, reason: String)
     /// Being written right now: read again when it settles; meanwhile the server keeps what it has.
     case changing(String)
+    /// Large, and being hashed away from the documents' path: uploaded once its hash is known;
+    /// meanwhile the server keeps what it has.
+    case hashing(String)
     /// The endpoint keeps fewer files per document, and earlier properties took them.
     case beyondLimit(String, limit: Int, taken: [String])
     /// Larger than the agent sends (`--max-upload-size`): not read, not sent.
@@ -144,6 +147,7 @@ public enum FileReferenceProblem: Error, Sendable, Hashable, CustomStringConvert
         case .propertyName(let name, let reason): "the property \"\(LogText.escaped(name))\" cannot carry a file: \(reason)"
         case .unreadable(let p, let reason): "\(p) cannot be read: \(reason)"
         case .changing(let p): "\(p) changed while being read; it is read again when it settles"
+        case .hashing(let p): "\(p) is being hashed; it is uploaded once its hash is known"
         case .tooLarge(let p, let size, let limit): "\(p) is \(size) bytes, over the \(limit) a file may have to be sent (--max-upload-size)"
         case .beyondLimit(let p, let limit, let taken):
             "\(p) is not sent: the server keeps \(limit == 1 ? "one file" : "\(limit) files") per document, and \(taken.map { "\"\($0)\"" }.joined(separator: ", ")) \(taken.count == 1 ? "has it" : "have them")"

@@ -27,6 +27,44 @@ extension HeavySuites.AttachmentTests {
         #expect(status.1.contains("huge.bin is 107374182400 bytes, over the 4294967296 a file may have to be sent (--max-upload-size)"), "\(status.1)")
     }
 
+    /// Regression: a large file under the limit was hashed where saves are read, holding every
+    /// document of its batch, and every save after them, until it was done (3 GiB: seconds). Files
+    /// over 8 MiB are hashed in the background: the documents go at once, `status` says the file
+    /// is being hashed, and its upload follows its hash.
+    @Test func aLargeFileBeingHashedHoldsNoOtherDocumentAndIsUploadedOnceHashed() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        try rig.docs.write("notes/huge.json", #"{"id":"huge","docType":"note","title":"sent","scan":{"$file":"huge.bin"}}"#)
+        #expect(FileManager.default.createFile(atPath: rig.docs.file("notes/huge.bin"), contents: nil))
+        let handle = try #require(FileHandle(forWritingAtPath: rig.docs.file("notes/huge.bin")))
+        try handle.truncate(atOffset: 7 << 29)  // 3.5 GiB, sparse: seconds of hashing, no disk used
+        try handle.close()
+        let clipSHA = try rig.docs.writeRandom("notes/clip.bin", size: 12 << 20, seed: 31)
+        try rig.docs.write("notes/clip.json", #"{"id":"clip","docType":"note","clip":{"$file":"clip.bin"}}"#)
+        for i in 0..<5 { try rig.docs.write("notes/n\(i).json", #"{"id":"n\#(i)","docType":"note"}"#) }
+        try rig.startAgent()
+        #expect(await eventually(timeout: .seconds(20)) {
+            let docs = (try? await rig.api.documents(type: "note")) ?? [:]
+            return (0..<5).allSatisfy { docs["n\($0)"] != nil } && docs["huge"]?["title"] == "sent"
+        }, "every document goes out at once: \(rig.agent.stderr.suffix(1500))")
+        let status = try await runDocsync(["status", rig.docs.path], logDirectory: rig.work.path)
+        #expect(status.1.contains("huge.bin: being hashed; uploaded once its hash is known"), "\(status.1)")
+        #expect(await eventually(timeout: .seconds(30)) { rig.sha(in: try? await rig.document("clip")?["clip"]?.string) == clipSHA },
+                "a file hashed in the background is uploaded: \(rig.agent.stderr.suffix(1500))")
+    }
+
+    /// `docsync sync` waits for the files its scan hashes in the background: it ends with them sent.
+    @Test func syncSendsALargeFileHashedInTheBackgroundBeforeItEnds() async throws {
+        let rig = try await Rig()
+        defer { Task { await rig.finish() } }
+        let clipSHA = try rig.docs.writeRandom("notes/clip.bin", size: 12 << 20, seed: 32)
+        try rig.docs.write("notes/clip.json", #"{"id":"clip","docType":"note","clip":{"$file":"clip.bin"}}"#)
+        let (code, out, err) = try await runDocsync(
+            ["sync", rig.docs.path, "--endpoint", rig.url, "--token-file", rig.work.file("token")], logDirectory: rig.work.path)
+        #expect(code == 0, "\(out) \(err)")
+        #expect(rig.sha(in: try await rig.document("clip")?["clip"]?.string) == clipSHA, "\(out) \(err)")
+    }
+
     @Test func everyBadReferenceIsReportedForItsDocumentAndNothingElseStops() async throws {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }

@@ -1,0 +1,35 @@
+import DocsyncWatcher
+
+/// Large referenced files are hashed in the background (``BackgroundHashes``); once a hash is
+/// known, the documents that refer to the file are looked at again and its upload is queued.
+extension Agent {
+    func keepHashesFlowing() async {
+        while !stopRequested {
+            await hashes.done.wait(timeout: nil)
+            await scanHashed()
+        }
+    }
+
+    /// `sync`: the hashes its scan asked for, waited for and recorded before anything is pushed.
+    func settleHashes() async {
+        while hashes.isBusy && !stopRequested {
+            await hashes.done.wait(timeout: .milliseconds(100))
+            await scanHashed()
+        }
+    }
+
+    /// A scan of the hashed files' paths: the scanner looks again at the documents that refer to
+    /// a path it is given, and finds the hash waiting for the file's stat.
+    private func scanHashed() async {
+        let paths = hashes.takeReady()
+        guard !paths.isEmpty else { return }
+        let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
+        do {
+            let s = try await lock.run { try await scanner.scan(ChangeBatch(paths: Set(paths))) }
+            if s.queued + s.deleted > 0 { pusher.wake() }
+            uploader.wake()
+        } catch {
+            scanFailed(error)
+        }
+    }
+}
