@@ -153,9 +153,11 @@ public struct AgentStatus: Sendable {
         if let paused { lines.append("paused: \(paused)") }
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
-        if heldDeletions > 0 {
-            lines.append("\(heldDeletions) deletions from the server are held (\(heldBecause ?? "more than the guard allows at once")):")
+        if heldDeletions > 0, let heldBecause {
+            lines.append("\(heldDeletions) deletions from the server are held (\(heldBecause)):")
             lines.append("  docsync resolve --deletions apply DIR moves those files to .docsync/trash; --deletions restore DIR sends them back to the server")
+        } else if heldDeletions > 0 {
+            lines.append("\(heldDeletions) deletions from the server wait for the rest of their pull (the guard counts the whole pull)")
         }
         if pullFailureCount > 0 {
             lines.append("\(pullFailureCount) changes from the server could not be written into the folder; retrying:")

@@ -44,18 +44,25 @@ final class DeletionTally: Sendable {
 extension ServerChanges {
     /// `changes` without the deletions the guard holds (recorded in the index, so the cursor may
     /// move past them). Once deletions are held, every later one is held too, until the user decides.
-    func guardDeletions(_ changes: [JSONObject]) async throws -> [JSONObject] {
+    /// While pages of the same pull follow (`more`), its deletions wait in the same table, so that
+    /// a mass deletion spread over pages is caught before any of it goes; the last page applies
+    /// them if the pull's total stays under the rule.
+    func guardDeletions(_ changes: [JSONObject], more: Bool = false) async throws -> [JSONObject] {
         guard let rule = deletionGuard else { return changes }
         let tombstones = changes.filter { $0[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false }
-        guard !tombstones.isEmpty else { return changes }
         let ids = tombstones.compactMap { $0["id"]?.string }
         // The documents these would delete that the folder holds a file of, its size, and whether a hold is on.
         let (holding, live, held) = try await index.read { tx in
             (Set(try tx.documents(ids: ids).values.filter { $0.deletedAt == nil && $0.path != nil }.map(\.id)),
-             try tx.statusCounts().live, try tx.heldDeletionCount())
+             try tx.statusCounts().live, try tx.meta(.deletionsHeld) != nil)
         }
         let pull = deletionTally.add(holding.count, live: live)
-        guard held > 0 || rule.holds(count: pull.count, live: pull.base) else { return changes }
+        let holds = held || rule.holds(count: pull.count, live: pull.base)
+        if !holds && !more {
+            try await releaseWaitingDeletions()
+            return changes
+        }
+        guard !tombstones.isEmpty else { return changes }
         let rows = tombstones.compactMap { t -> IndexTransaction.HeldDeletion? in
             guard let id = t["id"]?.string, holding.contains(id) else { return nil }
             return IndexTransaction.HeldDeletion(id: id, change: JSONWriter.string(.object(t)), rev: ChangeApplier.revision(of: t))
@@ -63,17 +70,28 @@ extension ServerChanges {
         let reason = "the server deleted \(pull.count) of the folder's \(pull.base) documents in one pull"
         try await index.write { tx in
             try tx.holdDeletions(rows)
-            if held == 0 { try tx.setMeta(.deletionsHeld, reason) }
+            if holds && !held { try tx.setMeta(.deletionsHeld, reason) }
         }
-        if held == 0 {
+        if holds && !held {
             logger.warning(
                 "\(reason); those deletions are held: docsync resolve --deletions apply DIR deletes the files, --deletions restore DIR sends them back",
-                metadata: ["deletions.held": "\(rows.count)"])
+                metadata: ["deletions.held": "\(pull.count)"])
         }
         let heldIDs = Set(rows.map(\.id))
         return changes.filter { change in
             let deleted = change[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false
             return !(deleted && (change["id"]?.string.map(heldIDs.contains) ?? false))
+        }
+    }
+
+    /// The deletions earlier pages of a pull left waiting, applied: the pull ended under the rule.
+    /// A hold (`deletionsHeld`) keeps them for the user instead.
+    private func releaseWaitingDeletions() async throws {
+        while true {
+            let batch = try await index.read { tx in try tx.meta(.deletionsHeld) == nil ? try tx.heldDeletions(limit: 500) : [] }
+            if batch.isEmpty { return }
+            try await write(batch.compactMap { (try? JSONParser.parse($0.change))?.object }, guarded: false)
+            try await index.write { try $0.releaseHeld(ids: batch.map(\.id)) }
         }
     }
 

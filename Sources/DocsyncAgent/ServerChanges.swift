@@ -81,7 +81,7 @@ struct ServerChanges: Sendable {
             var summary = ChangeApplier.Summary()
             try await applier.refuse(element.id ?? "(no id)", "the server sent it in a form that cannot be represented (\(element.reason))", summary: &summary)
         }
-        let written = try await write(reply.changes)
+        let written = try await write(reply.changes, more: reply.more)
         if !reply.more { deletionTally.reset() }
         guard written.complete, let cursor = reply.cursor else { return Taken(changed: written.changed) }
         try await index.write { [endpoint] tx in
@@ -108,9 +108,10 @@ struct ServerChanges: Sendable {
     /// `complete` is `false` when some still wait for their files (they come again with the next
     /// pull: the cursor stays); `changed` counts what was written, trashed, merged or recorded as failed.
     @discardableResult
-    func write(_ changes: [JSONObject], applier: ChangeApplier? = nil, guarded: Bool = true) async throws -> (complete: Bool, changed: Int) {
+    /// `more`: pages of the same pull follow (its deletions wait for the pull's total).
+    func write(_ changes: [JSONObject], applier: ChangeApplier? = nil, guarded: Bool = true, more: Bool = false) async throws -> (complete: Bool, changed: Int) {
         let applier = applier ?? self.applier
-        var docs = guarded ? try await guardDeletions(changes) : changes
+        var docs = guarded ? try await guardDeletions(changes, more: more) : changes
         var attempts = 0
         var changed = 0
         while !docs.isEmpty {

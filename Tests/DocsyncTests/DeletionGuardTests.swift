@@ -80,3 +80,41 @@ extension HeavySuites {
     }
 }
 }
+
+extension HeavySuites.DeletionGuardTests {
+    /// Regression: the guard counted a pull's pages as they came and applied each until the total
+    /// crossed the rule, so a mass deletion over two pages of 1,000 trashed the first 1,000 files
+    /// before it held the rest. Now a page's deletions wait for the pull's total.
+    @Test func aMassDeletionSpreadOverPagesIsHeldBeforeAnyOfItGoes() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("deletion-guard-pages")
+        let logs = try TempFolder("deletion-guard-pages-logs")
+        defer { folder.remove(); logs.remove() }
+        let ids = (0..<2_500).map { "p\($0)" }
+        for chunk in stride(from: 0, to: ids.count, by: 500) {
+            let documents = ids[chunk..<chunk + 500].map { #"{"id":"\#($0)","docType":"note"}"# }.joined(separator: ",")
+            #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(documents)]}"#).status == 200)
+        }
+        var agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually(timeout: .seconds(60)) { (try? await AgentStatus.read(root: folder.path))?.counts.synced == ids.count })
+        try await agent.stop()
+        // Offline, 2,000 of 2,500 are deleted on the server: the catch-up pull is two pages.
+        for chunk in stride(from: 0, to: 2_000, by: 500) { try await deleteOnServer(server, Array(ids[chunk..<chunk + 500])) }
+        agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually(timeout: .seconds(30)) { (try? await AgentStatus.read(root: folder.path))?.heldDeletions == 2_000 },
+                "\(agent.logs.all.suffix(4))")
+        #expect(ids.allSatisfy { folder.exists("note/\($0).json") }, "no file went to the trash")
+        // A pull over pages that stays under the rule applies every page's deletions.
+        try await agent.stop()
+        #expect(try await runDocsync(["resolve", "--deletions", "restore", folder.path], logDirectory: logs.path).0 == 0)
+        agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually(timeout: .seconds(30)) { (try? await AgentStatus.read(root: folder.path))?.inSync() == true })
+        try await agent.stop()
+        for chunk in stride(from: 0, to: 1_100, by: 550) { try await deleteOnServer(server, Array(ids[chunk..<chunk + 550])) }
+        agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually(timeout: .seconds(30)) { ids.prefix(1_100).allSatisfy { !folder.exists("note/\($0).json") } }, "\(agent.logs.all.suffix(4))")
+        #expect(try await AgentStatus.read(root: folder.path).heldDeletions == 0)
+        try await agent.stop()
+        await server.stop()
+    }
+}
