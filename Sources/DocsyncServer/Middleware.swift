@@ -30,7 +30,8 @@ struct TokenMiddleware: RouterMiddleware {
 /// It also names the store (`X-Docsync-Store`), so an agent notices a replaced server.
 struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
     let wallClock: @Sendable () -> Int64
-    let storeID: String
+    /// Asked per reply: a store that connects late (PostgreSQL during an outage) has none before.
+    let storeID: @Sendable () -> String
     static var storeName: HTTPField.Name { HTTPField.Name("X-Docsync-Store")! }
     static var utcName: HTTPField.Name { HTTPField.Name("X-Sync-UTC")! }
     static var durationName: HTTPField.Name { HTTPField.Name("X-Sync-Duration")! }
@@ -57,7 +58,8 @@ struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[Self.durationName] = String(nanos)
         response.headers[Self.utcName] = String(wallClock())
         response.headers[.cacheControl] = "no-store"
-        response.headers[Self.storeName] = storeID
+        let store = storeID()
+        if !store.isEmpty { response.headers[Self.storeName] = store }
         return response
     }
 }

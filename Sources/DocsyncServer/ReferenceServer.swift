@@ -112,7 +112,7 @@ public struct ReferenceServer: Sendable {
         throws -> some ApplicationProtocol
     {
         let router = Router(context: ServerRequestContext.self)
-        router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: store.storeID))
+        router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: { [store] in store.storeID }))
         router.middlewares.add(TokenMiddleware(tokens: tokens))
         addRoutes(to: router)
         let host = configuration.host

@@ -27,7 +27,11 @@ struct DatabaseOptions: ParsableArguments {
         var password = ProcessInfo.processInfo.environment["PGPASSWORD"]
         if let file = databasePasswordFile { password = try resolveToken(file: absolutePath(file)) }
         let configuration = try Self.configuration(database, password: password)
-        return try await PostgresDocumentStore(configuration: configuration, maxDocumentBytes: maxDocumentBytes, logger: logger)
+        // Served at once, the database connected in the background: a node started while the
+        // database is away answers 503 with Retry-After until it can reach it.
+        return ReconnectingStore(logger: logger) {
+            try await PostgresDocumentStore(configuration: configuration, maxDocumentBytes: maxDocumentBytes, logger: logger)
+        }
     }
 
     static func configuration(_ url: String, password: String?) throws -> PostgresClient.Configuration {

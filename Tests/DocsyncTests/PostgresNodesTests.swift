@@ -2,6 +2,7 @@ import DocsyncAgent
 import DocsyncModel
 import DocsyncPostgres
 import DocsyncServer
+import DocsyncStore
 import DocsyncTestSupport
 import Foundation
 import Logging
@@ -22,11 +23,12 @@ extension HeavySuites {
     let token = "nodes-token"
 
     /// A node: a reference endpoint in this process on a free port, over its own connection pool.
-    struct Node {
+    struct Node<Store: DocumentStore> {
         let url: String
         let group: ServiceGroup
         let data: TempFolder
-        let store: PostgresDocumentStore
+        let store: Store
+        let running: Task<Void, any Error>
 
         func stop() async {
             await group.triggerGracefulShutdown()
@@ -34,21 +36,25 @@ extension HeavySuites {
         }
     }
 
-    func node(database: String, cluster: PostgresCluster) async throws -> Node {
+    func node(database: String, cluster: PostgresCluster) async throws -> Node<PostgresDocumentStore> {
         var logger = Logger(label: "node")
         logger.logLevel = .critical
         let store = try await PostgresDocumentStore(
             configuration: .init(host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: database, tls: .disable),
             logger: logger)
+        return try await node(store: store, logger: logger)
+    }
+
+    func node<Store: DocumentStore>(store: Store, logger: Logger) async throws -> Node<Store> {
         let data = try TempFolder("node")
         let server = try ReferenceServer(configuration: .init(port: 0, dataDirectory: data.path, token: token), store: store)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = try server.application(logger: logger) { _, port in continuation.yield(port) }
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
-        Task { try await group.run() }
+        let running = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
-        return Node(url: "http://127.0.0.1:\(port)", group: group, data: data, store: store)
+        return Node(url: "http://127.0.0.1:\(port)", group: group, data: data, store: store, running: running)
     }
 
     @Test func aWriteOnOneNodeReachesAnAgentLongPollingTheOtherWithinASecond() async throws {

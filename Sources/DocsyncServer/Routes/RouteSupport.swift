@@ -110,7 +110,10 @@ extension ReferenceServer {
         if let e = error as? StoreError {
             var object = JSONObject([(key: "error", value: .string(e.message))])
             if let current = e.current { object["data"] = current }
-            return response(.init(code: status(of: e.kind)), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
+            var reply = response(.init(code: status(of: e.kind)), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
+            // Unavailable is for now (the database away, too many bodies at once): when to ask again.
+            if e.kind == .unavailable { reply.headers[.retryAfter] = "2" }
+            return reply
         }
         if let e = error as? HTTPRefusal {
             var object = JSONObject([(key: "error", value: .string(e.message))])
