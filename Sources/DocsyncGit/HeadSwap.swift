@@ -31,16 +31,16 @@ enum HeadSwap {
         if GitActivity.running(in: plan.workTree) { return .busy("a git command is running in the repository") }
         let indexPath = plan.gitDir + "/index"
         let refPath = plan.commonDir + "/" + plan.ref
-        guard let indexLock = LockFile(indexPath) else { return .busy("\(indexPath).lock is held") }
+        guard let indexLock = try LockFile(indexPath, content: plan.indexAfter, gitDir: plan.gitDir) else { return .busy("\(indexPath).lock is held") }
         defer { indexLock.release() }
         try? FileManager.default.createDirectory(atPath: (refPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        guard let refLock = LockFile(refPath) else { return .busy("\(refPath).lock is held") }
+        guard let refLock = try LockFile(refPath, content: Array((plan.new + "\n").utf8), gitDir: plan.gitDir) else { return .busy("\(refPath).lock is held") }
         defer { refLock.release() }
         // Compared by `stat`, not read: git replaces the index by a rename, so any write of it
         // changes the inode, the size or the times; the locks are held for microseconds.
         guard IndexFile.stamp(indexPath) == plan.indexBefore, currentValue(of: plan.ref, commonDir: plan.commonDir) == plan.old else { return .changed }
-        try refLock.commit(Array((plan.new + "\n").utf8))
-        try indexLock.commit(plan.indexAfter)
+        try refLock.commit()
+        try indexLock.commit()
         appendReflog(plan)
         return .done
     }
@@ -93,32 +93,38 @@ enum IndexFile {
 }
 
 /// Git's lock protocol: `<file>.lock` created exclusively; its content replaces the file by a
-/// rename, or it is removed.
+/// rename, or it is removed. The content is written before the lock exists, to a file of our own
+/// in the git folder (never among the refs, where git would take it for one), which is then
+/// hard-linked as the lock (`link` fails if the name exists, as
+/// `O_EXCL` does): the lock is there for the few system calls between the link and the rename,
+/// not for the writing of a large index, so a user's command started meanwhile rarely meets it.
 final class LockFile {
     let path: String
-    private var fd: Int32
+    private var held = false
     private var committed = false
 
-    init?(_ target: String) {
+    /// Takes the lock on `target` holding `content`, written first in `gitDir`; `nil` when
+    /// someone else holds it.
+    init?(_ target: String, content: [UInt8], gitDir: String) throws(GitError) {
         path = target + ".lock"
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if fd < 0 { return nil }
+        let staged = gitDir + "/docsync-lock-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw GitError("cannot write \(staged): \(String(cString: strerror(errno)))") }
+        // Not synced to disk, as git does not sync its index and refs by default.
+        let written = content.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        defer { unlink(staged) }
+        guard written == content.count else { throw GitError("cannot write \(staged): \(String(cString: strerror(errno)))") }
+        guard link(staged, path) == 0 else { return nil }
+        held = true
     }
 
-    func commit(_ bytes: [UInt8]) throws(GitError) {
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        // Not synced to disk, as git does not sync its index and refs by default: an fsync under the
-        // lock would hold it for milliseconds, long enough for a user's command to meet it.
-        guard written == bytes.count else { throw GitError("cannot write \(path): \(String(cString: strerror(errno)))") }
-        close(fd)
-        fd = -1
+    func commit() throws(GitError) {
         guard rename(path, String(path.dropLast(5))) == 0 else { throw GitError("cannot rename \(path): \(String(cString: strerror(errno)))") }
         committed = true
     }
 
     func release() {
-        if fd >= 0 { close(fd) }
-        fd = -1
-        if !committed { unlink(path) }
+        if held && !committed { unlink(path) }
     }
 }

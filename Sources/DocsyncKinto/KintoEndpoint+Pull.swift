@@ -36,6 +36,7 @@ extension KintoEndpoint {
                 return try reset("collection \(collection) is older than what this folder saw")
             }
             let latest = Self.latestBelievable(etag: etag, now: http.clock?.now())
+            let authors = try await writers(in: collection, since: position.since[collection], page: records)
             for case .object(let record) in records {
                 guard let id = record["id"]?.string, KintoForm.isKintoID(id), let modified = KintoForm.revision(record) else { continue }
                 // A stamp past the collection's own timestamp or a day past the server's time is
@@ -44,7 +45,9 @@ extension KintoEndpoint {
                     refused.append(IsolatedElement(id: id, reason: "its last_modified \(modified) is later than the collection's timestamp or a day past the server's time"))
                     continue
                 }
-                changes.append(KintoForm.document(record, collection: collection))
+                var document = KintoForm.document(record, collection: collection)
+                if let author = authors[KintoForm.Version(id: id, modified: modified)] { document[DocumentRules.updatedByKey] = .string(author) }
+                changes.append(document)
                 position.since[collection] = max(position.since[collection] ?? 0, modified)
             }
             if records.count >= Self.pageSize || changes.count >= Self.pageSize {
@@ -128,7 +131,8 @@ extension KintoEndpoint {
         let plugin = hello?["capabilities"]?.object?["attachments"]?.object
         setHello(
             batchMax: min(Swift.max(max ?? Self.defaultBatch, 1), 1000),
-            attachments: Attachments(available: plugin != nil, baseURL: plugin?["base_url"]?.string))
+            attachments: Attachments(available: plugin != nil, baseURL: plugin?["base_url"]?.string),
+            history: hello?["capabilities"]?.object?["history"] != nil)
     }
 
     /// Whether the bucket had to be made again (the server lost it); forgets what was prepared.

@@ -21,6 +21,8 @@ public final class KintoEndpoint: DocumentEndpoint {
         var batchMax: Int?
         /// From `GET /v1/`: whether kinto-attachment is there, and where its files are served.
         var attachments: Attachments?
+        /// From `GET /v1/`: whether the history plugin is on (who wrote each record).
+        var history = false
         var bucketReady = false
         var collections: Set<String> = []
         /// A write found the bucket gone and made it again: the next pull says so.
@@ -29,12 +31,14 @@ public final class KintoEndpoint: DocumentEndpoint {
     private let state = Mutex(State())
 
     func readBatchMax() -> Int? { state.withLock { $0.batchMax } }
-    func setHello(batchMax: Int, attachments: Attachments) {
+    func setHello(batchMax: Int, attachments: Attachments, history: Bool) {
         state.withLock {
             $0.batchMax = batchMax
             $0.attachments = attachments
+            $0.history = history
         }
     }
+    func hasHistory() -> Bool { state.withLock { $0.history } }
     func readAttachments() -> Attachments? { state.withLock { $0.attachments } }
     func isBucketReady() -> Bool { state.withLock { $0.bucketReady } }
     func setBucketReady() { state.withLock { $0.bucketReady = true } }

@@ -25,7 +25,9 @@ enum KintoForm {
         var document = JSONObject()
         document["id"] = record["id"] ?? .null
         document["docType"] = .string(collection)
-        for (key, value) in record.members where !["id", "docType", "last_modified", "deleted"].contains(key) {
+        // `updated_by` only from the history plugin (see `writers`): a record's own member of that
+        // name is anyone's to write, and would name the author of a git commit.
+        for (key, value) in record.members where !["id", "docType", "last_modified", "deleted", DocumentRules.updatedByKey].contains(key) {
             document[key] = value
         }
         let modified = revision(record)
@@ -34,6 +36,12 @@ enum KintoForm {
             document[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: modified ?? 0).rfc3339)
         }
         return document
+    }
+
+    /// One version of a record: its id and `last_modified`.
+    struct Version: Hashable {
+        var id: String
+        var modified: Int64
     }
 
     /// A record's `last_modified` (milliseconds), when it is a sane one.

@@ -23,14 +23,18 @@ public final class KintoServer: Sendable {
         return "kinto"
     }
 
-    /// Starts one (on `port`, or a free one); returns once it serves.
-    public static func start(port: Int = 0, attachments: Bool = false) async throws -> KintoServer {
+    /// Starts one (on `port`, or a free one); returns once it serves. `history`: with Kinto's
+    /// history plugin, which records who wrote each version.
+    public static func start(port: Int = 0, attachments: Bool = false, history: Bool = false) async throws -> KintoServer {
         let folder = try TempFolder("kinto")
         var settings = ini.replacingOccurrences(of: "port = 0", with: "port = \(port)")
         let files = attachments ? try await fileServer(folder) : nil
+        let includes = (attachments ? ["kinto_attachment"] : []) + (history ? ["kinto.plugins.history"] : [])
+        if !includes.isEmpty {
+            settings = settings.replacingOccurrences(of: "[server:main]", with: "kinto.includes = \(includes.joined(separator: " "))\n\n[server:main]")
+        }
         if let files {
             let plugin = """
-                kinto.includes = kinto_attachment
                 attachment.base_path = \(folder.file("attachments"))
                 attachment.base_url = \(files.url)
                 attachment.extensions = any

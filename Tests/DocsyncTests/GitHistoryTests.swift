@@ -180,12 +180,14 @@ extension HeavySuites {
             }
             return (failures, rounds)
         }
-        for i in 0..<50 {
+        // DOCSYNC_GIT_STRESS_WRITES=5000 runs it long, to measure the rate of meetings (docs/GIT.md).
+        let writes = max(50, Int(ProcessInfo.processInfo.environment["DOCSYNC_GIT_STRESS_WRITES"] ?? "") ?? 50) / 10 * 10
+        for i in 0..<writes {
             try rig.a.write("note/n\(i % 10).json", #"{"id":"n\#(i % 10)","v":\#(i)}"#)
             try await Task.sleep(for: .milliseconds(Int.random(in: 5...40)))  // a user's pace, not a synchronisation
         }
         let complete = await eventually(timeout: .seconds(30)) {
-            (0..<10).allSatisfy { n in (try? git(["show", "HEAD:note/n\(n).json"], in: repo))?.contains("\"v\": \(40 + n)") == true }
+            (0..<10).allSatisfy { n in (try? git(["show", "HEAD:note/n\(n).json"], in: repo))?.contains("\"v\": \(writes - 10 + n)") == true }
         }
         done.withLock { $0 = true }
         let (failures, rounds) = await user.value
