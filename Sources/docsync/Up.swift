@@ -1,6 +1,7 @@
 import ArgumentParser
 import DocsyncAgent
 import DocsyncHTTP
+import DocsyncPingPong
 import DocsyncServer
 import Foundation
 import Logging
@@ -43,7 +44,7 @@ struct Up: AsyncParsableCommand {
             guard let url = await iterator.next() else { return nil }
             var options = AgentOptions(root: root, endpointURL: url, token: token, tokenFile: tokenFile)
             tuning.apply(to: &options)
-            return try Agent(options: options, endpoint: EndpointChoice.pingPong(bases: [url]).factory(client: client), logger: logger)
+            return try Agent(options: options, endpoint: EndpointChoice(PingPongAdapter(bases: [url])).factory(client: client), logger: logger)
         }
         let group = ServiceGroup(
             configuration: .init(services: [.init(service: app), .init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
