@@ -160,7 +160,7 @@ let package = Package(
         ]),
         // Helpers shared by the tests and the benchmark: processes, temp folders, polling, fault endpoints.
         .target(name: "DocsyncTestSupport", dependencies: [
-            "DocsyncModel",
+            "DocsyncModel", "DocsyncStore", "DocsyncEndpoint", "DocsyncClock",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -17,7 +17,17 @@ struct EndpointFixture: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    static let all: [EndpointFixture] = [reference, syncRails, kinto]
+    static let all: [EndpointFixture] = [memory, reference, syncRails, kinto]
+
+    /// The reference endpoint's rules in memory, no HTTP (`MemoryEndpoint`): the engine's tests
+    /// that need no network run on it.
+    static let memory = EndpointFixture(name: "memory") {
+        let server = MemoryServer()
+        return LiveEndpoint(
+            docType: "note", poison: #"{"id":"poison","docType":"no/slashes"}"#,
+            make: { clientID, credential, clock in server.client(id: clientID, credential: credential, clock: clock) },
+            credential: server.token, stop: {})
+    }
 
     /// The reference endpoint (`docsync serve`'s routes) through the PingPong adapter.
     static let reference = EndpointFixture(name: "reference") {

@@ -1,0 +1,134 @@
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncModel
+import DocsyncStore
+import Foundation
+import Synchronization
+
+/// A server in memory: the reference endpoint's rules (``MemoryDocumentStore``, the batch call,
+/// revisions, conflicts with the current version, the change cursor) without HTTP, for tests of
+/// the engine that need no network. Clients of one `MemoryServer` are ``MemoryEndpoint``s; it
+/// passes `EndpointConformanceTests` like every adapter.
+public final class MemoryServer: Sendable {
+    public let store = MemoryDocumentStore()
+    public let token: String
+    /// Documents per call and the call's byte budget, as the reference endpoint's.
+    let pageSize = 1000
+
+    public init(token: String = "memory-token") { self.token = token }
+
+    /// A client of this server, as a folder's agent would make it.
+    public func client(id: String, credential: String? = nil, clock: ServerClock? = nil) -> MemoryEndpoint {
+        MemoryEndpoint(server: self, clientID: id, credential: credential ?? token, clock: clock)
+    }
+}
+
+public final class MemoryEndpoint: DocumentEndpoint {
+    let server: MemoryServer
+    let clientID: String
+    let clock: ServerClock?
+    private let credential: Mutex<String>
+
+    init(server: MemoryServer, clientID: String, credential: String, clock: ServerClock?) {
+        self.server = server
+        self.clientID = clientID
+        self.clock = clock
+        self.credential = Mutex(credential)
+    }
+
+    public var location: String { "memory:" }
+
+    public var capabilities: EndpointCapabilities {
+        EndpointCapabilities(
+            documentsPerCall: server.pageSize, bytesPerCall: ProtocolLimits.maxPageBytes, callsInFlight: 2, pull: .poll, pullsWithPush: true,
+            detectsConflicts: true, uploads: false)
+    }
+
+    public func useCredential(_ credential: String) { self.credential.withLock { $0 = credential } }
+
+    private func authorize() throws(EndpointError) {
+        guard credential.withLock({ $0 }) == server.token else { throw .unauthorized("401: unknown token") }
+    }
+
+    /// Unix milliseconds now: the server's clock is this machine's.
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    public func push(_ changes: [OutgoingChange], pullingAfter cursor: SyncCursor?) async throws(EndpointError) -> PushReply {
+        try authorize()
+        var documents: [JSONValue] = []
+        var outcomes: [String: PushOutcome] = [:]
+        for change in changes {
+            // The base revision goes inside as `rev`; none is `rev: 0`, "create only if absent".
+            guard case .object(var object)? = try? JSONParser.parse(change.body) else {
+                outcomes[change.id] = .failed(.rejected("400: not a JSON object"))
+                continue
+            }
+            object[DocumentRules.revKey] = .number(String(change.baseRevision ?? 0))
+            documents.append(.object(object))
+        }
+        let since = Self.sequence(cursor)
+        let outcome = try await sync(since: since, documents: documents)
+        for stored in outcome.stored {
+            guard let id = stored["id"]?.string else { continue }
+            if case .number(let rev)? = stored[DocumentRules.revKey] { outcomes[id] = .storedAsSent(revision: Int64(rev)) }
+        }
+        for e in outcome.errors {
+            guard let id = e["id"]?.string else { continue }
+            let message = e["message"]?.string ?? ""
+            let current = e["current"]?.object
+            outcomes[id] = .failed(
+                !message.hasPrefix("revision") ? .rejected("400: \(message)")
+                    : e["yours"] == true && current != nil ? .conflictWithOwnWrite(current: current!) : .conflict(current: current))
+        }
+        return PushReply(outcomes: outcomes, pulled: pullReply(outcome, since: since))
+    }
+
+    public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
+        try authorize()
+        let since = Self.sequence(cursor)
+        let outcome = try await sync(since: since, documents: [])
+        var reply = pullReply(outcome, since: since)
+        reply.cursor = SyncCursor(String(outcome.cursor))  // a pull's pages go on from where this one ended
+        return reply
+    }
+
+    private func sync(since: Int64, documents: [JSONValue]) async throws(EndpointError) -> SyncOutcome {
+        do {
+            return try await server.store.sync(
+                since: since, documents: documents, now: Self.now(), limit: server.pageSize, maxBytes: ProtocolLimits.maxPageBytes, client: clientID,
+                selection: .all, measureDepth: true)
+        } catch {
+            throw .unavailable("the store failed: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// The reply's changes, its cursor (none in a push's reply while more wait: the pull that
+    /// follows asks from the old one), and what the reference endpoint says of purged deletions.
+    private func pullReply(_ outcome: SyncOutcome, since: Int64) -> PullReply {
+        let changes = outcome.changes.compactMap { (try? JSONParser.parse($0))?.object }
+        var reply = PullReply(
+            changes: changes, cursor: outcome.more ? nil : SyncCursor(String(outcome.cursor)), more: outcome.more,
+            storeIdentity: server.store.storeID, historyBehind: outcome.cursor < since)
+        reply.missedDeletions = since > 0 && outcome.horizon > since && (outcome.more || outcome.horizon <= outcome.cursor)
+        reply.tombstonesPurgedBefore = outcome.purgedBefore > 0 ? outcome.purgedBefore : nil
+        return reply
+    }
+
+    public func fetch(id: String, docType: String) async throws(EndpointError) -> JSONObject? {
+        try authorize()
+        do {
+            return try await server.store.get(id: id)?.object
+        } catch {
+            throw .unavailable("the store failed: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// The server's clock is this machine's, read with no wire between: a sample of zero delay.
+    public func sampleClock() async throws(EndpointError) {
+        guard let clock else { return }
+        let at = clock.seam.bootNanoseconds()
+        clock.observe(headers: ReplyHeaders(syncUTC: String(Int64(Date().timeIntervalSince1970 * 1e9)), syncDuration: nil, date: nil), sentAt: at, receivedAt: at)
+    }
+
+    static func sequence(_ cursor: SyncCursor?) -> Int64 { cursor.flatMap { Int64($0.text) } ?? 0 }
+}

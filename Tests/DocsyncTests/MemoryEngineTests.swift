@@ -1,0 +1,46 @@
+import DocsyncAgent
+import DocsyncModel
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// The engine against a server in memory (`MemoryEndpoint`: the reference endpoint's rules, no
+/// HTTP): what agents do to each other's folders, with nothing between them but the rules.
+@Suite struct MemoryEngineTests {
+    func memoryAdapter(_ server: MemoryServer) -> AdapterMaker {
+        AdapterMaker { context in server.client(id: context.clientID, credential: context.credential, clock: context.clock) }
+    }
+
+    func agent(_ folder: TempFolder, _ server: MemoryServer) async throws -> TestAgent {
+        try await TestAgent.start(folder: folder, endpoint: "memory:", token: server.token, adapter: memoryAdapter(server)) {
+            $0.pollInterval = .milliseconds(50)
+        }
+    }
+
+    /// Two folders on one server: a create, an edit on the other side, concurrent edits of
+    /// different fields merged, and a deletion, each arriving in the other folder.
+    @Test func twoFoldersConvergeThroughAServerInMemory() async throws {
+        let server = MemoryServer()
+        let (a, b) = (try TempFolder("memory-a"), try TempFolder("memory-b"))
+        defer { a.remove(); b.remove() }
+        let agentA = try await agent(a, server)
+        let agentB = try await agent(b, server)
+        try a.write("notes/n.json", #"{"id":"n","docType":"note","title":"first","body":"x"}"#)
+        #expect(await eventually { (try? b.read("note/n.json"))?.contains("first") == true }, "\(agentB.logs.all.suffix(4))")
+
+        try b.write("note/n.json", #"{"id":"n","docType":"note","title":"second","body":"x"}"#)
+        #expect(await eventually { (try? a.read("notes/n.json"))?.contains("second") == true }, "\(agentA.logs.all.suffix(4))")
+
+        try a.write("notes/n.json", #"{"id":"n","docType":"note","title":"second","body":"from a"}"#)
+        try b.write("note/n.json", #"{"id":"n","docType":"note","title":"from b","body":"x"}"#)
+        let merged: @Sendable (String) -> Bool = { $0.contains("from a") && $0.contains("from b") }
+        #expect(await eventually(timeout: .seconds(20)) {
+            ((try? a.read("notes/n.json")).map(merged) ?? false) && ((try? b.read("note/n.json")).map(merged) ?? false)
+        }, "a: \((try? a.read("notes/n.json")) ?? "-") b: \((try? b.read("note/n.json")) ?? "-")")
+
+        try a.remove("notes/n.json")
+        #expect(await eventually { !b.exists("note/n.json") }, "\(agentB.logs.all.suffix(4))")
+        try await agentA.stop()
+        try await agentB.stop()
+    }
+}
