@@ -42,6 +42,16 @@ public final class ReconnectingStore: DocumentStore {
         }
     }
 
+    /// Waits until the store is connected, at most `timeout`; whether it is. A server waits so
+    /// long before it says it listens: a database that answers is ready from the first request.
+    public func waitUntilConnected(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while connected == nil && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return connected != nil
+    }
+
     /// The store once connected: for tests, and for what only PostgreSQL does.
     public var connected: PostgresDocumentStore? { holder.store.withLock { $0 } }
 

@@ -27,11 +27,16 @@ struct DatabaseOptions: ParsableArguments {
         var password = ProcessInfo.processInfo.environment["PGPASSWORD"]
         if let file = databasePasswordFile { password = try resolveToken(file: absolutePath(file)) }
         let configuration = try Self.configuration(database, password: password)
-        // Served at once, the database connected in the background: a node started while the
-        // database is away answers 503 with Retry-After until it can reach it.
-        return ReconnectingStore(logger: logger) {
+        // The database connected in the background: one that answers within 10 s is ready before
+        // the server says it listens; a node started while the database is away serves anyway,
+        // answering 503 with Retry-After until it can reach it.
+        let store = ReconnectingStore(logger: logger) {
             try await PostgresDocumentStore(configuration: configuration, maxDocumentBytes: maxDocumentBytes, logger: logger)
         }
+        if !(await store.waitUntilConnected(timeout: .seconds(10))) {
+            logger.warning("serving before the database answers: every call is answered 503 until it does")
+        }
+        return store
     }
 
     static func configuration(_ url: String, password: String?) throws -> PostgresClient.Configuration {
