@@ -65,9 +65,8 @@ struct Acknowledgement: Sendable {
     /// the document still has that body (nearly always) only the flag is set; otherwise the
     /// sent body is taken back out of the payload.
     private func recordStoredAsSent(tx: IndexTransaction, current: Bool) throws {
-        let sentHash = entry.bodyHash.hasPrefix("deleted:") ? String(entry.bodyHash.dropFirst("deleted:".count)) : entry.bodyHash
         if try tx.recordAcknowledged(
-            id: entry.docID, key: entry.docKey, pushedHash: entry.bodyHash, serverRev: serverRev, ifBodyHash: sentHash, current: current)
+            id: entry.docID, key: entry.docKey, pushedHash: entry.bodyHash, serverRev: serverRev, ifBodyHash: entry.documentHash, current: current)
         {
             return
         }

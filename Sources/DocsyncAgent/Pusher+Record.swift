@@ -100,7 +100,7 @@ extension Pusher {
                     stored.append(entry.docID)
                 case .failed(.rejected(let reason)), .failed(.unsupported(let reason)):
                     try tx.removeEntry(entry)
-                    if var doc = try tx.document(id: entry.docID), doc.bodyHash == entry.bodyHash || entry.bodyHash.hasPrefix("deleted:") {
+                    if var doc = try tx.document(id: entry.docID), doc.bodyHash == entry.bodyHash || entry.isDeletion {
                         doc.state = .rejected
                         doc.error = reason
                         try tx.upsertDocument(doc)
@@ -215,7 +215,7 @@ extension Pusher {
         guard case .number(let text)? = current[DocumentRules.revKey], let rev = Int64(text) else { return }
         let base = JSONWriter.string(.object(WireForm.body(current, docType: entry.docType ?? "")))
         let deleted = current[DocumentRules.deletedAtKey].map { $0 != .null } ?? false
-        let hash = (deleted ? "deleted:" : "") + ContentHash.sha256Hex(base.utf8)
+        let hash = OutboxEntry.bodyHash(ContentHash.sha256Hex(base.utf8), deleted: deleted)
         do {
             let acknowledged = try await index.write { tx -> Bool in
                 // The lost write was this very version: acknowledged as stored, nothing goes again.

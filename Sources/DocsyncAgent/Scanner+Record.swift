@@ -206,7 +206,7 @@ extension Scanner {
     static func enqueue(_ row: DocumentRow, stamp: Int64, notBefore: Int64 = 0, tx: IndexTransaction) throws {
         try tx.enqueue(
             key: "doc:\(row.id)", docID: row.id, kind: "put", payload: nil,
-            bodyHash: row.deletedAt == nil ? row.bodyHash : "deleted:" + row.bodyHash, queuedAt: stamp, notBefore: notBefore)
+            bodyHash: OutboxEntry.bodyHash(row.bodyHash, deleted: row.deletedAt != nil), queuedAt: stamp, notBefore: notBefore)
     }
 
     /// The other half of a move the watcher reported in two batches (under load, the folder a
@@ -215,7 +215,7 @@ extension Scanner {
     /// pairing window, see `Scanner.movePairing`). The deletion is withdrawn; true if it was.
     static func withdrawUnsentDeletion(of row: DocumentRow, bodyHash: String, tx: IndexTransaction) throws -> Bool {
         guard row.deletedAt != nil, row.pushedHash == bodyHash, let entry = try tx.outboxEntry(key: "doc:\(row.id)"),
-              entry.bodyHash == "deleted:" + bodyHash, entry.attempts == 0, entry.nextAttemptAt > RetryPolicy.deadlineNow()
+              entry.isDeletion, entry.documentHash == bodyHash, entry.attempts == 0, entry.nextAttemptAt > RetryPolicy.deadlineNow()
         else { return false }
         return try tx.removeEntry(entry)
     }

@@ -43,7 +43,7 @@ extension IndexTransaction {
             """)
         try db.execute(sql: """
             INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
-                SELECT 'doc:' || id, id, 'put', 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE 'deleted:' || body_hash END, ?
+                SELECT 'doc:' || id, id, 'put', 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE '\(OutboxEntry.deletionMark)' || body_hash END, ?
                 FROM document WHERE server_rev = 0
             ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
             """, arguments: [now])

@@ -126,6 +126,16 @@ public final class OutboxEntry: Sendable {
         self.docKey = docKey
         self.docType = docType
     }
+
+    /// A put entry's `bodyHash`: the document's body hash, marked when the entry sends a deletion
+    /// (a tombstone of the same body is another change).
+    public static func bodyHash(_ documentHash: String, deleted: Bool) -> String { deleted ? deletionMark + documentHash : documentHash }
+    static let deletionMark = "deleted:"
+
+    /// Whether this entry sends a deletion.
+    public var isDeletion: Bool { bodyHash.hasPrefix(Self.deletionMark) }
+    /// The document's body hash the entry was made from, without a deletion's mark.
+    public var documentHash: String { isDeletion ? String(bodyHash.dropFirst(Self.deletionMark.count)) : bodyHash }
 }
 
 /// The part of a file row a rescan needs to decide "unchanged".
