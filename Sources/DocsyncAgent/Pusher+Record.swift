@@ -50,7 +50,7 @@ extension Pusher {
         let backoff = policy.delay(afterFailures: max(consecutiveFailures, 1), retryAfter: report.retryAfter, unit: Double.random(in: 0..<1))
         let state = RoundState(
             deadlineNow: RetryPolicy.deadlineNow(),
-            backoffMs: Int64(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000),
+            backoffMs: backoff.wholeMilliseconds,
             wentOffline: report.wentOffline, cameBack: report.successes > 0 && offlineSince != nil,
             offlineSince: report.wentOffline ? (offlineSince ?? clock.now()) : nil, endpoint: endpoint.location)
         let rejected: [(String, String)]

@@ -64,7 +64,7 @@ struct Scanner: Sendable {
         schemas: SchemaBook = SchemaBook(), movePairing: Duration = .zero, hashes: BackgroundHashes? = nil,
         queued: @escaping @Sendable () -> Void = {}
     ) {
-        self.movePairingMs = movePairing.components.seconds * 1000 + movePairing.components.attoseconds / 1_000_000_000_000_000
+        self.movePairingMs = movePairing.wholeMilliseconds
         self.schemas = schemas
         self.selection = selection
         self.queued = queued

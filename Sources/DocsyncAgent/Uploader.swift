@@ -275,7 +275,7 @@ actor Uploader: Worker {
         default: permanent = false
         }
         let delay = policy.delay(afterFailures: job.entry.attempts + 1, unit: Double.random(in: 0..<1))
-        let delayMs = delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000
+        let delayMs = delay.wholeMilliseconds
         let message = error.description
         lastFailure = message
         try? await index.write { tx in

@@ -47,8 +47,7 @@ public final class HTTPTransport: Sendable {
         self.client = client
         self.clock = clock
         self.clientID = clientID
-        let (seconds, attoseconds) = requestTimeout.components
-        self.requestTimeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.requestTimeout = .nanoseconds(requestTimeout.wholeNanoseconds)
         self.authorization = Mutex(nil)
     }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import DocsyncModel
 import Hummingbird
 import HummingbirdCore
 import NIOCore
@@ -57,7 +58,7 @@ public struct ConnectionLimits: Sendable {
     var server: HTTPServerBuilder {
         let timeout = headerTimeout
         return .http1(configuration: .init(
-            additionalChannelHandlers: [HeaderTimeoutHandler(timeout: timeout)], idleTimeout: .nanoseconds(Int64(idleTimeout.nanoseconds))))
+            additionalChannelHandlers: [HeaderTimeoutHandler(timeout: timeout)], idleTimeout: .nanoseconds(idleTimeout.wholeNanoseconds)))
     }
 
     /// Checks a body's pace as its pieces arrive; throws 408 for one too slow to be a real client.
@@ -70,16 +71,12 @@ public struct ConnectionLimits: Sendable {
             received += bytes
             let elapsed = ContinuousClock.now - start
             guard elapsed > limits.bodyGrace else { return }
-            let seconds = Double(elapsed.nanoseconds) / 1e9
+            let seconds = Double(elapsed.wholeNanoseconds) / 1e9
             if Double(received) < Double(limits.minimumBodyRate) * seconds {
                 throw HTTPRefusal(408, "the request body arrives slower than \(limits.minimumBodyRate) bytes a second")
             }
         }
     }
-}
-
-extension Duration {
-    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }
 
 /// Closes a connection whose first request head has not arrived within `timeout` (the idle
@@ -94,7 +91,7 @@ final class HeaderTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler
 
     func handlerAdded(context: ChannelHandlerContext) {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+        timer = context.eventLoop.scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) {
             loopBound.value.close(promise: nil)
         }
     }

@@ -47,7 +47,7 @@ struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
             response = ReferenceServer.errorResponse(error)
         }
         let elapsed = ContinuousClock.now - start
-        let nanos = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        let nanos = elapsed.wholeNanoseconds
         // By the route's pattern (`/api/document/{id}`), never the path a client chose.
         let route = context.endpointPath ?? "unmatched"
         Timer(

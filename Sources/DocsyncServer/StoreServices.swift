@@ -1,3 +1,4 @@
+import DocsyncModel
 import DocsyncStore
 import Logging
 import ServiceLifecycle
@@ -28,7 +29,7 @@ struct TombstonePurger: Service {
 
     func run() async throws {
         let every = max(min(retention / 4, .seconds(3600)), .seconds(1))
-        let retentionMs = retention.components.seconds * 1000 + retention.components.attoseconds / 1_000_000_000_000_000
+        let retentionMs = retention.wholeMilliseconds
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let cutoff = wallClock() / 1_000_000 - retentionMs

@@ -72,9 +72,9 @@ public final class DirectoryWatcher: Sendable {
             root: root, fd: fd, wake: pipeFDs[0], logger: logger, suspended: suspended, ignore: ignore,
             watches: Gauge(label: "docsync_inotify_watches", dimensions: [("folder", folderLabel)]),
             aggregator: EventAggregator(
-                settleNanoseconds: Self.nanoseconds(settle), maxDelayNanoseconds: Self.nanoseconds(maxDelay)))
+                settleNanoseconds: settle.wholeNanoseconds, maxDelayNanoseconds: maxDelay.wholeNanoseconds))
         loop.watchLimit = watchLimit
-        loop.unwatchedRescan = Self.nanoseconds(unwatchedRescan)
+        loop.unwatchedRescan = unwatchedRescan.wholeNanoseconds
         loop.addWatches(under: "")
         state.withLock { $0 = (fd, pipeFDs[1], true) }
         let (stream, continuation) = AsyncStream<ChangeBatch>.makeStream(bufferingPolicy: .unbounded)
@@ -110,10 +110,6 @@ public final class DirectoryWatcher: Sendable {
         var byte = UInt8(ascii: "R")
         _ = write(wake, &byte, 1)
         for _ in 0..<2_000 where suspended.applied != value { usleep(1_000) }
-    }
-
-    static func nanoseconds(_ d: Duration) -> Int64 {
-        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
     }
 }
 
