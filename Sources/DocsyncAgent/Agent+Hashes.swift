@@ -18,18 +18,10 @@ extension Agent {
         }
     }
 
-    /// A scan of the hashed files' paths: the scanner looks again at the documents that refer to
-    /// a path it is given, and finds the hash waiting for the file's stat.
+    /// A scan of the hashed files' paths, as a watcher batch: the scanner looks again at the
+    /// documents that refer to a path it is given, and finds the hash waiting for the file's stat.
     private func scanHashed() async {
         let paths = hashes.takeReady()
-        guard !paths.isEmpty else { return }
-        let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
-        do {
-            let s = try await lock.run { try await scanner.scan(ChangeBatch(paths: Set(paths))) }
-            if s.queued + s.deleted > 0 { pusher.wake() }
-            uploader.wake()
-        } catch {
-            scanFailed(error)
-        }
+        if !paths.isEmpty { await scan(ChangeBatch(paths: Set(paths))) }
     }
 }

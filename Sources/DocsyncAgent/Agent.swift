@@ -235,7 +235,6 @@ public actor Agent {
     /// Scans what each watcher batch names until the watcher stops; true when the folder itself
     /// went away (moved or deleted).
     private func follow(_ batches: AsyncStream<ChangeBatch>) async -> Bool {
-        let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
         for await batch in batches {
             if let unwatched = batch.unwatchedFolders {
                 try? await index.write { try $0.setMeta(.unwatchedFolders, unwatched == 0 ? nil : String(unwatched)) }
@@ -244,19 +243,27 @@ public actor Agent {
                 stop()  // everything winds down as for a stop asked for
                 return true
             }
-            do {
-                if batch.overflow { metrics.rescan("overflow") }
-                let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
-                if s.queued + s.deleted > 0 { pusher.wake() }
-                if s.schemasChanged { schemaCheck.changed.signal() }
-                uploader.wake()
-                settlerWake.signal()
-                logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
-            } catch {
-                scanFailed(error)
-            }
+            await scan(batch)
         }
         return false
+    }
+
+    /// Scans what `batch` names (the whole tree after an overflow) under the tree lock, and wakes
+    /// whoever has work from it; a failed scan is retried in full (``scanFailed(_:)``). The
+    /// watcher's batches and the documents of files hashed in the background come through here.
+    func scan(_ batch: ChangeBatch) async {
+        let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
+        do {
+            if batch.overflow { metrics.rescan("overflow") }
+            let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
+            if s.queued + s.deleted > 0 { pusher.wake() }
+            if s.schemasChanged { schemaCheck.changed.signal() }
+            uploader.wake()
+            settlerWake.signal()
+            logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
+        } catch {
+            scanFailed(error)
+        }
     }
 
     /// Files read within moments of a change were recorded with a stat that cannot be trusted

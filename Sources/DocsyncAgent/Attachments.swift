@@ -113,20 +113,33 @@ struct Attachments: Sendable {
             background.request(real: real, inside: inside, before: before)
             return .failure(.hashing(written))
         }
-        let hashed: (hash: String, size: Int64)
+        switch Self.hash(real, unchangedFrom: before) {
+        case .success(let hashed): return .success(AttachedFile(path: inside, sha256: hashed.hash, stat: hashed.stat))
+        case .failure(.unreadable(let reason)): return .failure(.unreadable(written, reason: reason))
+        case .failure(.changed): return .failure(.changing(written))
+        }
+    }
+
+    /// Why a file could not be hashed: unreadable, or changed while read.
+    enum HashFailure: Error {
+        case unreadable(String)
+        case changed
+    }
+
+    /// The SHA-256 of the file at `real` and the stat to record with it, if its stat after the
+    /// read is still `before` (a file still being written is hashed again when the watcher
+    /// reports its close). `proceed` is asked before each piece read.
+    static func hash(_ real: String, unchangedFrom before: FileStat, while proceed: () -> Bool = { true }) -> Result<(hash: String, stat: FileStat), HashFailure> {
         let readStart = FileSystem.realtimeNanoseconds()
+        let hashed: (hash: String, size: Int64)
         do {
-            hashed = try ContentHash.sha256Hex(fileAt: real)
+            hashed = try ContentHash.sha256Hex(fileAt: real, while: proceed)
         } catch {
-            return .failure(.unreadable(written, reason: error.description))
+            return .failure(.unreadable(error.description))
         }
-        // A file still being written is hashed again when the watcher reports its close.
-        guard stat(real, &st) == 0, hashed.size == Int64(st.st_size),
-              FileStat(EntryInfo(st)) == before
-        else {
-            return .failure(.changing(written))
-        }
-        return .success(AttachedFile(path: inside, sha256: hashed.hash, stat: FileStat(recording: EntryInfo(st), readBefore: readStart)))
+        var st = stat()
+        guard stat(real, &st) == 0, hashed.size == Int64(st.st_size), FileStat(EntryInfo(st)) == before else { return .failure(.changed) }
+        return .success((hashed.hash, FileStat(recording: EntryInfo(st), readBefore: readStart)))
     }
 
     static func realPath(_ path: String) -> String? {

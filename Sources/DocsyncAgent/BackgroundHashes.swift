@@ -1,12 +1,6 @@
-import DocsyncFiles
 import DocsyncIndex
-import DocsyncModel
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Hashes of referenced files too large to hash where saves are read. A 3 GiB attachment takes
 /// seconds to hash; hashed inline, it held every document of its chunk (and every save after
@@ -89,10 +83,7 @@ final class BackgroundHashes: Sendable {
     /// The file's hash if its stat after hashing is still `before` (a file still being written
     /// is hashed again when the watcher reports its close, as inline); `nil` otherwise.
     private static func hashIfStill(_ real: String, before: FileStat, stopped: @escaping @Sendable () -> Bool) -> Hashed? {
-        let readStart = FileSystem.realtimeNanoseconds()
-        guard let hashed = try? ContentHash.sha256Hex(fileAt: real, while: { !stopped() }) else { return nil }
-        var st = stat()
-        guard stat(real, &st) == 0, hashed.size == Int64(st.st_size), FileStat(EntryInfo(st)) == before else { return nil }
-        return Hashed(before: before, hash: hashed.hash, recorded: FileStat(recording: EntryInfo(st), readBefore: readStart))
+        guard case .success(let hashed) = Attachments.hash(real, unchangedFrom: before, while: { !stopped() }) else { return nil }
+        return Hashed(before: before, hash: hashed.hash, recorded: hashed.stat)
     }
 }
