@@ -90,9 +90,14 @@ extension ServerChanges {
         while true {
             let batch = try await index.read { tx in try tx.meta(.deletionsHeld) == nil ? try tx.heldDeletions(limit: 500) : [] }
             if batch.isEmpty { return }
-            try await write(batch.compactMap { (try? JSONParser.parse($0.change))?.object }, guarded: false)
+            try await apply(batch)
             try await index.write { try $0.releaseHeld(ids: batch.map(\.id)) }
         }
+    }
+
+    /// Held deletions carried out: their files go to the trash, past the guard.
+    private func apply(_ held: [IndexTransaction.HeldDeletion]) async throws {
+        try await write(held.compactMap { (try? JSONParser.parse($0.change))?.object }, guarded: false)
     }
 
     /// Carries out the user's word on held deletions (`resolve --deletions`), if there is one.
@@ -103,7 +108,7 @@ extension ServerChanges {
             let batch = try await index.read { try $0.heldDeletions(limit: 500) }
             if batch.isEmpty { break }
             if decision == "apply" {
-                try await write(batch.compactMap { (try? JSONParser.parse($0.change))?.object }, guarded: false)
+                try await apply(batch)
             } else {
                 let now = applier.clock.now()
                 try await index.write { tx in for held in batch { try tx.restoreToServer(id: held.id, rev: held.rev, queuedAt: now) } }

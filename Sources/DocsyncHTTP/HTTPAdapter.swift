@@ -22,6 +22,14 @@ public struct EndpointURLError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+extension HTTPAdapter {
+    /// Whether `s` is a plain name for a URL's part (a bucket, a resource): ASCII letters,
+    /// digits, `_` and `-`, not empty.
+    public static func isPlainName(_ s: String) -> Bool {
+        !s.isEmpty && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+    }
+}
+
 extension HTTPTransport {
     /// The transport an adapter made from a context talks through.
     public static func of(_ base: String, client: HTTPClient, context: EndpointContext) -> HTTPTransport {

@@ -17,7 +17,7 @@ public struct KintoAdapter: HTTPAdapter {
             throw EndpointURLError("--endpoint: a Kinto URL names its bucket: kinto+http://HOST:PORT/v1/buckets/NAME, got '\(url)'")
         }
         let bucket = String(trimmed[range.upperBound...])
-        guard !bucket.isEmpty, bucket.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
+        guard isPlainName(bucket) else {
             throw EndpointURLError("--endpoint: the bucket must be letters, digits, '_' or '-', got '\(bucket)'")
         }
         return KintoAdapter(api: String(trimmed[..<range.lowerBound]), bucket: bucket)

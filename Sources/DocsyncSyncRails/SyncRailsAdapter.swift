@@ -17,7 +17,7 @@ public struct SyncRailsAdapter: HTTPAdapter {
         guard let parts = URLComponents(string: String(url.dropFirst("syncrails+".count))), let scheme = parts.scheme, let host = parts.host
         else { throw EndpointURLError("--endpoint: cannot read the URL '\(url)'") }
         let resource = parts.queryItems?.first { $0.name == "resource" }?.value ?? "events"
-        guard !resource.isEmpty, resource.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }) else {
+        guard isPlainName(resource) else {
             throw EndpointURLError("--endpoint: the resource must be letters, digits, '_' or '-', got '\(resource)'")
         }
         // An IPv6 host comes with its brackets (`[::1]`); a bare one gets them.

@@ -81,6 +81,16 @@ public func growth(over window: Duration, of read: () -> [Int]) async throws -> 
 }
 
 extension TempFolder {
+    /// Makes `relative` a sparse file of `size` bytes: as large as it says, with no disk used.
+    public func writeSparse(_ relative: String, size: UInt64) throws {
+        let url = self.url(relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        try handle.truncate(atOffset: size)
+    }
+
     /// Writes `size` bytes of pseudo-random content (distinct for each `seed`) in 1 MiB pieces, and
     /// returns their SHA-256. Memory stays at one piece whatever the size.
     @discardableResult

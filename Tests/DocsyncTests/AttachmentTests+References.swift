@@ -12,10 +12,7 @@ extension HeavySuites.AttachmentTests {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
         try rig.docs.write("notes/huge.json", #"{"id":"huge","docType":"note","title":"sent","scan":{"$file":"huge.bin"}}"#)
-        #expect(FileManager.default.createFile(atPath: rig.docs.file("notes/huge.bin"), contents: nil))
-        let handle = try #require(FileHandle(forWritingAtPath: rig.docs.file("notes/huge.bin")))
-        try handle.truncate(atOffset: 100 << 30)  // sparse: no disk used
-        try handle.close()
+        try rig.docs.writeSparse("notes/huge.bin", size: 100 << 30)
         for i in 0..<5 { try rig.docs.write("notes/n\(i).json", #"{"id":"n\#(i)","docType":"note"}"#) }
         try rig.startAgent()
         #expect(await eventually(timeout: .seconds(20)) {
@@ -35,10 +32,7 @@ extension HeavySuites.AttachmentTests {
         let rig = try await Rig()
         defer { Task { await rig.finish() } }
         try rig.docs.write("notes/huge.json", #"{"id":"huge","docType":"note","title":"sent","scan":{"$file":"huge.bin"}}"#)
-        #expect(FileManager.default.createFile(atPath: rig.docs.file("notes/huge.bin"), contents: nil))
-        let handle = try #require(FileHandle(forWritingAtPath: rig.docs.file("notes/huge.bin")))
-        try handle.truncate(atOffset: 7 << 29)  // 3.5 GiB, sparse: seconds of hashing, no disk used
-        try handle.close()
+        try rig.docs.writeSparse("notes/huge.bin", size: 7 << 29)  // 3.5 GiB: seconds of hashing, no disk used
         let clipSHA = try rig.docs.writeRandom("notes/clip.bin", size: 12 << 20, seed: 31)
         try rig.docs.write("notes/clip.json", #"{"id":"clip","docType":"note","clip":{"$file":"clip.bin"}}"#)
         for i in 0..<5 { try rig.docs.write("notes/n\(i).json", #"{"id":"n\#(i)","docType":"note"}"#) }
