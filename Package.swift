@@ -140,7 +140,7 @@ let package = Package(
         .executableTarget(name: "docsync", dependencies: [
             "DocsyncConfig",
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
-            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncPostgres", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore", "CGlibcExtras",
+            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncPostgres", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore", "CGlibcExtras",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),

@@ -18,3 +18,11 @@ static inline int docsync_sqlite_disable_memstatus(void) {
 static inline int docsync_sqlite_statement_journal_spill(int bytes) {
     return sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, bytes);
 }
+
+// No up-front page cache allocation per connection (SQLite's default takes room for 20 pages,
+// 160 KiB of the index's 8 KiB pages, as each connection first reads): pages are allocated as
+// they are used. A process with hundreds of folders opens hundreds of connections, most of
+// which touch a few pages. Same before-first-use rule.
+static inline int docsync_sqlite_page_cache_on_demand(void) {
+    return sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
+}

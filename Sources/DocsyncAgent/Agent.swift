@@ -75,7 +75,7 @@ public actor Agent {
         self.options = options
         self.clock = clock
         self.logger = logger
-        self.index = try Index.open(root: root)
+        self.index = try Index.open(root: root, footprint: options.indexFootprint)
         let (ignore, metrics) = (TreeWalker.ignoreRules(root: root, extra: options.extraIgnore), AgentMetrics(folder: options.name ?? Self.defaultName(root: root)))
         (self.ignore, self.metrics) = (ignore, metrics)
         let context = EndpointContext(
@@ -155,7 +155,7 @@ public actor Agent {
         try await beginRun()
         let watcher = DirectoryWatcher(
             root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore,
-            unwatchedRescan: options.unwatchedRescan, watchLimit: options.watchLimit, folderLabel: metrics.folder, logger: logger)
+            unwatchedRescan: options.unwatchedRescan, watchLimit: options.watchLimit, folderLabel: metrics.folder, hub: options.watchHub, logger: logger)
         self.watcher = watcher
         let batches = try watcher.start()  // watches first, then the scan: nothing slips between
         if stopRequested { watcher.stop() }

@@ -1,4 +1,6 @@
+import DocsyncIndex
 import DocsyncModel
+import DocsyncWatcher
 
 /// How an agent is set up: the folder, the endpoint, the token and the limits.
 public struct AgentOptions: Sendable {
@@ -44,6 +46,11 @@ public struct AgentOptions: Sendable {
     public var maxDownloadBytes: Int64 = 4 << 30
     /// Test seam: watches beyond this many are refused as by a low `fs.inotify.max_user_watches`.
     public var watchLimit: Int?
+    /// The inotify instance and thread this folder's watches share with the other folders of the
+    /// process (`nil`: one of its own).
+    public var watchHub: InotifyHub?
+    /// How much memory the folder's index keeps (lean with hundreds of folders in one process).
+    public var indexFootprint: Index.Footprint = .roomy
     /// Called once the first full scan has queued the folder's changes and the watches are in
     /// place (a service manager's "ready").
     public var onWatching: (@Sendable () -> Void)?

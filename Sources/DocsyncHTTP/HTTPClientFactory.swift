@@ -13,7 +13,9 @@ import Glibc
 /// backoff and logging), and an agent started offline must not sit for seconds before scanning.
 ///
 /// `caFile`: PEM certificates trusted for `https://` endpoints instead of the system's.
-public func makeHTTPClient(caFile: String? = nil) throws -> HTTPClient {
+/// `folders`: how many folders share the client; each may hold a long poll, a push, an upload and
+/// a download to the same server at once.
+public func makeHTTPClient(caFile: String? = nil, folders: Int = 1) throws -> HTTPClient {
     var configuration = HTTPClient.Configuration()
     if let caFile {
         guard access(caFile, R_OK) == 0 else { throw EndpointError.localFile("cannot read the CA file \(caFile)") }
@@ -22,7 +24,7 @@ public func makeHTTPClient(caFile: String? = nil) throws -> HTTPClient {
         configuration.tlsConfiguration = tls
     }
     configuration.timeout = .init(connect: .seconds(5), read: .seconds(60))
-    var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+    var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(16, 4 * folders))
     pool.retryConnectionEstablishment = false
     configuration.connectionPool = pool
     configuration.decompression = .disabled

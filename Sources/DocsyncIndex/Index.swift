@@ -16,17 +16,34 @@ public struct Index: Sendable {
     /// The writing connection's counts for `status` (see `Index+Tally.swift`).
     public let tally: TallyCounter
 
+    /// How much memory the index may keep: one folder has the machine to itself; hundreds of
+    /// folders in one process each get a little (one reader, a small page cache).
+    public enum Footprint: Sendable {
+        case roomy
+        case lean
+
+        /// `lean` from this many folders in one process on.
+        public static let leanFrom = 32
+
+        public static func forFolders(_ count: Int) -> Footprint { count >= leanFrom ? .lean : .roomy }
+    }
+
     /// Opens (creating and migrating as needed) the index database at `path`. `tallyKeeper`
     /// `.triggers` keeps the counts as SQLite without a pre-update hook does (for the tests).
-    public init(path: String, tallyKeeper: TallyCounter.Keeper = .hook) throws {
+    public init(path: String, tallyKeeper: TallyCounter.Keeper = .hook, footprint: Footprint = .roomy) throws {
         SQLiteSetup.prepare()
         var config = Configuration()
         config.busyMode = .timeout(10)
+        // SQLite's default cache is 2 MiB a connection, and a pool opens up to five readers.
+        let lean = footprint == .lean
+        if lean { config.maximumReaderCount = 1 }
         // Held by the pool's configuration, so they live as long as the connections that use them.
         let checkpointer = WALCheckpointer(path: path)
         let tally = TallyCounter()
         config.prepareDatabase { db in
             withExtendedLifetime(tally) {}
+            // 256 KiB: enough for the pages a small folder's statements touch.
+            if lean { try db.execute(sql: "PRAGMA cache_size = -256") }
             // Document rows are about a kilobyte: 8 KiB pages hold seven of them where 4 KiB
             // pages held three and wasted a fifth of the file. Takes effect on a new index only.
             try db.execute(sql: "PRAGMA page_size = 8192")
@@ -47,7 +64,7 @@ public struct Index: Sendable {
 
     /// Opens the index of the synced folder `root`, creating `<root>/.docsync/` with a `.gitignore`
     /// holding `*` so the state folder never shows up in the user's git tree.
-    public static func open(root: String) throws -> Index {
+    public static func open(root: String, footprint: Footprint = .roomy) throws -> Index {
         let dir = stateDirectory(root: root)
         try refuseLinks(in: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -55,7 +72,7 @@ public struct Index: Sendable {
         if !FileManager.default.fileExists(atPath: gitignore) {
             try Data("*\n".utf8).write(to: URL(fileURLWithPath: gitignore))
         }
-        return try Index(path: dir + "/index.sqlite")
+        return try Index(path: dir + "/index.sqlite", footprint: footprint)
     }
 
     /// The state folder and the folders in it are the agent's own: a symlink there would send its
@@ -106,5 +123,12 @@ public struct Index: Sendable {
 
     public func readSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
         try writer.read { db in try body(IndexTransaction(db: db)) }
+    }
+
+    /// Gives back what the connections keep between uses (closes the readers, empties the page
+    /// and statement caches); they are opened and filled again when next needed. For a folder
+    /// that has been idle a while, among hundreds in one process.
+    public func releaseMemory() {
+        writer.releaseMemoryEventually()
     }
 }

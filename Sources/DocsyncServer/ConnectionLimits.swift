@@ -24,7 +24,7 @@ public struct ConnectionLimits: Sendable {
     /// Bytes per second a body must average once `bodyGrace` has passed.
     public var minimumBodyRate = 16 << 10
     public var bodyGrace: Duration = .seconds(10)
-    /// `nil`: derived from the process's file limit (see ``raiseFileLimit()``).
+    /// `nil`: derived from the process's file limit (see `FileSystem.raiseFileLimit()`).
     public var maxConnections: Int?
     /// What every request body being read holds, together: past it, a body is refused (503) as it
     /// arrives, instead of 40 endless bodies of 64 MiB each holding gigabytes between them.
@@ -39,20 +39,6 @@ public struct ConnectionLimits: Sendable {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         return max(64, min(16_384, Int(clamping: limit.rlim_cur) - 128))
-    }
-
-    /// Raises the soft limit on open files to the hard limit: the soft 1,024 many systems start
-    /// with is a few hundred idle clients. Returns the limit now in force.
-    @discardableResult
-    public static func raiseFileLimit() -> UInt64 {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
-        if limit.rlim_cur < limit.rlim_max {
-            var raised = limit
-            raised.rlim_cur = limit.rlim_max
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return UInt64(raised.rlim_cur) }
-        }
-        return UInt64(limit.rlim_cur)
     }
 
     var server: HTTPServerBuilder {

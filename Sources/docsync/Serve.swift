@@ -1,4 +1,5 @@
 import ArgumentParser
+import DocsyncFiles
 import DocsyncServer
 import Foundation
 import Logging
@@ -66,7 +67,7 @@ struct Serve: AsyncParsableCommand {
             token = generated
             logger.notice("no token given; clients must send the one stored in \(file)")
         }
-        ConnectionLimits.raiseFileLimit()  // a few hundred idle clients must not lock everyone out
+        FileSystem.raiseFileLimit()  // a few hundred idle clients must not lock everyone out
         var configuration = ReferenceServer.Configuration(
             host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token, maxDocumentBytes: maxDocumentSize,
             maxUploadBytes: maxUploadSize, publicURL: publicURL)

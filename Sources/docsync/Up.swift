@@ -1,5 +1,6 @@
 import ArgumentParser
 import DocsyncAgent
+import DocsyncFiles
 import DocsyncHTTP
 import DocsyncPingPong
 import DocsyncServer
@@ -26,7 +27,7 @@ struct Up: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let dataDirectory = root + "/.docsync/server"
         let (token, tokenFile, _) = try ensureToken(in: dataDirectory)
-        ConnectionLimits.raiseFileLimit()  // a few hundred idle clients must not lock everyone out
+        FileSystem.raiseFileLimit()  // a few hundred idle clients must not lock everyone out
         let server = try ReferenceServer(configuration: .init(host: listen.host, port: listen.port, dataDirectory: dataDirectory, token: token))
         let (started, startedContinuation) = AsyncStream<String>.makeStream()
         let app = try server.application(logger: logger) { host, port in

@@ -1,6 +1,8 @@
 import ArgumentParser
 import AsyncHTTPClient
 import DocsyncAgent
+import DocsyncFiles
+import DocsyncIndex
 import ServiceLifecycle
 
 struct Watch: AsyncParsableCommand {
@@ -50,6 +52,7 @@ struct Watch: AsyncParsableCommand {
         let plan = try plan()
         let logger = bootstrapLogging(plan.level, format: plan.format)
         if plan.metricsAddr != nil { MetricsExport.bootstrap() }
+        FileSystem.raiseFileLimit()  // every folder holds its index's files, its lock and its connections
         let systemd = SystemdNotifier()
         let (ready, watching) = AsyncStream<Void>.makeStream()
         try await withAgents(plan, logger: logger, onWatching: { watching.yield() }) { agents in
@@ -60,6 +63,7 @@ struct Watch: AsyncParsableCommand {
             }
             var services: [any Service] = agents.map { AgentService(agent: $0) }
             if systemd.isActive { services.append(SystemdAgentService(notifier: systemd, folders: folders, ready: ready)) }
+            if agents.count >= Index.Footprint.leanFrom { services.append(LeanMemory(indexes: agents.map(\.index))) }
             if let address = plan.metricsAddr { services.append(try MetricsListener.application(address: address, folders: folders, logger: logger)) }
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             let progress = Task {

@@ -4,6 +4,7 @@ import DocsyncAgent
 import DocsyncConfig
 import DocsyncHTTP
 import DocsyncModel
+import DocsyncWatcher
 import Foundation
 import Logging
 
@@ -105,21 +106,26 @@ struct WatchPlan {
     }
 }
 
-/// Runs `body` with an agent for every folder of `plan`, each with an HTTP client of its own (its
-/// own CA file), shut down afterwards whatever `body` does.
+/// Runs `body` with an agent for every folder of `plan`, shut down afterwards whatever `body`
+/// does. The folders share one inotify instance, and one HTTP client for each CA file (a client
+/// holds connection pools and buffers: one per folder was most of what 500 folders cost).
 func withAgents<T>(
     _ plan: WatchPlan, logger: Logger, onWatching: (@Sendable () -> Void)? = nil, _ body: ([Agent]) async throws -> T
 ) async throws -> T {
-    var clients: [HTTPClient] = []
-    func shutdown() async { for client in clients { try? await client.shutdown() } }
+    var clients: [String: HTTPClient] = [:]
+    func shutdown() async { for client in clients.values { try? await client.shutdown() } }
     let result: T
     do {
         var agents: [Agent] = []
+        let hub = InotifyHub()
         for folder in plan.folders {
             var options = folder.options
             options.onWatching = onWatching
-            let client = try makeHTTPClient(caFile: folder.caFile)
-            clients.append(client)
+            options.watchHub = hub
+            options.indexFootprint = .forFolders(plan.folders.count)
+            let sharing = plan.folders.count { $0.caFile == folder.caFile }
+            let client = try clients[folder.caFile ?? ""] ?? makeHTTPClient(caFile: folder.caFile, folders: sharing)
+            clients[folder.caFile ?? ""] = client
             let makeEndpoint = try EndpointChoice(url: options.endpointURL).factory(client: client)
             agents.append(try Agent(options: options, endpoint: makeEndpoint, logger: plan.folders.count > 1 ? logger.folder(folder) : logger))
         }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import DocsyncFiles
 import DocsyncModel
 import DocsyncServer
 import DocsyncTestSupport
@@ -13,7 +14,7 @@ extension HeavySuites {
     /// With the process at 1,024 open files, 1,100 connections that never finished their headers
     /// locked every user out.
     @Test func halfOpenConnectionsDoNotLockOutAUser() async throws {
-        ConnectionLimits.raiseFileLimit()
+        FileSystem.raiseFileLimit()
         let work = try TempFolder("half-open")
         defer { work.remove() }
         try work.write("token", "half-open-token\n")
