@@ -43,6 +43,19 @@ enum InotifySettings {
     static func value(_ name: String) -> Int? {
         (try? String(contentsOfFile: "/proc/sys/fs/inotify/\(name)", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
+
+    /// The inotify instances open in the processes whose descriptors this user may read.
+    static func instancesInUse() -> Int {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        var count = 0
+        for pid in processes where pid.first?.isNumber == true {
+            let dir = "/proc/\(pid)/fd"
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] {
+                if (try? FileManager.default.destinationOfSymbolicLink(atPath: dir + "/" + fd)) == "anon_inode:inotify" { count += 1 }
+            }
+        }
+        return count
+    }
 }
 
 /// The checks, each on its own: the tree and the kernel's limits, the disk, the index, the endpoint.
@@ -68,6 +81,7 @@ enum DoctorChecks {
                 findings.append(Finding(check: "inotify watches", verdict: .ok, detail: "\(folders) \(folders == 1 ? "folder" : "folders"), limit \(limit)"))
             }
         }
+        if let instances = instances() { findings.append(instances) }
         if let queue = InotifySettings.value("max_queued_events"), queue < 16_384 {
             findings.append(Finding(
                 check: "inotify queue", verdict: .warn, detail: "fs.inotify.max_queued_events is \(queue): a burst of changes overflows it into a full rescan",
@@ -89,6 +103,18 @@ enum DoctorChecks {
                 advice: "give the user that runs docsync read access (chmod/chown), or list them in .docsyncignore"))
         }
         return findings
+    }
+
+    /// The inotify instances this user's processes hold (the ones `doctor` can see) against
+    /// `fs.inotify.max_user_instances`: `watch` needs one, however many folders it runs.
+    static func instances() -> Finding? {
+        guard let limit = InotifySettings.value("max_user_instances") else { return nil }
+        let inUse = InotifySettings.instancesInUse()
+        let advice = "sudo sysctl fs.inotify.max_user_instances=\(max(512, limit * 2)) (and in /etc/sysctl.d/ to keep it)"
+        let detail = "\(inUse) of fs.inotify.max_user_instances \(limit) in use by this user's programs"
+        if inUse >= limit { return Finding(check: "inotify instances", verdict: .fail, detail: detail + "; docsync needs one more", advice: advice) }
+        if inUse * 10 > limit * 8 { return Finding(check: "inotify instances", verdict: .warn, detail: detail, advice: advice) }
+        return Finding(check: "inotify instances", verdict: .ok, detail: detail)
     }
 
     /// Free space on the folder's file system.

@@ -28,6 +28,10 @@ extension HeavySuites {
         #expect(found["inotify watches"]?["status"] == "fail")
         #expect(found["inotify watches"]?["detail"]?.string == "the tree has 31 folders; fs.inotify.max_user_watches is 10")
         #expect(found["inotify watches"]?["advice"]?.string?.contains("sudo sysctl fs.inotify.max_user_watches=") == true)
+        // The instances: one for `watch`, however many folders; the detail names the limit.
+        let limit = try #require(try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_instances", encoding: .utf8))
+        let instances = try #require(found["inotify instances"]?["detail"]?.string)
+        #expect(instances.contains("of fs.inotify.max_user_instances \(limit.trimmingCharacters(in: .whitespacesAndNewlines)) in use"), "\(instances)")
         #expect(found["endpoint"]?["status"] == "fail")
         #expect(found["endpoint"]?["detail"]?.string?.contains("127.0.0.1:1") == true, "\(String(describing: found["endpoint"]))")
         #expect(found["files"]?["status"] == "ok" && found["disk"]?["status"] != nil && found["index"]?["status"] == "ok")
