@@ -63,7 +63,7 @@ struct Watch: AsyncParsableCommand {
             }
             var services: [any Service] = agents.map { AgentService(agent: $0) }
             if systemd.isActive { services.append(SystemdAgentService(notifier: systemd, folders: folders, ready: ready)) }
-            if agents.count >= Index.Footprint.leanFrom { services.append(LeanMemory(indexes: agents.map(\.index))) }
+            if Index.Footprint.forFolders(agents.count) == .lean { services.append(LeanMemory(indexes: agents.map(\.index))) }
             if let address = plan.metricsAddr { services.append(try MetricsListener.application(address: address, folders: folders, logger: logger)) }
             let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             let progress = Task {

@@ -123,9 +123,11 @@ func withAgents<T>(
             options.onWatching = onWatching
             options.watchHub = hub
             options.indexFootprint = .forFolders(plan.folders.count)
-            let sharing = plan.folders.count { $0.caFile == folder.caFile }
-            let client = try clients[folder.caFile ?? ""] ?? makeHTTPClient(caFile: folder.caFile, folders: sharing)
-            clients[folder.caFile ?? ""] = client
+            let key = folder.caFile ?? ""
+            if clients[key] == nil {
+                clients[key] = try makeHTTPClient(caFile: folder.caFile, folders: plan.folders.count { $0.caFile == folder.caFile })
+            }
+            let client = clients[key]!
             let makeEndpoint = try EndpointChoice(url: options.endpointURL).factory(client: client)
             agents.append(try Agent(options: options, endpoint: makeEndpoint, logger: plan.folders.count > 1 ? logger.folder(folder) : logger))
         }
