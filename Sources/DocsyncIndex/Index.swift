@@ -15,6 +15,8 @@ public struct Index: Sendable {
     public let path: String
     /// The writing connection's counts for `status` (see `Index+Tally.swift`).
     public let tally: TallyCounter
+    /// One per reader, for the async reads (see `ReadPermits`).
+    let readPermits: ReadPermits
 
     /// How much memory the index may keep: one folder has the machine to itself; hundreds of
     /// folders in one process each get a little (one reader, a small page cache).
@@ -58,6 +60,7 @@ public struct Index: Sendable {
         self.path = path
         self.writer = try DatabasePool(path: path, configuration: config)
         self.tally = tally
+        self.readPermits = ReadPermits(config.maximumReaderCount)
         try Self.migrator.migrate(writer)
         try writer.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: tallyKeeper == .hook) }
     }
@@ -118,7 +121,9 @@ public struct Index: Sendable {
 
     /// Runs `body` on a read-only snapshot.
     public func read<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
-        try await writer.read { db in try body(IndexTransaction(db: db)) }
+        try await readPermits.withPermit {
+            try await writer.read { db in try body(IndexTransaction(db: db)) }
+        }
     }
 
     public func readSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
