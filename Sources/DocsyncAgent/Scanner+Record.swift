@@ -106,8 +106,9 @@ extension Scanner {
             r.counts.moved += 1
             return
         }
-        if row.bodyHash == bodyHash && row.deletedAt == nil {
+        if row.deletedAt == nil && (row.bodyHash == bodyHash || (existing != nil && sameContent(row.body, bodyText))) {
             if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
+            if row.bodyHash != bodyHash { try keepText(bodyText, hash: bodyHash, of: &row, tx: tx) }
             let attached = try reconcileAttachments(o, id: document.id, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
             guard attached.wireChanged else {
                 r.counts.unchanged += 1
@@ -135,6 +136,23 @@ extension Scanner {
         try enqueue(row, stamp: stamp, tx: tx)
         _ = try reconcileAttachments(o, id: document.id, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
         r.counts.queued += 1
+    }
+
+    /// Records the file's text for a document whose content it does not change. Acknowledged stays
+    /// acknowledged: the server holds this content.
+    private static func keepText(_ text: String, hash: String, of row: inout DocumentRow, tx: IndexTransaction) throws {
+        if row.pushedHash == row.bodyHash { row.pushedHash = hash }
+        (row.body, row.bodyHash) = (text, hash)
+        try tx.upsertDocument(row)
+    }
+
+    /// Whether a file's text holds what the index recorded in another text: the pulled version
+    /// written with the file's own order of members, say. Sending it would store the same
+    /// document again as a new revision, which every other agent pulls and writes in its own
+    /// order: with 60 agents, edits went round as revision after revision of the same content.
+    static func sameContent(_ recorded: String, _ text: String) -> Bool {
+        guard let a = try? JSONParser.parse(recorded).object, let b = try? JSONParser.parse(text).object else { return false }
+        return a.sameContent(as: b)
     }
 
     /// A document whose file is gone (and no other file holds it) becomes a tombstone, queued;
