@@ -28,6 +28,8 @@ public struct AgentsLoad: Sendable {
         public var serverChanges: Int64 = 0
         /// The agents' log lines that name a timeout.
         public var timeouts: [String] = []
+
+        public init() {}
     }
 
     public let urls: [String]
@@ -41,7 +43,8 @@ public struct AgentsLoad: Sendable {
     }
 
     public func run(in work: TempFolder, token: String, timeout: Duration = .seconds(300)) async throws -> Outcome {
-        var outcome = Outcome(agents: agents, documents: agents * documentsEach)
+        var outcome = Outcome()
+        (outcome.agents, outcome.documents) = (agents, agents * documentsEach)
         try writeFolders(in: work)
         let start = ContinuousClock.now
         let watch = try DocsyncProcess(["watch", "--config", work.file("agents.yaml")], logDirectory: work.path, name: "agents")

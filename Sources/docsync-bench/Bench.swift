@@ -44,6 +44,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Writes of the load run: 2 servers on one PostgreSQL database (a throw-away cluster), then 1 on SQLite; 0 skips.")
     var nodeWrites = 20_000
 
+    @Option(help: "Agents of the agents run (one folder each, 20 documents each, every folder following all): 2 servers on PostgreSQL, then 1 on SQLite; 0 skips.")
+    var agents = 60
+
     @Option(help: "Documents of ten docTypes on a server of its own, pulled whole and then one type alone; 0 skips.")
     var selectiveDocs = 100_000
 
@@ -70,6 +73,7 @@ struct Bench: AsyncParsableCommand {
             baselineDocs = 200
             kintoDocs = min(kintoDocs, 200)
             nodeWrites = min(nodeWrites, 800)
+            agents = min(agents, 10)
             selectiveDocs = min(selectiveDocs, 5_000)
             attachmentMiB = attachmentMiB ?? 32
         }
@@ -130,6 +134,7 @@ struct Bench: AsyncParsableCommand {
         try await measureKinto(work: work, results: &results)
         // 9. Several servers on PostgreSQL under load, beside one on SQLite.
         try await measureNodes(work: work, results: &results)
+        try await measureAgents(work: work, results: &results)
         // 10. A pull of one docType of ten beside a pull of all.
         try await measureSelective(work: work, results: &results)
         // Clock estimators on the same jittered samples.

@@ -1,4 +1,5 @@
 import DocsyncClock
+import DocsyncTestSupport
 import Foundation
 
 /// One round of the initial import, and the raw batched ingest measured next to it.
@@ -57,6 +58,8 @@ struct Results {
     var serverRSS = 0
     var postgresLoad = LoadRun()
     var sqliteLoad = LoadRun()
+    var postgresAgents = AgentsLoad.Outcome()
+    var sqliteAgents = AgentsLoad.Outcome()
     var kintoImportDocsPerSecond = Double.nan
     var kintoRawDocsPerSecond = Double.nan
     var selective = SelectiveRun()
@@ -107,7 +110,7 @@ struct Results {
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
             | the same file on to a second, empty folder: pulled, downloaded, flushed, placed, s (`curl -o` + `sync FILE`; curl alone \(fmt(curlDownloadOnlySeconds, 2))) | \(fmt(downloadSeconds, 2)) | \(fmt(curlDownloadSeconds, 2)) | \(fmt(downloadSeconds / curlDownloadSeconds, 2))× |
             | peak RSS while the attachment travels: sending agent / server / receiving agent (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB / \(downloadAgentRSS >> 20) MiB | | |
-            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(selectiveTable())\(roundsTable(docs: docs))
+            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(agentsTable())\(selectiveTable())\(roundsTable(docs: docs))
 
             ### Clock estimators on the same jittered samples
 
@@ -138,6 +141,25 @@ struct Results {
             |---|---:|---:|---:|---:|---:|---|---|
             \(row("PostgreSQL", postgresLoad))
             \(row("SQLite", sqliteLoad))
+            """
+    }
+
+    /// The agents runs: many agents on two servers on PostgreSQL beside one on SQLite.
+    func agentsTable() -> String {
+        guard postgresAgents.agents > 0 else { return "" }
+        func row(_ name: String, _ r: AgentsLoad.Outcome) -> String {
+            let changes = "\(r.changesAfterImport) / \(r.serverChanges)"
+            return "| \(name) | \(fmt(r.importSeconds, 1)) | \(fmt(r.editSeconds, 1)) | \(r.converged ? "yes" : "NO") | \(r.timeouts.count) | \(r.revisionsExact ? "yes" : "NO (\(r.highestRevision))") | \(changes) |"
+        }
+        return """
+
+
+            ### Agents: \(postgresAgents.agents) agents (one `watch`, a folder each, every folder following all), \(postgresAgents.documents) documents created, then each edited once
+
+            | store | every folder holds every document, s | every edit, s | converged | timeouts logged | every document at revision 2 | server changes after the creates / at the end |
+            |---|---:|---:|---|---:|---|---|
+            \(row("PostgreSQL ×2", postgresAgents))
+            \(row("SQLite ×1", sqliteAgents))
             """
     }
 
