@@ -230,6 +230,23 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(10))
         #expect(try #require(reply.json?.object?["documents"]?.object?["success"]).arrayValue.first?.object?["id"] == "late")
     }
+
+    /// A change the caller is not sent (another docType here; its own write alike) wakes the held
+    /// poll too, which then waits on: it used to return at once, empty, and 60 agents on a busy
+    /// server each polled again and again, then backed off for seconds with others' edits waiting.
+    @Test func aLongPollWokenByAChangeItIsNotSentWaitsOnForOneItIs() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let cursor = try #require(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[]}"#).json?.object?["cursor"])
+        async let held = server.api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[],"wait":20,"types":["note"]}"#)
+        try await Task.sleep(for: .milliseconds(300))  // the poll is held by now
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"elsewhere","docType":"other"}"#)
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"mine","docType":"note"}"#)
+        let reply = try await held
+        let ids = try #require(reply.json?.object?["documents"]?.object?["success"]).arrayValue.compactMap { $0.object?["id"]?.string }
+        #expect(ids == ["mine"], "\(reply.text)")
+    }
 }
 
 extension JSONValue {

@@ -23,7 +23,7 @@ extension HeavySuites {
         defer { Task { for node in nodes { await node.stop() } } }
         let urls = [try await nodes[0].firstLine(), try await nodes[1].firstLine()]
 
-        let load = AgentsLoad(urls: urls, tokenFile: work.file("token"), agents: 60, documentsEach: 5)
+        let load = AgentsLoad(urls: urls, tokenFile: work.file("token"), agents: 60, documentsEach: 2)
         let outcome = try await load.run(in: work, token: token, timeout: .seconds(180))
 
         #expect(outcome.converged, "every folder holds every document and every edit")

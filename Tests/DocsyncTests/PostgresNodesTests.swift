@@ -82,7 +82,7 @@ extension HeavySuites {
         let database = try cluster.createDatabase()
         let nodes = [try await node(database: database, cluster: cluster), try await node(database: database, cluster: cluster)]
         defer { Task { for n in nodes { await n.stop() } } }
-        let (writers, each) = (8, 1_250)
+        let (writers, each) = (8, 500)
         let written = WriteCount()
         // The reader follows node 2's change feed while the writers write through both nodes.
         let (readerURL, token) = (nodes[1].url, self.token)

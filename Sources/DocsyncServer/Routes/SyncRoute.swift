@@ -61,20 +61,24 @@ struct SyncRoute: Sendable {
         for stored in outcome.stored { schemas?.wrote(docType: stored["docType"]?.string) }
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {
-            guard try await holdLongPoll(after: outcome.cursor, wait: call.wait, authorization: request.headers[.authorization]) else {
-                return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
-            }
-            outcome = try await store.sync(since: call.since, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
+            let deadline = ContinuousClock.now + call.wait
+            // A change this caller is not sent (its own write, another docType) wakes the poll
+            // too: it waits on, so that a busy server's long polls do not return at once empty.
+            repeat {
+                guard try await holdLongPoll(after: outcome.cursor, until: deadline, authorization: request.headers[.authorization]) else {
+                    return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
+                }
+                outcome = try await store.sync(since: call.since, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
+            } while outcome.changes.isEmpty && !outcome.more && ContinuousClock.now < deadline && !Task.isShuttingDownGracefully && !Task.isCancelled
         }
         return ReferenceServer.response(.ok, Self.reply(outcome, echo: call.echo))
     }
 
-    /// Holds a long poll until something changes after `after`, or `wait` passes, or the server
+    /// Holds a long poll until something changes after `after`, or `deadline` passes, or the server
     /// shuts down (a held request never delays a stop). Returns `false` when the token that opened
     /// it was revoked meanwhile: checked every ``tokenRecheck`` and before answering, so a revoked
     /// reader is not told of a change made after the revocation.
-    private func holdLongPoll(after: Int64, wait: Duration, authorization: String?) async throws -> Bool {
-        let deadline = ContinuousClock.now + wait
+    private func holdLongPoll(after: Int64, until deadline: ContinuousClock.Instant, authorization: String?) async throws -> Bool {
         let header = Array((authorization ?? "").utf8)
         while true {
             let slice = min(deadline - ContinuousClock.now, Self.tokenRecheck)
