@@ -105,6 +105,9 @@ public final class FaultProxy: Sendable {
         stops.withLock { $0 += 1 }
         guard let (group, task) = running.withLock({ s -> (ServiceGroup, Task<Void, any Error>)? in defer { s = nil }; return s }) else { return }
         await group.triggerGracefulShutdown()
+        // Requests still forwarded (a long poll the server holds for 25 s) are cut, not waited
+        // out: the agent that made them is gone.
+        task.cancel()
         _ = try? await task.value
     }
 
