@@ -105,10 +105,14 @@ public final class FaultProxy: Sendable {
         stops.withLock { $0 += 1 }
         guard let (group, task) = running.withLock({ s -> (ServiceGroup, Task<Void, any Error>)? in defer { s = nil }; return s }) else { return }
         await group.triggerGracefulShutdown()
-        // Requests still forwarded (a long poll the server holds for 25 s) are cut, not waited
-        // out: the agent that made them is gone.
-        task.cancel()
+        // The listener closes at once; requests still forwarded after a moment (a long poll the
+        // server holds for 25 s) are cut, not waited out: the agent that made them is gone.
+        let cut = Task {
+            try await Task.sleep(for: .milliseconds(500))
+            task.cancel()
+        }
         _ = try? await task.value
+        cut.cancel()
     }
 
     func next(method: String, path: String, body: String) -> Fault {
