@@ -166,9 +166,11 @@ extension ChangeApplier {
             _ = try await mergeAndWrite(
                 &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
                 remoteStamp: incoming.stamp, pending: pending, forcePush: true)
-        case (true, false) where remoteBody == localBody:
-            // The server holds our own last version (sent before a crash, never acknowledged):
-            // nobody edited it, so the delete stands; re-send the tombstone against this revision.
+        case (true, false) where remoteBody.sameContent(as: localBody):
+            // The server holds our own last version (sent before a crash, never acknowledged; or
+            // fetched again by a server without revisions): nobody edited it, so the delete stands;
+            // re-send the tombstone against this revision. By content: the index keeps the text
+            // of the file, whose members may be in another order than the server's.
             doc.serverRev = rev
             doc.base = JSONWriter.string(.object(remoteBody))
             let final = doc
