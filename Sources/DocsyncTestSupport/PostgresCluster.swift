@@ -71,6 +71,26 @@ public final class PostgresCluster: Sendable {
         return name
     }
 
+    /// `count` reference endpoints (`docsync serve --database`, the real binary) on a new database
+    /// of this cluster, each with a data folder of its own under `work`, their logs named `name1`,
+    /// `name2`, …: the processes and their URLs.
+    public func serveNodes(_ count: Int, work: TempFolder, tokenFile: String, name: String) async throws -> (nodes: [DocsyncProcess], urls: [String]) {
+        let url = "postgres://postgres@127.0.0.1:\(port)/\(try createDatabase())"
+        let nodes = try (1...count).map { n in
+            try DocsyncProcess(
+                ["serve", "--data", work.file("\(name)\(n)-data"), "--port", "0", "--token-file", tokenFile, "--database", url, "--log-level", "warning"],
+                logDirectory: work.path, name: "\(name)\(n)")
+        }
+        var urls: [String] = []
+        do {
+            for node in nodes { urls.append(try await node.firstLine()) }
+        } catch {
+            for node in nodes { await node.stop() }
+            throw error
+        }
+        return (nodes, urls)
+    }
+
     /// Runs a command to completion; throws with its output when it fails.
     static func run(_ command: [String], in folder: TempFolder) throws {
         let process = try DocsyncProcess(

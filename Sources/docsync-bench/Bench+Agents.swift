@@ -12,14 +12,7 @@ extension Bench {
         guard agents > 0 else { return }
         log("agents: \(agents) agents on 2 servers on PostgreSQL, then on 1 server on SQLite")
         let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let cluster = try await PostgresCluster.shared()
-        let url = "postgres://postgres@127.0.0.1:\(cluster.port)/\(try cluster.createDatabase())"
-        let pgNodes = try (1...2).map { n in
-            try DocsyncProcess(
-                ["serve", "--data", work.file("agents-pg\(n)"), "--port", "0", "--token-file", work.file("token"), "--database", url, "--log-level", "warning"],
-                logDirectory: work.path, name: "agents-pg\(n)")
-        }
-        let pgURLs = [try await pgNodes[0].firstLine(), try await pgNodes[1].firstLine()]
+        let (pgNodes, pgURLs) = try await PostgresCluster.shared().serveNodes(2, work: work, tokenFile: work.file("token"), name: "agents-pg")
         let folders = [try TempFolder("bench-agents-pg"), try TempFolder("bench-agents-sqlite")]
         defer { for f in folders { f.remove() } }
         results.postgresAgents = try await AgentsLoad(urls: pgURLs, tokenFile: work.file("token"), agents: agents, documentsEach: Self.agentDocuments)

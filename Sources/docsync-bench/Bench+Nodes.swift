@@ -34,15 +34,7 @@ extension Bench {
     func measureNodes(work: TempFolder, results: inout Results) async throws {
         guard nodeWrites > 0 else { return }
         log("load: \(nodeWrites) writes over 2 servers on PostgreSQL, then 1 server on SQLite")
-        let cluster = try await PostgresCluster.shared()
-        let database = try cluster.createDatabase()
-        let url = "postgres://postgres@127.0.0.1:\(cluster.port)/\(database)"
-        let pgNodes = try (1...2).map { n in
-            try DocsyncProcess(
-                ["serve", "--data", work.file("nodes-data"), "--port", "0", "--token-file", work.file("token"), "--database", url, "--log-level", "warning"],
-                logDirectory: work.path, name: "pg-node\(n)")
-        }
-        let pgURLs = [try await pgNodes[0].firstLine(), try await pgNodes[1].firstLine()]
+        let (pgNodes, pgURLs) = try await PostgresCluster.shared().serveNodes(2, work: work, tokenFile: work.file("token"), name: "pg-node")
         let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         results.postgresLoad = try await loadRun(urls: pgURLs, token: token)
         for node in pgNodes { await node.stop() }

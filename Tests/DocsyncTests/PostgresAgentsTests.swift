@@ -8,20 +8,12 @@ import Testing
 extension HeavySuites {
 @Suite(.serialized) struct PostgresAgentsTests {
     @Test func sixtyAgentsOnTwoNodesConvergeWithoutATimeoutAndOneRevisionAnEdit() async throws {
-        let cluster = try await PostgresCluster.shared()
-        let database = try cluster.createDatabase()
         let work = try TempFolder("pg-agents")
         defer { work.remove() }
         let token = "agents-token"
         try work.write("token", token + "\n")
-        let url = "postgres://postgres@127.0.0.1:\(cluster.port)/\(database)"
-        let nodes = try (1...2).map { n in
-            try DocsyncProcess(
-                ["serve", "--data", work.file("data\(n)"), "--port", "0", "--token-file", work.file("token"), "--database", url, "--log-level", "warning"],
-                logDirectory: work.path, name: "node\(n)")
-        }
+        let (nodes, urls) = try await PostgresCluster.shared().serveNodes(2, work: work, tokenFile: work.file("token"), name: "node")
         defer { Task { for node in nodes { await node.stop() } } }
-        let urls = [try await nodes[0].firstLine(), try await nodes[1].firstLine()]
 
         let load = AgentsLoad(urls: urls, tokenFile: work.file("token"), agents: 60, documentsEach: 2)
         let outcome = try await load.run(in: work, token: token, timeout: .seconds(180))

@@ -148,19 +148,11 @@ extension HeavySuites {
     }
 
     @Test func aNodeKilledMidImportLosesNothingTheAgentGoesOnWithTheOther() async throws {
-        let cluster = try await PostgresCluster.shared()
-        let database = try cluster.createDatabase()
         let work = try TempFolder("pg-kill")
         defer { work.remove() }
         try work.write("token", token + "\n")
-        let url = "postgres://postgres@127.0.0.1:\(cluster.port)/\(database)"
-        let nodes = try (1...2).map { n in
-            try DocsyncProcess(
-                ["serve", "--data", work.file("data"), "--port", "0", "--token-file", work.file("token"), "--database", url, "--log-level", "warning"],
-                logDirectory: work.path, name: "node\(n)")
-        }
+        let (nodes, urls) = try await PostgresCluster.shared().serveNodes(2, work: work, tokenFile: work.file("token"), name: "node")
         defer { Task { for node in nodes { await node.stop() } } }
-        let urls = [try await nodes[0].firstLine(), try await nodes[1].firstLine()]
         let count = 3_000
         for i in 0..<count { try work.write("folder/items/g\(i / 100)/i\(i).json", #"{"id":"i\#(i)","docType":"item","n":\#(i)}"#) }
         let agent = try DocsyncProcess(
