@@ -220,10 +220,16 @@ public actor Agent {
         }
     }
 
-    /// The full scan that finds what changed while the agent was not running.
+    /// The full scan that finds what changed while the agent was not running (when the process's
+    /// other folders let it: ``AgentOptions/firstScans``).
     private func scanAtStart() async throws {
         metrics.rescan("start")
-        let summary = try await fullScanSchemasFirst()
+        let summary: ScanSummary
+        if let firstScans = options.firstScans {
+            summary = try await firstScans.withPermit { try await fullScanSchemasFirst() }
+        } else {
+            summary = try await fullScanSchemasFirst()
+        }
         logger.info(
             "watching \(options.root)",
             metadata: [

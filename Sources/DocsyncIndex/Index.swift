@@ -1,6 +1,7 @@
 import DocsyncSQL
 import Foundation
 import GRDB
+import Synchronization
 
 /// The agent's local state: one SQLite file (WAL) at `<root>/.docsync/index.sqlite`.
 ///
@@ -15,17 +16,28 @@ public struct Index: Sendable {
     public let path: String
     /// The writing connection's counts for `status` (see `Index+Tally.swift`).
     public let tally: TallyCounter
-    /// One per reader, for the async reads (see `ReadPermits`).
-    let readPermits: ReadPermits
+    /// One per reader, for the async reads (see `Permits`).
+    let readPermits: Permits
+    /// A lean index reads on its writing connection, so the folder keeps one connection, not two:
+    /// with hundreds of folders each connection's parsed schema, statements and pages add up.
+    let readsOnWriter: Bool
+    /// Counts the write transactions run, so who polls (the progress line, `LeanMemory`) can tell
+    /// nothing changed without a read: with hundreds of idle folders, each read refilled the
+    /// caches `releaseMemory()` had emptied.
+    public let writes = WriteCount()
 
     /// How much memory the index may keep: one folder has the machine to itself; hundreds of
-    /// folders in one process each get a little (one reader, a small page cache).
+    /// folders in one process each get a little (one connection, a small page cache).
     public enum Footprint: Sendable {
         case roomy
         case lean
 
         /// `lean` from this many folders in one process on.
         public static let leanFrom = 32
+
+        /// A lean connection's page cache: SQLite keeps at least ten pages (80 KiB) whatever is
+        /// asked. With 256 KiB the peak of 500 folders was 385 MB, with 64 KiB 300 MB.
+        static let leanCacheKiB = 64
 
         public static func forFolders(_ count: Int) -> Footprint { count >= leanFrom ? .lean : .roomy }
     }
@@ -44,8 +56,7 @@ public struct Index: Sendable {
         let tally = TallyCounter()
         config.prepareDatabase { db in
             withExtendedLifetime(tally) {}
-            // 256 KiB: enough for the pages a small folder's statements touch.
-            if lean { try db.execute(sql: "PRAGMA cache_size = -256") }
+            if lean { try db.execute(sql: "PRAGMA cache_size = -\(Footprint.leanCacheKiB)") }
             // Document rows are about a kilobyte: 8 KiB pages hold seven of them where 4 KiB
             // pages held three and wasted a fifth of the file. Takes effect on a new index only.
             try db.execute(sql: "PRAGMA page_size = 8192")
@@ -60,7 +71,8 @@ public struct Index: Sendable {
         self.path = path
         self.writer = try DatabasePool(path: path, configuration: config)
         self.tally = tally
-        self.readPermits = ReadPermits(config.maximumReaderCount)
+        self.readPermits = Permits(config.maximumReaderCount)
+        self.readsOnWriter = lean
         try Self.migrator.migrate(writer)
         try writer.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: tallyKeeper == .hook) }
     }
@@ -104,12 +116,14 @@ public struct Index: Sendable {
     /// Runs `body` in one write transaction (every write goes through here or ``writeSync(_:)``:
     /// the counts the transaction changed are added to `tally` before it commits).
     public func write<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
-        try await writer.write { [tally] db in try Self.counting(tally, db, body) }
+        defer { writes.bump() }
+        return try await writer.write { [tally] db in try Self.counting(tally, db, body) }
     }
 
     /// ``write(_:)`` on the caller's thread.
     public func writeSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
-        try writer.write { db in try Self.counting(tally, db, body) }
+        defer { writes.bump() }
+        return try writer.write { db in try Self.counting(tally, db, body) }
     }
 
     private static func counting<T>(_ tally: TallyCounter, _ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
@@ -119,21 +133,47 @@ public struct Index: Sendable {
         return result
     }
 
-    /// Runs `body` on a read-only snapshot.
+    /// Runs `body` on a read-only snapshot. A lean index reads on its writing connection (see
+    /// ``readsOnWriter``).
     public func read<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
-        try await readPermits.withPermit {
+        if readsOnWriter { return try await writer.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
+        return try await readPermits.withPermit {
             try await writer.read { db in try body(IndexTransaction(db: db)) }
         }
     }
 
     public func readSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
-        try writer.read { db in try body(IndexTransaction(db: db)) }
+        if readsOnWriter { return try writer.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
+        return try writer.read { db in try body(IndexTransaction(db: db)) }
+    }
+
+    /// `body` in a deferred transaction that only reads: a snapshot, as on a reader.
+    private static func snapshot<T>(_ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
+        var result: T?
+        try db.inTransaction(.deferred) {
+            result = try body(IndexTransaction(db: db))
+            return .commit
+        }
+        return result!
     }
 
     /// Gives back what the connections keep between uses (closes the readers, empties the page
     /// and statement caches); they are opened and filled again when next needed. For a folder
     /// that has been idle a while, among hundreds in one process.
-    public func releaseMemory() {
-        writer.releaseMemoryEventually()
+    public func releaseMemory() async {
+        guard readsOnWriter else { return writer.releaseMemoryEventually() }
+        // Awaited on the writer's queue: one folder at a time, where hundreds of queued releases
+        // at once had libdispatch start a thread for each.
+        try? await writer.writeWithoutTransaction { $0.releaseMemory() }
     }
+}
+
+/// How many write transactions an index has run (those that failed included: a reader that sees
+/// the count move reads again, which is only ever one read too many).
+public final class WriteCount: Sendable {
+    private let count = Atomic<UInt64>(0)
+
+    public var value: UInt64 { count.load(ordering: .acquiring) }
+
+    func bump() { count.add(1, ordering: .releasing) }
 }

@@ -37,11 +37,14 @@ struct ProgressTicker: Sendable {
         var start: Sample?  // when the work began; rates are averages since
         var peak = 0
         var shown = false
+        var writes: UInt64?  // the index's write count at the last read
         while !Task.isCancelled {
             try? await Task.sleep(for: every)
-            guard let now = try? await index.read({ Sample(files: try $0.fileCount(), pending: try $0.pendingCount(), at: .now) }) else { continue }
-            defer { previous = now }
-            guard let before = previous else { continue }
+            let seen = index.writes.value
+            guard let now = await sample(unchangedSince: seen == writes ? previous : nil) else { continue }
+            let before = previous
+            (previous, writes) = (now, seen)
+            guard let before else { continue }
             guard now.pending > 0 || now.files != before.files else {
                 if shown { write("progress: done: \(now.files) files in the index, nothing pending", final: true) }
                 (start, peak, shown) = (nil, 0, false)
@@ -55,6 +58,13 @@ struct ProgressTicker: Sendable {
                 shown = true
             }
         }
+    }
+
+    /// The counts now: read from the index, or those of `unchanged` (nothing was written since
+    /// it was read) stamped with the time, without a read; `nil` when the read fails.
+    func sample(unchangedSince unchanged: Sample?) async -> Sample? {
+        if let unchanged { return Sample(files: unchanged.files, pending: unchanged.pending, at: .now) }
+        return try? await index.read { Sample(files: try $0.fileCount(), pending: try $0.pendingCount(), at: .now) }
     }
 
     func line(_ now: Sample, since start: Sample, peak: Int) -> String {

@@ -53,6 +53,7 @@ struct Watch: AsyncParsableCommand {
         let logger = bootstrapLogging(plan.level, format: plan.format)
         if plan.metricsAddr != nil { MetricsExport.bootstrap() }
         FileSystem.raiseFileLimit()  // every folder holds its index's files, its lock and its connections
+        if Index.Footprint.forFolders(plan.folders.count) == .lean { LeanMemory.preferMappedBlocks() }
         let systemd = SystemdNotifier()
         let (ready, watching) = AsyncStream<Void>.makeStream()
         try await withAgents(plan, logger: logger, onWatching: { watching.yield() }) { agents in

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import DocsyncAgent
 import DocsyncConfig
 import DocsyncHTTP
+import DocsyncIndex
 import DocsyncModel
 import DocsyncWatcher
 import Foundation
@@ -118,11 +119,14 @@ func withAgents<T>(
     do {
         var agents: [Agent] = []
         let hub = InotifyHub()
+        let footprint = Index.Footprint.forFolders(plan.folders.count)
+        let firstScans = footprint == .lean ? Permits(max(2, ProcessInfo.processInfo.activeProcessorCount)) : nil
         for folder in plan.folders {
             var options = folder.options
             options.onWatching = onWatching
             options.watchHub = hub
-            options.indexFootprint = .forFolders(plan.folders.count)
+            options.firstScans = firstScans
+            options.indexFootprint = footprint
             let key = folder.caFile ?? ""
             if clients[key] == nil {
                 clients[key] = try makeHTTPClient(caFile: folder.caFile, folders: plan.folders.count { $0.caFile == folder.caFile })

@@ -30,6 +30,24 @@ import Testing
         }
     }
 
+    /// A lean index (hundreds of folders in one process) reads on its writing connection and
+    /// gives its caches back between uses: what was written reads back, before and after, and
+    /// the write count the progress line and the memory keeper look at moves with each write.
+    @Test func aLeanIndexReadsWhatItWroteAcrossAReleaseOfItsMemory() async throws {
+        let folder = try TempFolder("index")
+        defer { folder.remove() }
+        let index = try Index.open(root: folder.path, footprint: .lean)
+        let before = index.writes.value
+        try await index.write { try $0.setMeta(.cursor, "c1") }
+        #expect(index.writes.value == before + 1)
+        #expect(try await index.read { try $0.meta(.cursor) } == "c1")
+        await index.releaseMemory()
+        #expect(try index.readSync { try $0.meta(.cursor) } == "c1")
+        try await index.write { try $0.setMeta(.cursor, "c2") }
+        #expect(try await index.read { try $0.meta(.cursor) } == "c2")
+        #expect(index.writes.value == before + 2)
+    }
+
     @Test func openingCreatesTheStateFolderWithItsGitignoreAndMigrates() throws {
         let folder = try TempFolder("index")
         defer { folder.remove() }

@@ -7,7 +7,7 @@ import Testing
 /// `docsync watch` (the real binary); with one instance per folder `watch` exited after 4 s. The
 /// folders now share one instance and one watcher thread. With 500 folders the index reads of
 /// every folder waited for a reader on a thread each, until libdispatch had no thread left and
-/// no folder made its first scan; they now wait suspended (`ReadPermits`).
+/// no folder made its first scan; they now wait suspended (`Permits`).
 /// `DOCSYNC_MANY_FOLDERS` sets another count.
 extension HeavySuites {
 @Suite(.serialized) struct ManyFoldersTests {

@@ -1,12 +1,14 @@
 import Synchronization
 
-/// Lets at most as many async reads into an index as its pool has readers; the rest wait
-/// suspended, holding no thread.
+/// Lets at most `count` tasks at a time into a section; the rest wait suspended, holding no
+/// thread, and go in the order they came.
 ///
-/// GRDB hands out a reader by blocking a thread until one is free. With hundreds of folders in
-/// one process, each waiting read held one of libdispatch's worker threads; at its cap (about 255)
-/// no thread was left to run the reads holding the readers, and every folder stopped.
-final class ReadPermits: Sendable {
+/// An index lets in as many async reads as its pool has readers: GRDB hands out a reader by
+/// blocking a thread until one is free, and with hundreds of folders in one process each waiting
+/// read held one of libdispatch's worker threads; at its cap (about 255) no thread was left to
+/// run the reads holding the readers, and every folder stopped. `watch` lets a few folders at a
+/// time make their first scan (see `AgentOptions.firstScans`).
+public final class Permits: Sendable {
     private struct State {
         var free: Int
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -14,12 +16,12 @@ final class ReadPermits: Sendable {
 
     private let state: Mutex<State>
 
-    init(_ count: Int) {
+    public init(_ count: Int) {
         state = Mutex(State(free: max(1, count)))
     }
 
     /// Runs `body` holding a permit.
-    func withPermit<T>(_ body: () async throws -> T) async rethrows -> T {
+    public func withPermit<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async rethrows -> T {
         await acquire()
         defer { release() }
         return try await body()
