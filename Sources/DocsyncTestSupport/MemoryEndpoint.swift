@@ -10,12 +10,18 @@ import Synchronization
 /// the engine that need no network. Clients of one `MemoryServer` are ``MemoryEndpoint``s; it
 /// passes `EndpointConformanceTests` like every adapter.
 public final class MemoryServer: Sendable {
-    public let store = MemoryDocumentStore()
+    private let current = Mutex(MemoryDocumentStore())
+    /// The store every client's calls reach now.
+    public var store: MemoryDocumentStore { current.withLock { $0 } }
     public let token: String
     /// Documents per call and the call's byte budget, as the reference endpoint's.
     let pageSize = 1000
 
     public init(token: String = "memory-token") { self.token = token }
+
+    /// The server's storage replaced by an empty store of another identity (a reset or a new
+    /// install at the same address), under clients that keep their cursors.
+    public func replaceStore() { current.withLock { $0 = MemoryDocumentStore() } }
 
     /// A client of this server, as a folder's agent would make it.
     public func client(id: String, credential: String? = nil, clock: ServerClock? = nil) -> MemoryEndpoint {

@@ -1,0 +1,132 @@
+import DocsyncAgent
+import DocsyncModel
+import DocsyncStore
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// The engine's rules against the server in memory: push windows, conflicts, a replaced server,
+/// tombstones purged while a folder was away, and a selection the server does not apply. Each is
+/// what the engine promises whatever the adapter; the HTTP tests keep what only HTTP can show.
+extension MemoryEngineTests {
+    func put(_ server: MemoryServer, _ body: String) async throws {
+        _ = try await server.store.put(DocumentRules.parseObject(Array(body.utf8)), now: Self.now())
+    }
+
+    func stored(_ server: MemoryServer, _ id: String) async throws -> JSONObject? {
+        try await server.store.get(id: id)?.object
+    }
+
+    func conflictCopies(_ folder: TempFolder) -> [String] {
+        ((try? FileManager.default.subpathsOfDirectory(atPath: folder.path)) ?? [])
+            .filter { $0.contains(".sync-conflict-") && $0.split(separator: "/").last?.hasPrefix(".") == false }
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// More documents than one call takes (a thousand): they go out in windows, and each is stored
+    /// once, at revision 1.
+    @Test func manyDocumentsGoOutInWindowsAndAreEachStoredOnce() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("memory-windows")
+        defer { folder.remove() }
+        for i in 0..<2_500 { try folder.write("notes/n\(i).json", #"{"id":"n\#(i)","docType":"note","n":\#(i)}"#) }
+        let agent = try await agent(folder, server)
+        #expect(await eventually(timeout: .seconds(60)) { (try? await server.store.stats().documents) == 2_500 }, "\(agent.logs.all.suffix(4))")
+        #expect(try await agent.settled())
+        let stats = try await server.store.stats()
+        #expect(stats.seq == 2_500, "one write a document, none sent twice")
+        #expect(try await stored(server, "n2499")?[DocumentRules.revKey] == .number("1"))
+        try await agent.stop()
+    }
+
+    /// The same field edited in two folders: the later save wins in both, and the folder whose
+    /// version lost keeps it whole beside the file.
+    @Test func theSameFieldEditedInTwoFoldersLeavesOneConflictCopy() async throws {
+        let server = MemoryServer()
+        let (a, b) = (try TempFolder("memory-conflict-a"), try TempFolder("memory-conflict-b"))
+        defer { a.remove(); b.remove() }
+        let agentA = try await agent(a, server)
+        var agentB = try await agent(b, server)
+        try a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
+        #expect(await eventually { b.exists("note/doc.json") })
+        try await agentB.stop()
+        try a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"from A"}"#)
+        #expect(await eventually { (try? await stored(server, "doc"))?["title"] == "from A" })
+        try b.write("note/doc.json", #"{"id":"doc","docType":"note","title":"from B"}"#)
+        agentB = try await agent(b, server)
+        #expect(await eventually { (try? a.read("notes/doc.json"))?.contains("from B") == true }, "\(agentA.logs.all.suffix(4))")
+        #expect(await eventually { self.conflictCopies(b).count == 1 }, "\(agentB.logs.all.suffix(4))")
+        let copy = try #require(conflictCopies(b).first)
+        #expect(try DocumentRules.parseObject(Array(b.bytes(copy)))["title"] == "from A", "the losing version, in full")
+        #expect(conflictCopies(a).isEmpty)
+        #expect(try await server.store.stats().documents == 1, "conflict copies are never synced")
+        try await agentA.stop()
+        try await agentB.stop()
+    }
+
+    /// The server's storage replaced under a running agent (its cursor ahead of the new store):
+    /// the agent reconciles in full, pulls what the new store has and pushes what it lacks.
+    @Test func aServerReplacedUnderTheAgentIsReconciledInFull() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("memory-replaced")
+        defer { folder.remove() }
+        let agent = try await agent(folder, server)
+        for name in ["a", "a2", "a3"] { try folder.write("notes/\(name).json", #"{"id":"\#(name)","docType":"note"}"#) }
+        #expect(await eventually { (try? await server.store.stats().documents) == 3 })
+        server.replaceStore()
+        try await put(server, #"{"id":"b","docType":"note","by":"another client"}"#)
+        #expect(await eventually { folder.exists("note/b.json") }, "the other client's document arrives: \(agent.logs.all.suffix(4))")
+        #expect(await eventually { (try? await server.store.stats().documents) == 4 }, "what the new store lacked is pushed")
+        #expect(try await agent.settled())
+        #expect(agent.logs.count(containing: "reconciling everything") >= 1)
+        try await agent.stop()
+    }
+
+    /// Away while a document was deleted and its tombstone purged: the folder learns of the
+    /// deletion by a reconcile (the file goes to the trash), and keeps and sends its own edits.
+    @Test func anAgentAwayPastTheRetentionAppliesTheDeletionAndKeepsItsOwnEdits() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("memory-retention")
+        defer { folder.remove() }
+        var agent = try await agent(folder, server)
+        for id in ["x", "y", "z"] { try await put(server, #"{"id":"\#(id)","docType":"note","v":1}"#) }
+        #expect(await eventually { ["x", "y", "z"].allSatisfy { folder.exists("note/\($0).json") } })
+        #expect(try await agent.settled())
+        try await agent.stop()
+
+        _ = try await server.store.delete(id: "x", docType: "note", now: Self.now())
+        #expect(try await server.store.purgeTombstones(deletedBefore: Self.now() + 1) == 1)
+        try folder.write("note/y.json", #"{"id":"y","docType":"note","v":2,"offline":true}"#)
+        try folder.write("note/w.json", #"{"id":"w","docType":"note"}"#)
+
+        agent = try await self.agent(folder, server)
+        #expect(await eventually { !folder.exists("note/x.json") }, "the deletion is applied: \(agent.logs.all.suffix(5))")
+        #expect(await eventually { (try? await stored(server, "y"))?["offline"] == .bool(true) }, "the offline edit is kept")
+        #expect(await eventually { (try? await stored(server, "w")) != nil }, "the offline document is pushed")
+        #expect(try await agent.settled())
+        #expect(try await stored(server, "x") == nil, "the deleted document does not come back")
+        let trash = (try? FileManager.default.contentsOfDirectory(atPath: folder.file(".docsync/trash"))) ?? []
+        #expect(trash.contains { $0.hasPrefix("x-") }, "x is in the trash: \(trash)")
+        try await agent.stop()
+    }
+
+    /// A server that sends every docType to a folder that syncs only some: the others are not
+    /// written, and the selected ones arrive.
+    @Test func documentsOutsideTheSelectionAreNotWrittenWhenTheServerSendsThem() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("memory-selection")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: "memory:", token: server.token, adapter: memoryAdapter(server)) {
+            $0.pollInterval = .milliseconds(50)
+            $0.selection = TypeSelection(only: ["note"])
+        }
+        try await put(server, #"{"id":"o","docType":"other"}"#)
+        try await put(server, #"{"id":"n","docType":"note"}"#)
+        #expect(await eventually { folder.exists("note/n.json") }, "\(agent.logs.all.suffix(4))")
+        try await put(server, #"{"id":"n2","docType":"note"}"#)
+        #expect(await eventually { folder.exists("note/n2.json") })
+        #expect(!folder.exists("other/o.json") && DocsyncWatcherProbe.walk(folder.path).count == 2)
+        try await agent.stop()
+    }
+}
