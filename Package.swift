@@ -178,6 +178,19 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
+        // Areas that build and run alone (`swift build --target DocsyncSchemaTests`, then
+        // `swift test --skip-build --filter DocsyncSchemaTests`); DocsyncTests holds the engine,
+        // the adapters and the end-to-end runs of the binary.
+        .testTarget(name: "DocsyncUnitTests", dependencies: [
+            "DocsyncModel", "DocsyncIndex", "DocsyncSQL", "DocsyncAgent", "DocsyncEndpoint", "DocsyncServer", "DocsyncTestSupport",
+            "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .testTarget(name: "DocsyncSchemaTests", dependencies: ["DocsyncModel", "DocsyncSchema", "DocsyncTestSupport"]),
+        .testTarget(name: "DocsyncStoreTests", dependencies: [
+            "DocsyncModel", "DocsyncStore", "DocsyncSQLiteStore", "DocsyncPostgres", "DocsyncServer", "DocsyncTestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )
