@@ -150,17 +150,18 @@ extension HeavySuites {
     @Test func kintoRestartedMidImportWithItsDataLostGetsEverythingAgain() async throws {
         var server = try await KintoServer.start()
         let folder = try TempFolder("kinto-restart")
-        for i in 0..<2000 { try folder.write("items/g\(i / 100)/i\(i).json", #"{"id":"i\#(i)","docType":"item","n":\#(i)}"#) }
+        for i in 0..<1200 { try folder.write("items/g\(i / 100)/i\(i).json", #"{"id":"i\#(i)","docType":"item","n":\#(i)}"#) }
         let a = try await agent(folder, server)
         #expect(await eventually { ((try? await records(server, "item"))?.count ?? 0) >= 200 })
+        let before = (try? await records(server, "item"))?.count ?? 0
         // The memory backend: the restarted server has no bucket, no collection, no record.
         server = try await server.restarted()
         let restarted = server
         defer { Task { try? await a.stop(); await restarted.stop(); folder.remove() } }
-        let complete = await eventually(timeout: .seconds(60)) { (try? await records(restarted, "item"))?.count == 2000 }
+        let complete = await eventually(timeout: .seconds(60)) { (try? await records(restarted, "item"))?.count == 1200 }
         let held = (try? await records(restarted, "item"))?.count ?? -1
         #expect(complete, "\(held) records; \(a.logs.all.suffix(12).joined(separator: "\n"))")
-        #expect(try await records(restarted, "item")["i0"]?["n"] == 0, "the first ones, delivered before the restart, too")
+        #expect(try await records(restarted, "item")["i0"]?["n"] == 0, "the first ones, delivered before the restart (\(before)), too")
         #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.paused == nil })
     }
 
