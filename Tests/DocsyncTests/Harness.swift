@@ -183,6 +183,14 @@ func carefulEdit(_ folder: TempFolder, _ path: String, _ change: (inout JSONObje
     }
 }
 
+/// The conflict copies a user sees in `folder`: not the agent's hidden temporary file a copy is
+/// written to before it is renamed into place (its name holds the copy's name, and it is empty
+/// for a moment).
+func conflictCopies(in folder: TempFolder) -> [String] {
+    (FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? [])
+        .filter { $0.contains(".sync-conflict-") && $0.split(separator: "/").last?.hasPrefix(".") == false }
+}
+
 /// Reads a document file's id.
 /// The client the `docsync` binary uses, so tests exercise its connection behaviour.
 let agentClient = try! makeHTTPClient()

@@ -17,11 +17,6 @@ extension MemoryEngineTests {
         try await server.store.get(id: id)?.object
     }
 
-    func conflictCopies(_ folder: TempFolder) -> [String] {
-        ((try? FileManager.default.subpathsOfDirectory(atPath: folder.path)) ?? [])
-            .filter { $0.contains(".sync-conflict-") && $0.split(separator: "/").last?.hasPrefix(".") == false }
-    }
-
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// More documents than one call takes (a thousand): they go out in windows, and each is stored
@@ -56,10 +51,10 @@ extension MemoryEngineTests {
         try b.write("note/doc.json", #"{"id":"doc","docType":"note","title":"from B"}"#)
         agentB = try await agent(b, server)
         #expect(await eventually { (try? a.read("notes/doc.json"))?.contains("from B") == true }, "\(agentA.logs.all.suffix(4))")
-        #expect(await eventually { self.conflictCopies(b).count == 1 }, "\(agentB.logs.all.suffix(4))")
-        let copy = try #require(conflictCopies(b).first)
+        #expect(await eventually { conflictCopies(in: b).count == 1 }, "\(agentB.logs.all.suffix(4))")
+        let copy = try #require(conflictCopies(in: b).first)
         #expect(try DocumentRules.parseObject(Array(b.bytes(copy)))["title"] == "from A", "the losing version, in full")
-        #expect(conflictCopies(a).isEmpty)
+        #expect(conflictCopies(in: a).isEmpty)
         #expect(try await server.store.stats().documents == 1, "conflict copies are never synced")
         try await agentA.stop()
         try await agentB.stop()
@@ -117,10 +112,7 @@ extension MemoryEngineTests {
         let server = MemoryServer()
         let folder = try TempFolder("memory-selection")
         defer { folder.remove() }
-        let agent = try await TestAgent.start(folder: folder, endpoint: "memory:", token: server.token, adapter: memoryAdapter(server)) {
-            $0.pollInterval = .milliseconds(50)
-            $0.selection = TypeSelection(only: ["note"])
-        }
+        let agent = try await self.agent(folder, server) { $0.selection = TypeSelection(only: ["note"]) }
         try await put(server, #"{"id":"o","docType":"other"}"#)
         try await put(server, #"{"id":"n","docType":"note"}"#)
         #expect(await eventually { folder.exists("note/n.json") }, "\(agent.logs.all.suffix(4))")

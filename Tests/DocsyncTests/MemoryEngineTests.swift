@@ -11,9 +11,12 @@ import Testing
         AdapterMaker { context in server.client(id: context.clientID, credential: context.credential, clock: context.clock) }
     }
 
-    func agent(_ folder: TempFolder, _ server: MemoryServer) async throws -> TestAgent {
+    func agent(
+        _ folder: TempFolder, _ server: MemoryServer, configure: (inout AgentOptions) -> Void = { _ in }
+    ) async throws -> TestAgent {
         try await TestAgent.start(folder: folder, endpoint: "memory:", token: server.token, adapter: memoryAdapter(server)) {
             $0.pollInterval = .milliseconds(50)
+            configure(&$0)
         }
     }
 

@@ -60,13 +60,6 @@ extension HeavySuites {
             return try #require(file(of: "doc", in: b))
         }
 
-        /// The conflict copies a user sees: not the agent's hidden temporary file a copy is
-        /// written to before it is renamed into place (its name holds the copy's name, and it is
-        /// empty for a moment).
-        func conflictCopies(_ folder: TempFolder) -> [String] {
-            (FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? [])
-                .filter { $0.contains(".sync-conflict-") && $0.split(separator: "/").last?.hasPrefix(".") == false }
-        }
     }
 
     @Test func createEditMoveAndDeleteInOneFolderShowInTheOther() async throws {
@@ -108,7 +101,7 @@ extension HeavySuites {
                 let o = rig.object(of: "doc", in: folder)
                 return o?["title"] == "t1 from A" && o?["body"] == "b1 from B"
             })
-            #expect(rig.conflictCopies(folder).isEmpty)
+            #expect(conflictCopies(in: folder).isEmpty)
         }
     }
 
@@ -126,9 +119,9 @@ extension HeavySuites {
         for folder in [rig.a, rig.b] {
             #expect(await eventually { rig.object(of: "doc", in: folder)?["title"] == "from B" })
         }
-        let copies = rig.conflictCopies(rig.a) + rig.conflictCopies(rig.b)
+        let copies = conflictCopies(in: rig.a) + conflictCopies(in: rig.b)
         #expect(copies.count == 1, "\(copies)")
-        let copy = try #require(rig.conflictCopies(rig.b).first)
+        let copy = try #require(conflictCopies(in: rig.b).first)
         #expect(try DocumentRules.parseObject(Array(rig.b.bytes(copy)))["title"] == "from A", "the losing version, in full")
         let (code, out, _) = try await runDocsync(["conflicts", rig.b.path], logDirectory: rig.work.path)
         #expect(code == 0 && out.contains(copy))
@@ -138,7 +131,7 @@ extension HeavySuites {
         for folder in [rig.a, rig.b] {
             #expect(await eventually { rig.object(of: "doc", in: folder)?["title"] == "from A" })
         }
-        #expect(rig.conflictCopies(rig.b).isEmpty)
+        #expect(conflictCopies(in: rig.b).isEmpty)
     }
 
     @Test func theNewestFiveConflictCopiesStayEvenWhenMadeInTheSameSecond() async throws {
@@ -153,8 +146,8 @@ extension HeavySuites {
             rig.agentB = try rig.start(rig.b)  // B's edit is the later one: A's version is the copy
             #expect(await eventually { rig.object(of: "doc", in: rig.a)?["title"] == .string("B\(round)") })
         }
-        let kept = rig.conflictCopies(rig.b).compactMap { try? DocumentRules.parseObject(Array(rig.b.bytes($0)))["title"]?.string }
-        #expect(Set(kept) == ["A2", "A3", "A4", "A5", "A6"], "the newest five: \(rig.conflictCopies(rig.b))")
+        let kept = conflictCopies(in: rig.b).compactMap { try? DocumentRules.parseObject(Array(rig.b.bytes($0)))["title"]?.string }
+        #expect(Set(kept) == ["A2", "A3", "A4", "A5", "A6"], "the newest five: \(conflictCopies(in: rig.b))")
     }
 
     @Test func aFileIgnoredSinceItSyncedIsLeftAloneByPulledChanges() async throws {
@@ -174,7 +167,7 @@ extension HeavySuites {
         try rig.a.write("notes/marker2.json", #"{"id":"marker2","docType":"note"}"#)
         #expect(await eventually(timeout: .seconds(5)) { rig.object(of: "marker2", in: rig.b) != nil })
         #expect(try rig.b.read(path) == before, "the ignored file is not written")
-        #expect(rig.conflictCopies(rig.b).isEmpty)
+        #expect(conflictCopies(in: rig.b).isEmpty)
     }
 
     @Test func anEditBeatsADelete() async throws {
@@ -244,7 +237,7 @@ extension HeavySuites {
         }
         let onServer = try await rig.api.documents(type: "note")["doc"]?.members.map(\.key) ?? []
         #expect(Set(onServer).isSuperset(of: expected))
-        #expect(rig.conflictCopies(rig.a).isEmpty && rig.conflictCopies(rig.b).isEmpty, "edits to different fields never conflict")
+        #expect(conflictCopies(in: rig.a).isEmpty && conflictCopies(in: rig.b).isEmpty, "edits to different fields never conflict")
     }
 
     @Test func aChangeToAFileThatIsBrokenRightNowIsKeptBesideIt() async throws {
@@ -255,9 +248,9 @@ extension HeavySuites {
         try rig.b.write(path, broken)
         #expect(await eventually { rig.agentB!.stderr.contains("invalid document") })
         try rig.a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t1 from A"}"#)
-        #expect(await eventually { rig.conflictCopies(rig.b).count == 1 }, "the server's version, beside the file")
+        #expect(await eventually { conflictCopies(in: rig.b).count == 1 }, "the server's version, beside the file")
         #expect(try rig.b.read(path) == broken, "the user's file is left as it is")
-        let copy = try #require(rig.conflictCopies(rig.b).first)
+        let copy = try #require(conflictCopies(in: rig.b).first)
         #expect(try DocumentRules.parseObject(Array(rig.b.bytes(copy)))["title"] == "t1 from A")
         // Once fixed, the user's version is the document's.
         try rig.b.write(path, #"{"id":"doc","docType":"note","title":"typed in B"}"#)
