@@ -5,7 +5,7 @@ import Testing
 
 /// What a document's references may not be (missing, outside the folder, not a file, too large),
 /// end to end: each is reported for its document, and nothing else stops.
-extension HeavySuites.AttachmentTests {
+extension LongSuites.AttachmentTests {
     /// Regression: a sparse 100 GB file referenced by one document was hashed whole before the
     /// server refused it anyway, holding every other document's push for minutes (257 s).
     @Test func aFileOverTheUploadLimitIsReportedUnreadAndHoldsNothingElse() async throws {

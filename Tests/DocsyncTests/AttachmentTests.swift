@@ -148,7 +148,7 @@ import Testing
     }
 }
 
-extension HeavySuites {
+extension LongSuites {
 /// Attachments end to end: the real `docsync serve` and `docsync watch` processes, real files.
 @Suite(.serialized) struct AttachmentTests {
     final class Rig: @unchecked Sendable {

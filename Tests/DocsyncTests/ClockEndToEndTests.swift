@@ -26,16 +26,25 @@ extension HeavySuites {
 
     func number(_ v: JSONValue?) -> Double { if case .number(let s)? = v { Double(s) ?? .nan } else { .nan } }
 
+    /// Within a millisecond once the round trips allow it: on a machine busy with other suites, a
+    /// measurement whose quickest round trip took 17 ms is held to its bound (9 ms), and the
+    /// millisecond waits for a measurement bound to one (measured again until one comes).
     @Test func onLoopbackTheEstimateIsWithinAMillisecond() async throws {
         let server = try await Self.skewedServer()
         let work = try TempFolder("clock")
         defer { work.remove() }
-        // 64 samples: on a machine busy with other tests, some round trips still take microseconds.
-        let json = try await measure(server.url, samples: 64, work: work)
+        let deadline = ContinuousClock.now + .seconds(90)
+        var quiet: JSONObject?
+        var busy: [Double] = []
+        while quiet == nil, ContinuousClock.now < deadline {
+            let json = try await measure(server.url, samples: 64, work: work)
+            #expect(abs(number(json["offset_ms"]) - 37_250) <= number(json["bound_ms"]), "\(json)")
+            #expect(json["source"] == "sync-headers")
+            #expect(json["samples"] == .number("64"))
+            if number(json["bound_ms"]) <= 1 { quiet = json } else { busy.append(number(json["bound_ms"])) }
+        }
+        let json = try #require(quiet, "no measurement bound to 1 ms in 90 s; bounds (ms): \(busy)")
         #expect(abs(number(json["offset_ms"]) - 37_250) <= 1, "\(json)")
-        #expect(abs(number(json["offset_ms"]) - 37_250) <= number(json["bound_ms"]), "\(json)")
-        #expect(json["source"] == "sync-headers")
-        #expect(json["samples"] == .number("64"))
         await server.stop()
     }
 

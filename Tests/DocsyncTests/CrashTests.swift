@@ -9,7 +9,7 @@ import Testing
 ///
 /// 25 rounds by default (CI); `DOCSYNC_CRASH_ROUNDS=500` for a long local run,
 /// `DOCSYNC_CRASH_SEED=<n>` to replay one.
-extension HeavySuites {
+extension LongSuites {
 @Suite(.serialized) struct CrashTests {
     struct Model {
         var rng: SeededGenerator

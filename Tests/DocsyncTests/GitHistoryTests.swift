@@ -198,8 +198,14 @@ extension HeavySuites {
         // (locks held across a process or an fsync fail dozens of rounds).
         print("git lock meetings: \(failures.count) of \(rounds) rounds \(failures)")
         #expect(failures.count <= 1, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
-        let docsyncCommits = try rig.log().filter { $0.hasPrefix("Alice Liddell|") }.count
-        #expect(docsyncCommits >= 5, "docsync committed among the user's commands (\(docsyncCommits) commits, \(rounds) rounds)")
+        // docsync committed among the user's commands, not only before or after them: one of its
+        // commits has the user's on both sides. (How many it makes depends on the machine's load:
+        // the busier, the more changes each commit gathers.)
+        let byDocsync = try rig.log().compactMap { line -> Bool? in
+            line.hasPrefix("Alice Liddell|") ? true : line.split(separator: "|").last?.hasPrefix("user ") == true ? false : nil
+        }
+        let among = byDocsync.indices.contains { i in byDocsync[i] && byDocsync[..<i].contains(false) && byDocsync[(i + 1)...].contains(false) }
+        #expect(among, "docsync's commits among the user's (newest first): \(byDocsync), \(rounds) rounds")
         #expect(await eventually { (try? git(["status", "--porcelain"], in: repo))?.isEmpty == true }, "\((try? git(["status"], in: repo)) ?? "")")
     }
 

@@ -260,7 +260,3 @@ func serverMatchesFolder(_ root: String, api: APIClient, types: [String], delete
     }
     return live == expected && tombstones.isSubset(of: deleted) && deleted.subtracting(mayBeAbsent).isSubset(of: tombstones)
 }
-
-/// Suites that start processes, load the CPU or measure timing run one at a time, never beside
-/// each other: a 20,000-file burst would otherwise skew the clock's loopback measurements.
-@Suite(.serialized) enum HeavySuites {}

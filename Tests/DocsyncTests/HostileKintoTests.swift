@@ -10,7 +10,7 @@ import Testing
 /// A Kinto that lies, against the engine's rules: its watermark (`_since`, the newest
 /// `last_modified` seen) range-checked, a listing that ignores `_since` not followed at once, a
 /// write answered 412 every time asked with backoff.
-extension HeavySuites {
+extension LongSuites {
 @Suite(.serialized) struct HostileKintoTests {
     /// An agent on bucket `b` of the hostile Kinto at `endpoint`.
     static func agent(_ folder: TempFolder, _ endpoint: HostileEndpoint, poll: Duration) async throws -> TestAgent {

@@ -6,7 +6,7 @@ import DocsyncTestSupport
 import Foundation
 import Testing
 
-extension HeavySuites.KintoTests {
+extension LongSuites.KintoTests {
     func client(_ server: KintoServer, _ credential: String) -> KintoEndpoint {
         KintoEndpoint(transport: HTTPTransport(baseURL: server.url, client: agentClient, clock: nil), bucket: "folder", credential: credential)
     }

@@ -9,7 +9,7 @@ import Foundation
 import Testing
 
 /// docsync against a real, independent document server: Kinto from PyPI (memory backend).
-extension HeavySuites {
+extension LongSuites {
 @Suite(.serialized) struct KintoTests {
     let credential = "alice:secret"
 
@@ -226,7 +226,8 @@ extension HeavySuites {
         #expect(await eventually {
             (try? await AgentStatus.read(root: folder.path))?.uploads.contains { $0.property == "thumb" && ($0.error ?? "").contains("one file per document") } == true
         })
-        #expect(a.logs.all.contains { $0.contains("thumb") && $0.contains("one file per document") }, "said in the log too")
+        // Logged just after the index records it: waited for too.
+        #expect(await eventually { a.logs.all.contains { $0.contains("thumb") && $0.contains("one file per document") } }, "said in the log too")
         // The edit that added it arrives; the property holds no file there (null, or absent when a
         // server change was merged in first: the folder owns it either way).
         #expect(await eventually { (try? await records(server, "report"))?["r"]?["title"] == "q5" })

@@ -19,7 +19,7 @@ func nested(_ depth: Int, id: String? = nil, docType: String? = nil) -> String {
 
 /// The limits the agent and the server share (issue 21, findings 3, 4, 5 and 13): a document one
 /// side accepts is never one the other chokes on, and one bad document never holds back the rest.
-extension HeavySuites {
+extension LongSuites {
 @Suite(.serialized) struct LimitsTests {
     @Test func depthIsCountedInContainers() throws {
         #expect(JSONValue.number("1").containerDepth == 0)

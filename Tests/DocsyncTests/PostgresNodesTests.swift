@@ -18,7 +18,7 @@ final class WriteCount: Sendable {
 }
 
 /// Several reference endpoints on one PostgreSQL database (the test process's throw-away cluster).
-extension HeavySuites {
+extension LongSuites {
 @Suite(.serialized) struct PostgresNodesTests {
     let token = "nodes-token"
 

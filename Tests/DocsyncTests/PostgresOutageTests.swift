@@ -6,7 +6,7 @@ import Testing
 
 /// A node and its database going away: the database is reached through a `TCPGate` the test
 /// shuts and opens, while the cluster itself stays up for every other test.
-extension HeavySuites.PostgresNodesTests {
+extension LongSuites.PostgresNodesTests {
     /// Regression (issue 40): a node started while its database was away exited after ~70 s
     /// (`connectionCreationCircuitBreakerTripped`), and during an outage `GET /api/stats` hung 18 s
     /// and more. Now the node serves at once and answers 503 with `Retry-After` while the database
