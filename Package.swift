@@ -183,7 +183,7 @@ let package = Package(
         // the adapters and the end-to-end runs of the binary.
         .testTarget(name: "DocsyncUnitTests", dependencies: [
             "DocsyncModel", "DocsyncIndex", "DocsyncSQL", "DocsyncAgent", "DocsyncEndpoint", "DocsyncServer", "DocsyncTestSupport",
-            "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails",
+            "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncFiles",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "DocsyncSchemaTests", dependencies: ["DocsyncModel", "DocsyncSchema", "DocsyncTestSupport"]),

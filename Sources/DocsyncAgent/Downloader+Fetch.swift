@@ -62,14 +62,28 @@ extension Downloader {
             close(temporary.fd)
             if !kept { unlink(temporary.path) }
         }
-        var hasher = ContentHasher()
+        // Written as it arrives, sent on to the disk as it is written, hashed on another thread.
+        var file = WriteBehindFile(fd: temporary.fd, path: temporary.path)
+        let hasher = TrailingHasher(fd: temporary.fd)
+        var hashed = false
+        defer { if !hashed { _ = try? hasher.finish() } }
         let remote = RemoteFile(url: job.url, sha256: job.sha256, fileExtension: job.fileExtension)
         try await endpoint.download(remote, maxBytes: maxBytes, progress: progress) { chunk in
-            hasher.update(chunk)
-            try Self.writeAll(chunk, to: temporary.fd, path: temporary.path)
+            try file.write(chunk)
+            hasher.written(upTo: file.written)
         }
-        guard fsync(temporary.fd) == 0 else { throw .localFile(FileSystemError("fsync", path: temporary.path).description) }
-        let sha256 = hasher.finalize()
+        let sha256: String
+        do {
+            try file.flush()
+        } catch {
+            throw .localFile(error.description)
+        }
+        hashed = true
+        do {
+            sha256 = try hasher.finish()
+        } catch {
+            throw .localFile("read \(temporary.path): \(error)")
+        }
         if let expected = job.sha256, expected != sha256 {
             throw .rejected("the server sent other bytes than its URL names (SHA-256 \(sha256), not \(expected))")
         }
@@ -81,18 +95,6 @@ extension Downloader {
         kept = true
         metrics.downloaded(bytes: progress.bytesReceived)
         return sha256
-    }
-
-    static func writeAll(_ chunk: UnsafeRawBufferPointer, to fd: Int32, path: String) throws(FileSystemError) {
-        var written = 0
-        while written < chunk.count {
-            let n = write(fd, chunk.baseAddress! + written, chunk.count - written)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileSystemError("write", path: path)
-            }
-            written += n
-        }
     }
 
     /// A job that failed: a refusal ends it (reported until the server's URL changes), anything

@@ -27,11 +27,11 @@ struct FileCache: Sendable {
         for entry in FileSystem.list(temporaryFolder) ?? [] { unlink(temporaryFolder + "/" + entry.name) }
     }
 
-    /// A new temporary file, open for writing.
+    /// A new temporary file, open for writing (and reading: it is hashed as it is written).
     func temporary() throws(FileSystemError) -> (path: String, fd: Int32) {
         try FileSystem.makeDirectories(temporaryFolder)
         let path = "\(temporaryFolder)/\(UUID().uuidString.lowercased()).part"
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw FileSystemError("create", path: path) }
         return (path, fd)
     }

@@ -68,6 +68,7 @@ extension ContentHash {
 
 public struct FileHashError: Error, Sendable, CustomStringConvertible {
     public var errno: Int32
+    public init(errno: Int32) { self.errno = errno }
     public var description: String { String(cString: strerror(errno)) }
 }
 #endif
