@@ -60,15 +60,9 @@ extension FileSystem {
                 if errno == EINTR { continue }
                 throw FileSystemError("read", path: source)
             }
-            var written = 0
-            while written < n {
-                let w = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress! + written, n - written) }
-                if w < 0 {
-                    if errno == EINTR { continue }
-                    throw FileSystemError("write", path: target.path)
-                }
-                written += w
-            }
+            try buffer.withUnsafeBytes { buf in
+                Result { () throws(FileSystemError) in try writeAll(UnsafeRawBufferPointer(rebasing: buf[0..<n]), to: output, path: target.path) }
+            }.get()
         }
         guard fsync(output) == 0 else { throw FileSystemError("fsync", path: target.path) }
         ok = true

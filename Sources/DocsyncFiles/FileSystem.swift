@@ -227,6 +227,19 @@ public enum FileSystem {
         unlinkat(file.folder.fd, file.name, 0) == 0
     }
 
+    /// Writes all of `bytes` to `fd` (a short write or an interrupted call goes on where it stopped).
+    public static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32, path: String) throws(FileSystemError) {
+        var written = 0
+        while written < bytes.count {
+            let n = write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileSystemError("write", path: path)
+            }
+            written += n
+        }
+    }
+
     /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
     /// flushes it with others) and returns it.
     private static func writeTemporary(_ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true) throws(FileSystemError) -> GatedFile {
@@ -234,16 +247,10 @@ public enum FileSystem {
         let fd = openat(temp.folder.fd, temp.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode & 0o7777))
         guard fd >= 0 else { throw FileSystemError("create", path: temp.path) }
         defer { close(fd) }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { buf in write(fd, buf.baseAddress! + written, buf.count - written) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = FileSystemError("write", path: temp.path)
-                remove(temp)
-                throw e
-            }
-            written += n
+        let written = bytes.withUnsafeBytes { buf in Result { () throws(FileSystemError) in try writeAll(buf, to: fd, path: temp.path) } }
+        if case .failure(let error) = written {
+            remove(temp)
+            throw error
         }
         _ = fchmod(fd, mode_t(mode & 0o7777))
         guard !sync || fsync(fd) == 0 else {

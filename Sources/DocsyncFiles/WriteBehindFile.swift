@@ -21,15 +21,7 @@ public struct WriteBehindFile {
     }
 
     public mutating func write(_ chunk: UnsafeRawBufferPointer) throws(FileSystemError) {
-        var done = 0
-        while done < chunk.count {
-            let n = Glibc.write(fd, chunk.baseAddress! + done, chunk.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileSystemError("write", path: path)
-            }
-            done += n
-        }
+        try FileSystem.writeAll(chunk, to: fd, path: path)
         written += Int64(chunk.count)
         if written - sentOn >= Self.step {
             // Only a hint: a file system without it (EINVAL, ENOSYS) is flushed whole at the end.

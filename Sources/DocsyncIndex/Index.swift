@@ -35,8 +35,9 @@ public struct Index: Sendable {
         /// `lean` from this many folders in one process on.
         public static let leanFrom = 32
 
-        /// A lean connection's page cache: SQLite keeps at least ten pages (80 KiB) whatever is
-        /// asked. With 256 KiB the peak of 500 folders was 385 MB, with 64 KiB 300 MB.
+        /// A lean connection's page cache: the least that helps, since SQLite keeps at least ten
+        /// pages (80 KiB) whatever is asked, and hundreds of folders each hold theirs at the peak
+        /// (the figures are in BENCHMARKS.md).
         static let leanCacheKiB = 64
 
         public static func forFolders(_ count: Int) -> Footprint { count >= leanFrom ? .lean : .roomy }
