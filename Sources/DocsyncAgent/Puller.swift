@@ -57,7 +57,7 @@ actor Puller {
         var stuck = 0
         while !stopping {
             let longPoll = endpoint.capabilities.pull == .longPoll
-            let wait: Duration? = first || !longPoll ? nil : .seconds(self.wait)
+            let wait: Duration? = first || !longPoll ? nil : .seconds(Self.spread(self.wait))
             let began = ContinuousClock.now
             let work = Task { () -> Result<Step, EndpointError> in
                 do throws(EndpointError) {
@@ -105,6 +105,12 @@ actor Puller {
                 await stopped.wait(timeout: delay)
             }
         }
+    }
+
+    /// A long poll's length, a random part of its last fifth left out: the polls of many folders
+    /// (or agents) begun together drift apart instead of ending together for ever.
+    static func spread(_ wait: Int) -> Int {
+        wait - Int.random(in: 0...(wait / 5))
     }
 
     /// Counts pulls in a row that found the endpoint's cursor stuck (see ``Step/stuck``); says so

@@ -1,6 +1,7 @@
 import DocsyncSQL
 import Foundation
 import GRDB
+import GRDBSQLite
 import Synchronization
 
 /// The agent's local state: one SQLite file (WAL) at `<root>/.docsync/index.sqlite`.
@@ -11,8 +12,9 @@ import Synchronization
 /// creates are written in one transaction, so a crash leaves either both or neither.
 public struct Index: Sendable {
     /// The pool is the index's own: everything else reads and writes through `read`/`write`, so
-    /// one opened index serves the agent, `status`, the page, the progress line and systemd.
-    let writer: DatabasePool
+    /// one opened index serves the agent, `status`, the page, the progress line and systemd. A lean
+    /// index closes it while idle (``releaseMemory()``).
+    let pool: IdleClosingPool
     public let path: String
     /// The writing connection's counts for `status` (see `Index+Tally.swift`).
     public let tally: TallyCounter
@@ -21,6 +23,8 @@ public struct Index: Sendable {
     /// A lean index reads on its writing connection, so the folder keeps one connection, not two:
     /// with hundreds of folders each connection's parsed schema, statements and pages add up.
     let readsOnWriter: Bool
+    /// A lean index's async uses go through ``Footprint/leanUses``.
+    let uses: Permits?
     /// Counts the write transactions run, so who polls (the progress line, `LeanMemory`) can tell
     /// nothing changed without a read: with hundreds of idle folders, each read refilled the
     /// caches `releaseMemory()` had emptied.
@@ -41,6 +45,11 @@ public struct Index: Sendable {
         static let leanCacheKiB = 64
 
         public static func forFolders(_ count: Int) -> Footprint { count >= leanFrom ? .lean : .roomy }
+
+        /// The lean indexes of a process share a few uses at a time. Hundreds of folders whose long
+        /// polls end together would otherwise each open their file at once, on a thread each: the
+        /// process went to libdispatch's cap of threads, and its memory with them, every 25 s.
+        static let leanUses = Permits(2 * max(2, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// Opens (creating and migrating as needed) the index database at `path`. `tallyKeeper`
@@ -57,7 +66,13 @@ public struct Index: Sendable {
         let tally = TallyCounter()
         config.prepareDatabase { db in
             withExtendedLifetime(tally) {}
-            if lean { try db.execute(sql: "PRAGMA cache_size = -\(Footprint.leanCacheKiB)") }
+            if lean {
+                try db.execute(sql: "PRAGMA cache_size = -\(Footprint.leanCacheKiB)")
+                // A lean index is closed while idle: the log and its `-shm` stay (the log cut to
+                // nothing), where SQLite would delete both at each close and create them at each open.
+                var persist: Int32 = 1
+                sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            }
             // Document rows are about a kilobyte: 8 KiB pages hold seven of them where 4 KiB
             // pages held three and wasted a fifth of the file. Takes effect on a new index only.
             try db.execute(sql: "PRAGMA page_size = 8192")
@@ -70,12 +85,20 @@ public struct Index: Sendable {
             checkpointer.install(on: db)
         }
         self.path = path
-        self.writer = try DatabasePool(path: path, configuration: config)
+        let preferHook = tallyKeeper == .hook
+        let open = { @Sendable [config] () throws -> any DatabaseWriter in
+            let again: any DatabaseWriter = lean ? try DatabaseQueue(path: path, configuration: config) : try DatabasePool(path: path, configuration: config)
+            try again.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: preferHook) }
+            return again
+        }
+        let first = try DatabasePool(path: path, configuration: config)
+        try Self.migrator.migrate(first)
+        try first.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: preferHook) }
+        self.pool = IdleClosingPool(first: first, open: open)
         self.tally = tally
         self.readPermits = Permits(config.maximumReaderCount)
         self.readsOnWriter = lean
-        try Self.migrator.migrate(writer)
-        try writer.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: tallyKeeper == .hook) }
+        self.uses = lean ? Footprint.leanUses : nil
     }
 
     /// Opens the index of the synced folder `root`, creating `<root>/.docsync/` with a `.gitignore`
@@ -117,17 +140,27 @@ public struct Index: Sendable {
     /// Runs `body` in one write transaction (every write goes through here or ``writeSync(_:)``:
     /// the counts the transaction changed are added to `tally` before it commits).
     public func write<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
-        defer { writes.bump() }
-        return try await writer.write { [tally] db in try Self.counting(tally, db, body) }
+        try await gated { [pool, tally, writes] in
+            try await pool.use { pool in try await pool.write { db in try Self.counting(tally, writes, db, body) } }
+        }
+    }
+
+    /// `body` holding one of the lean uses, for a lean index.
+    private func gated<T>(_ body: () async throws -> T) async throws -> T {
+        guard let uses else { return try await body() }
+        return try await uses.withPermit(body)
     }
 
     /// ``write(_:)`` on the caller's thread.
     public func writeSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
-        defer { writes.bump() }
-        return try writer.write { db in try Self.counting(tally, db, body) }
+        try pool.use { pool in try pool.write { db in try Self.counting(tally, writes, db, body) } }
     }
 
-    private static func counting<T>(_ tally: TallyCounter, _ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
+    /// `body` with its counts kept. A transaction that changed no row (a pull that found nothing
+    /// new) leaves `writes` as it was, so an idle folder stays idle to who watches the count.
+    private static func counting<T>(_ tally: TallyCounter, _ writes: WriteCount, _ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
+        let changesBefore = db.totalChangesCount
+        defer { if db.totalChangesCount != changesBefore { writes.bump() } }
         tally.reset()
         let result = try body(IndexTransaction(db: db))
         try tally.flush(db)
@@ -137,15 +170,21 @@ public struct Index: Sendable {
     /// Runs `body` on a read-only snapshot. A lean index reads on its writing connection (see
     /// ``readsOnWriter``).
     public func read<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
-        if readsOnWriter { return try await writer.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
-        return try await readPermits.withPermit {
-            try await writer.read { db in try body(IndexTransaction(db: db)) }
+        if readsOnWriter {
+            return try await gated { [pool] in
+                try await pool.use { pool in try await pool.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
+            }
+        }
+        return try await readPermits.withPermit { [pool] in
+            try await pool.use { pool in try await pool.read { db in try body(IndexTransaction(db: db)) } }
         }
     }
 
     public func readSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
-        if readsOnWriter { return try writer.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
-        return try writer.read { db in try body(IndexTransaction(db: db)) }
+        try pool.use { pool in
+            if readsOnWriter { return try pool.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
+            return try pool.read { db in try body(IndexTransaction(db: db)) }
+        }
     }
 
     /// `body` in a deferred transaction that only reads: a snapshot, as on a reader.
@@ -158,14 +197,14 @@ public struct Index: Sendable {
         return result!
     }
 
-    /// Gives back what the connections keep between uses (closes the readers, empties the page
-    /// and statement caches); they are opened and filled again when next needed. For a folder
-    /// that has been idle a while, among hundreds in one process.
+    /// Gives back what the connections keep between uses: a lean index closes its pool (opened
+    /// again at the next use), a roomy one closes its readers and empties its caches. For a
+    /// folder that has been idle a while, among hundreds in one process.
     public func releaseMemory() async {
-        guard readsOnWriter else { return writer.releaseMemoryEventually() }
-        // Awaited on the writer's queue: one folder at a time, where hundreds of queued releases
-        // at once had libdispatch start a thread for each.
-        try? await writer.writeWithoutTransaction { $0.releaseMemory() }
+        guard readsOnWriter else { return (pool.ifOpen as? DatabasePool)?.releaseMemoryEventually() ?? () }
+        // Awaited: one folder at a time, where hundreds of queued releases at once had libdispatch
+        // start a thread for each.
+        await pool.closeIfUnused()
     }
 }
 

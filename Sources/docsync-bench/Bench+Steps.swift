@@ -132,3 +132,24 @@ extension Bench {
         }
     }
 }
+
+/// The servers each run starts for itself.
+extension Bench {
+    /// Ends a server started by `freshServer` and removes its data.
+    func stop(_ server: DocsyncProcess, data: String) {
+        server.signal(SIGKILL)
+        try? FileManager.default.removeItem(atPath: data)
+    }
+
+    /// A `docsync serve` on an empty data folder of its own, `work/<name>`.
+    func freshServer(work: TempFolder, name: String) async throws -> (DocsyncProcess, APIClient) {
+        let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let data = work.file(name)
+        try? FileManager.default.removeItem(atPath: data)
+        let server = try DocsyncProcess(
+            ["serve", "--data", data, "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
+            logDirectory: work.path, name: name)
+        let url = try await server.firstLine()
+        return (server, APIClient(baseURL: url, token: token))
+    }
+}

@@ -59,6 +59,12 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Only the schema run: this many invoices imported with and without their docType's schema, --rounds times, alternating; and validations per second on one core.")
     var schemaImport: Int?
 
+    @Option(help: "Only the many-folders run: this many folders of --folder-docs documents in one `watch --config`, beside the same documents in one folder (memory and CPU over --idle-seconds).")
+    var folders: Int?
+
+    @Option(help: "Documents per folder in the many-folders run.")
+    var folderDocs = 200
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -154,6 +160,7 @@ struct Bench: AsyncParsableCommand {
             return Self.scaleTable(try await measureScale(sizes: sizes, work: work))
         }
         if let schemaImport { return try await measureSchemaImport(count: schemaImport, work: work).table }
+        if let folders { return try await measureFolders(count: folders, work: work) }
         return nil
     }
 
@@ -182,24 +189,6 @@ struct Bench: AsyncParsableCommand {
         let start = now()
         try await syncAll(api: api, count: docs, batch: 500, inFlight: 4)
         return Double(docs) / seconds(since: start)
-    }
-
-    /// Ends a server started by `freshServer` and removes its data.
-    func stop(_ server: DocsyncProcess, data: String) {
-        server.signal(SIGKILL)
-        try? FileManager.default.removeItem(atPath: data)
-    }
-
-    /// A `docsync serve` on an empty data folder of its own, `work/<name>`.
-    func freshServer(work: TempFolder, name: String) async throws -> (DocsyncProcess, APIClient) {
-        let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let data = work.file(name)
-        try? FileManager.default.removeItem(atPath: data)
-        let server = try DocsyncProcess(
-            ["serve", "--data", data, "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
-            logDirectory: work.path, name: name)
-        let url = try await server.firstLine()
-        return (server, APIClient(baseURL: url, token: token))
     }
 
     /// On a server of its own: a fresh agent on the server used so far would first pull every

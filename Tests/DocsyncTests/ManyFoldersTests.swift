@@ -7,8 +7,8 @@ import Testing
 /// `docsync watch` (the real binary); with one instance per folder `watch` exited after 4 s. The
 /// folders now share one instance and one watcher thread. With 500 folders the index reads of
 /// every folder waited for a reader on a thread each, until libdispatch had no thread left and
-/// no folder made its first scan; they now wait suspended (`Permits`).
-/// `DOCSYNC_MANY_FOLDERS` sets another count.
+/// no folder made its first scan; they now wait suspended (`Permits`). Once idle, most folders
+/// hold their index closed. `DOCSYNC_MANY_FOLDERS` sets another count.
 extension HeavySuites {
 @Suite(.serialized) struct ManyFoldersTests {
     static let folders = ProcessInfo.processInfo.environment["DOCSYNC_MANY_FOLDERS"].flatMap(Int.init) ?? 500
@@ -42,6 +42,18 @@ extension HeavySuites {
         }, "\(agent.stderr.suffix(2_000))")
         try work.write("f\(Self.folders - 1)/notes/b.json", #"{"docType":"t\#(Self.folders - 1)","n":2}"#)
         #expect(await eventually(timeout: .seconds(60)) { (try? await s.api.documents(type: "t\(Self.folders - 1)"))?.count == 3 })
+
+        // Idle folders close their index (it is opened again at their next pull or change): most
+        // of the 500 hold no descriptor on it, where each held its connection open before.
+        #expect(await eventually(timeout: .seconds(60), every: .milliseconds(500)) {
+            Self.indexDescriptors(pid: agent.pid) < Self.folders / 2
+        }, "\(Self.indexDescriptors(pid: agent.pid)) descriptors open on index files")
+    }
+
+    /// Descriptors `pid` holds on index databases (not their `-wal` and `-shm`).
+    static func indexDescriptors(pid: Int32) -> Int {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasSuffix("/index.sqlite") ?? false }.count
     }
 }
 }

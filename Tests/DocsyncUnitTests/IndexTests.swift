@@ -31,9 +31,10 @@ import Testing
     }
 
     /// A lean index (hundreds of folders in one process) reads on its writing connection and
-    /// gives its caches back between uses: what was written reads back, before and after, and
-    /// the write count the progress line and the memory keeper look at moves with each write.
-    @Test func aLeanIndexReadsWhatItWroteAcrossAReleaseOfItsMemory() async throws {
+    /// closes its file while its folder is idle, opening it again at the next use: what was
+    /// written reads back, before and after, and the write count the progress line and the memory
+    /// keeper look at moves with each write that changed something, not with one that did not.
+    @Test func aLeanIndexClosesItsFileWhenIdleAndReadsWhatItWroteAfter() async throws {
         let folder = try TempFolder("index")
         defer { folder.remove() }
         let index = try Index.open(root: folder.path, footprint: .lean)
@@ -41,11 +42,25 @@ import Testing
         try await index.write { try $0.setMeta(.cursor, "c1") }
         #expect(index.writes.value == before + 1)
         #expect(try await index.read { try $0.meta(.cursor) } == "c1")
+        #expect(Self.openDescriptors(of: index.path) > 0)
         await index.releaseMemory()
+        #expect(Self.openDescriptors(of: index.path) == 0, "an idle lean index keeps no file open")
         #expect(try index.readSync { try $0.meta(.cursor) } == "c1")
         try await index.write { try $0.setMeta(.cursor, "c2") }
         #expect(try await index.read { try $0.meta(.cursor) } == "c2")
         #expect(index.writes.value == before + 2)
+        try await index.write { _ = try $0.meta(.cursor) }
+        #expect(index.writes.value == before + 2, "a write that changed nothing is not counted")
+        await index.releaseMemory()
+        // Its counts survive the close: the tally is kept by the connection opened again.
+        try await index.write { try $0.setMeta(.cursor, "c3") }
+        #expect(index.writes.value == before + 3)
+    }
+
+    /// How many of this process's descriptors are open on `path` (or its `-wal`/`-shm`).
+    static func openDescriptors(of path: String) -> Int {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)"))?.hasPrefix(path) ?? false }.count
     }
 
     @Test func openingCreatesTheStateFolderWithItsGitignoreAndMigrates() throws {

@@ -77,6 +77,19 @@ import Testing
         for (name, counts) in try await Self.kept(other) { #expect(counts[0] == counts[1], "\(name): kept \(counts[0]), counted \(counts[1])") }
     }
 
+    /// A lean index closes its connection while idle: the one opened again keeps counting.
+    @Test(arguments: [TallyCounter.Keeper.hook, .triggers])
+    func theCountsGoOnAcrossAnIdleClose(keeper: TallyCounter.Keeper) async throws {
+        let folder = try TempFolder("tally-lean")
+        defer { folder.remove() }
+        let index = try Index(path: folder.file("index.sqlite"), tallyKeeper: keeper, footprint: .lean)
+        try await Self.work(index, from: 0)
+        await index.releaseMemory()
+        try await Self.work(index, from: 1000)
+        for (name, counts) in try await Self.kept(index) { #expect(counts[0] == counts[1], "\(name): kept \(counts[0]), counted \(counts[1])") }
+        #expect(try await Self.kept(index)["outbox"]?[1] ?? 0 > 0)
+    }
+
     @Test func anIndexFromBeforeTheHookLosesItsTriggers() async throws {
         let folder = try TempFolder("tally-upgrade")
         defer { folder.remove() }
