@@ -26,6 +26,8 @@ actor Puller {
     let metrics: AgentMetrics
     /// The full reconcile against the server's live set (see ``Reconciler``).
     private let reconciler: Reconciler
+    /// What the last pull that found nothing new left, while the index is as it was then.
+    private var quiet: QuietPull?
 
     init(
         changes: ServerChanges, reconciler: Reconciler, logger: Logger, wait: Int = 25, pollInterval: Duration = .seconds(10)
@@ -113,6 +115,15 @@ actor Puller {
         wait - Int.random(in: 0...(wait / 5))
     }
 
+    /// The cursor to pull from, once a reconcile begun (deletions were missed: the server purged
+    /// tombstones past this folder's cursor), here or by a run that ended before it finished, is done.
+    private func storedCursor() async throws(EndpointError) -> SyncCursor? {
+        if (try? await index.read { try $0.isReconciling() }) == true {
+            try await reconciler.reconcile()
+        }
+        return (try? await index.read { try $0.meta(.cursor) }).flatMap { $0.map(SyncCursor.init) }
+    }
+
     /// Counts pulls in a row that found the endpoint's cursor stuck (see ``Step/stuck``); says so
     /// at the first.
     private func noteStuck(_ step: Step, after streak: Int) -> Int {
@@ -136,7 +147,9 @@ actor Puller {
                 try await changes.settleHeldDeletions()
                 let next = try await changes.retryFailed()
                 failures = 0
-                wait = next.map { .milliseconds(max(0, $0 - RetryPolicy.deadlineNow())) } ?? policy.cap
+                // With none due, it looks again within `cap`, at a random point of its second half: the
+                // folders of one process, started together, would otherwise all open their index at once.
+                wait = next.map { .milliseconds(max(0, $0 - RetryPolicy.deadlineNow())) } ?? policy.cap * Double.random(in: 0.5...1)
             } catch {
                 failures += 1
                 if failures == 1 { logger.error("cannot retry pulled changes", metadata: ["error": "\(error)"]) }
@@ -176,12 +189,10 @@ actor Puller {
 
     /// One call: applies what changed since the stored cursor.
     private func pullOnce(wait: Duration?) async throws(EndpointError) -> Step {
-        // Deletions were missed (the server purged tombstones past this folder's cursor): the
-        // reconcile, begun then or by a run that ended before it finished, comes first.
-        if (try? await index.read { try $0.isReconciling() }) == true {
-            try await reconciler.reconcile()
-        }
-        let cursor = (try? await index.read { try $0.meta(.cursor) }).flatMap { $0.map(SyncCursor.init) }
+        let writes = index.writes.value
+        let known = quiet?.writes == writes ? quiet : nil
+        let cursor: SyncCursor?
+        if let known { cursor = known.cursor } else { cursor = try await storedCursor() }
         let started = ContinuousClock.now
         let reply: PullReply
         do throws(EndpointError) {
@@ -194,6 +205,7 @@ actor Puller {
         // A long poll's time is the server's waiting, not the call's cost: only quick pulls are timed.
         if wait == nil { metrics.call("pull", since: started) }
         metrics.pulled(documents: reply.changes.count, ok: true)
+        if let known, known.matches(reply) { return Step(more: false, changed: 0) }
         let taken: ServerChanges.Taken
         do {
             taken = try await changes.take(reply)
@@ -207,6 +219,8 @@ actor Puller {
             logger.error("cannot apply pulled changes", metadata: ["error": "\(error)"])
             throw .localFile("cannot apply pulled changes: \(error)")
         }
+        // Quiet only if nothing wrote the index since its cursor was read, this reply included.
+        quiet = taken.changed == 0 && index.writes.value == writes ? QuietPull(reply, sentFrom: cursor, writes: writes) : nil
         if reply.more, !reply.missedDeletions, taken.changed == 0, let sent = cursor, reply.cursor?.text == sent.text {
             return Step(more: false, changed: 0, stuck: true)
         }

@@ -86,7 +86,8 @@ struct ServerChanges: Sendable {
         guard written.complete, let cursor = reply.cursor else { return Taken(changed: written.changed) }
         try await index.write { [endpoint] tx in
             let old = try tx.meta(.cursor).map(SyncCursor.init)
-            if old.map({ endpoint.orders(cursor, after: $0) }) ?? true { try tx.setMeta(.cursor, cursor.text) }
+            // The same cursor again is not written (an idle folder's pulls leave the index as it was).
+            if old != cursor, old.map({ endpoint.orders(cursor, after: $0) }) ?? true { try tx.setMeta(.cursor, cursor.text) }
         }
         return Taken(changed: written.changed)
     }

@@ -197,6 +197,9 @@ public struct Index: Sendable {
         return result!
     }
 
+    /// Whether the index holds its connections open now (a lean index closes them while idle).
+    public var holdsConnection: Bool { pool.ifOpen != nil }
+
     /// Gives back what the connections keep between uses: a lean index closes its pool (opened
     /// again at the next use), a roomy one closes its readers and empties its caches. For a
     /// folder that has been idle a while, among hundreds in one process.

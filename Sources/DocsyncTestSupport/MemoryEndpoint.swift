@@ -16,12 +16,17 @@ public final class MemoryServer: Sendable {
     public let token: String
     /// Documents per call and the call's byte budget, as the reference endpoint's.
     let pageSize = 1000
+    private let pullCount = Atomic<Int>(0)
+    /// Pulls answered so far, to every client.
+    public var pulls: Int { pullCount.load(ordering: .relaxed) }
 
     public init(token: String = "memory-token") { self.token = token }
 
     /// The server's storage replaced by an empty store of another identity (a reset or a new
     /// install at the same address), under clients that keep their cursors.
     public func replaceStore() { current.withLock { $0 = MemoryDocumentStore() } }
+
+    func countPull() { pullCount.add(1, ordering: .relaxed) }
 
     /// A client of this server, as a folder's agent would make it.
     public func client(id: String, credential: String? = nil, clock: ServerClock? = nil) -> MemoryEndpoint {
@@ -91,6 +96,7 @@ public final class MemoryEndpoint: DocumentEndpoint {
 
     public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
         try authorize()
+        server.countPull()
         let since = Self.sequence(cursor)
         let outcome = try await sync(since: since, documents: [])
         var reply = pullReply(outcome, since: since)

@@ -46,4 +46,35 @@ import Testing
         try await agentA.stop()
         try await agentB.stop()
     }
+
+    /// An idle folder's pulls that find nothing new touch no index: a lean index (hundreds of
+    /// folders in one process), closed once idle, stays closed while its agent pulls again and
+    /// again; a change from the server opens it and arrives.
+    @Test func anIdleFoldersPullsLeaveItsClosedIndexClosed() async throws {
+        let server = MemoryServer()
+        let (a, b) = (try TempFolder("quiet-a"), try TempFolder("quiet-b"))
+        defer { a.remove(); b.remove() }
+        // The retry of failed pulled changes looks at the index every `cap` when it has none: a
+        // minute by default, here longer than the test.
+        let agentA = try await agent(a, server) {
+            $0.indexFootprint = .lean
+            $0.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .seconds(60))
+        }
+        let agentB = try await agent(b, server)
+        try a.write("notes/n.json", #"{"id":"n","docType":"note","title":"first"}"#)
+        #expect(await eventually { b.exists("note/n.json") }, "\(agentB.logs.all.suffix(4))")
+        let index = agentA.agent.index
+        #expect(await eventually(timeout: .seconds(20)) {
+            await index.releaseMemory()
+            return !index.holdsConnection
+        })
+        let pulls = server.pulls
+        #expect(await eventually { server.pulls >= pulls + 40 }, "both agents pull every 50 ms")
+        #expect(!index.holdsConnection, "pulls that found nothing opened the index")
+
+        try b.write("note/n.json", #"{"id":"n","docType":"note","title":"second"}"#)
+        #expect(await eventually { (try? a.read("notes/n.json"))?.contains("second") == true }, "\(agentA.logs.all.suffix(4))")
+        try await agentA.stop()
+        try await agentB.stop()
+    }
 }
