@@ -86,15 +86,14 @@ public struct Index: Sendable {
         }
         self.path = path
         let preferHook = tallyKeeper == .hook
-        let open = { @Sendable [config] () throws -> any DatabaseWriter in
-            let again: any DatabaseWriter = lean ? try DatabaseQueue(path: path, configuration: config) : try DatabasePool(path: path, configuration: config)
-            try again.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: preferHook) }
-            return again
+        let withTally = { @Sendable (writer: any DatabaseWriter) throws -> any DatabaseWriter in
+            try writer.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: preferHook) }
+            return writer
         }
         let first = try DatabasePool(path: path, configuration: config)
         try Self.migrator.migrate(first)
-        try first.barrierWriteWithoutTransaction { db in try tally.install(on: db, preferHook: preferHook) }
-        self.pool = IdleClosingPool(first: first, open: open)
+        // Only a lean index is ever closed (``releaseMemory()``), and it reopens as one queue.
+        self.pool = IdleClosingPool(first: try withTally(first)) { [config] in try withTally(DatabaseQueue(path: path, configuration: config)) }
         self.tally = tally
         self.readPermits = Permits(config.maximumReaderCount)
         self.readsOnWriter = lean

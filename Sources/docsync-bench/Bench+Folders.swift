@@ -53,19 +53,19 @@ extension Bench {
         try await settle(agent)
         run.settledSeconds = seconds(since: start) - run.convergedSeconds
         var half: ProcessStats?
-        for second in 1...max(2, idleSeconds) {
+        let (window, halfway) = (max(2, idleSeconds), max(2, idleSeconds) / 2)
+        for second in 1...window {
             try await Task.sleep(for: .seconds(1))
             let rss = Self.residentBytes(pid: agent.pid)
             run.idleMaxRSS = max(run.idleMaxRSS, rss)
             run.idleLastRSS = rss
-            if second == max(2, idleSeconds) / 2 { half = ProcessStats.read(pid: agent.pid) }
+            if second == halfway { half = ProcessStats.read(pid: agent.pid) }
         }
         let end = ProcessStats.read(pid: agent.pid)
         run.peakRSS = end?.peakRSSBytes ?? -1
         run.idleThreads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(agent.pid)/task").count) ?? -1
         if let half, let end {
-            let window = Double(max(2, idleSeconds) - max(2, idleSeconds) / 2)
-            run.idleCPUmsPerMinute = (end.cpuSeconds - half.cpuSeconds) * 1000 * 60 / window
+            run.idleCPUmsPerMinute = (end.cpuSeconds - half.cpuSeconds) * 1000 * 60 / Double(window - halfway)
         }
         log("folders: \(count) converged in \(fmt(run.convergedSeconds, 1)) s; idle RSS \(run.idleLastRSS >> 20) MiB")
         return run
@@ -86,8 +86,7 @@ extension Bench {
     /// `VmRSS` of `/proc/PID/status`, in bytes.
     static func residentBytes(pid: Int32) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-        return (line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? -1) * 1024
+        return (ProcessStats.kibibytes("VmRSS:", in: status) ?? -1) * 1024
     }
 
     static func foldersTable(_ runs: [FoldersRun], idleSeconds: Int) -> String {

@@ -22,6 +22,12 @@ struct ProcessStats {
         wakeupsByThread.reduce(0) { sum, t in sum + max(0, t.value - (earlier.wakeupsByThread[t.key] ?? t.value)) }
     }
 
+    /// The value of a `/proc/PID/status` line such as `VmRSS:   1234 kB`, in KiB.
+    static func kibibytes(_ key: String, in status: String) -> Int? {
+        status.split(separator: "\n").first { $0.hasPrefix(key) }
+            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+    }
+
     static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     static func read(pid: Int32) -> ProcessStats? {
@@ -31,8 +37,7 @@ struct ProcessStats {
         // After the command name: state is field 3, utime 14 and stime 15 (1-based, whole line).
         guard fields.count > 13, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
-            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+        let hwm = kibibytes("VmHWM:", in: status) ?? 0
         let io = (try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)) ?? ""
         let rchar = io.split(separator: "\n").first { $0.hasPrefix("rchar:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) } ?? 0
         var wakeups: [String: Int] = [:]

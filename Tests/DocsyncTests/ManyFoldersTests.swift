@@ -29,8 +29,7 @@ extension HeavySuites {
             (try? await s.api.request("GET", "/api/stats").json?.object?["data"]?.object?["documents"]) == .number(String(Self.folders))
         }, "\(agent.stderr.suffix(2_000))")
         #expect(agent.isRunning, "\(agent.stderr.suffix(2_000))")
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(agent.pid)/fd")) ?? []
-        let inotify = fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(agent.pid)/fd/\($0)")) == "anon_inode:inotify" }
+        let inotify = openFiles(pid: agent.pid).filter { $0 == "anon_inode:inotify" }
         #expect(inotify.count == 1, "one instance for every folder")
 
         // The first and the last folder still follow their server and their files.
@@ -52,8 +51,7 @@ extension HeavySuites {
 
     /// Descriptors `pid` holds on index databases (not their `-wal` and `-shm`).
     static func indexDescriptors(pid: Int32) -> Int {
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-        return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasSuffix("/index.sqlite") ?? false }.count
+        openFiles(pid: pid).filter { $0.hasSuffix("/index.sqlite") }.count
     }
 }
 }

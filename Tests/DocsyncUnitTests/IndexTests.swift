@@ -59,8 +59,7 @@ import Testing
 
     /// How many of this process's descriptors are open on `path` (or its `-wal`/`-shm`).
     static func openDescriptors(of path: String) -> Int {
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)"))?.hasPrefix(path) ?? false }.count
+        openFiles(pid: getpid()).filter { $0.hasPrefix(path) }.count
     }
 
     @Test func openingCreatesTheStateFolderWithItsGitignoreAndMigrates() throws {
