@@ -46,7 +46,7 @@ public actor Agent {
     let endpoint: any DocumentEndpoint
     /// Makes a second adapter, for the docTypes a grown selection adds.
     let fresh: FreshPull
-    private var watcher: DirectoryWatcher?
+    var watcher: DirectoryWatcher?
     private(set) var stopRequested = false
     /// Set when a pull found the folder gone (see ``folderWentAway()``).
     private var folderGone = false
@@ -152,19 +152,12 @@ public actor Agent {
     public func run() async throws {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
-        try await beginRun()
-        let watcher = DirectoryWatcher(
-            root: options.root, settle: options.settle, maxDelay: options.maxDelay, ignore: ignore,
-            unwatchedRescan: options.unwatchedRescan, watchLimit: options.watchLimit, folderLabel: metrics.folder, hub: options.watchHub, logger: logger)
-        self.watcher = watcher
-        let batches = try watcher.start()  // watches first, then the scan: nothing slips between
-        if stopRequested { watcher.stop() }
+        let (batches, restored) = try await gated { try await self.begin() }
         let pusher = self.pusher
         let uploader = self.uploader
         let puller = self.puller
         // A stored estimate stamps the scan's changes at once and is refreshed alongside it; only
         // a folder that never saw the endpoint waits for a first sample (a refused connect fails fast).
-        let restored = await restoreCalibration()
         if !restored { await refreshCalibration() }
         let pushing = Task { await pusher.run() }
         let uploading = Task { await uploader.run() }
@@ -208,34 +201,6 @@ public actor Agent {
         await calibrating.value
         await saveCalibration()
         if gone { throw RootGone(root: options.root) }
-    }
-
-    /// What the index keeps of another run that this one starts over: retry deadlines (of
-    /// another run or boot: due now) and where git commits go.
-    func beginRun() async throws {
-        let gitMode = options.git?.target.said
-        try await index.write { tx in
-            try tx.rescheduleAll(at: 0)
-            try tx.setMeta(.gitMode, gitMode)
-        }
-    }
-
-    /// The full scan that finds what changed while the agent was not running (when the process's
-    /// other folders let it: ``AgentOptions/firstScans``).
-    private func scanAtStart() async throws {
-        metrics.rescan("start")
-        let summary: ScanSummary
-        if let firstScans = options.firstScans {
-            summary = try await firstScans.withPermit { try await fullScanSchemasFirst() }
-        } else {
-            summary = try await fullScanSchemasFirst()
-        }
-        logger.info(
-            "watching \(options.root)",
-            metadata: [
-                "scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)", "scan.unchanged": "\(summary.unchanged)",
-                "scan.invalid": "\(summary.invalid)", "scan.bytes_read": "\(summary.bytesRead)",
-            ])
     }
 
     /// Scans what each watcher batch names until the watcher stops; true when the folder itself

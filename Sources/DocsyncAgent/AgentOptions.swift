@@ -51,9 +51,10 @@ public struct AgentOptions: Sendable {
     public var watchHub: InotifyHub?
     /// How much memory the folder's index keeps (lean with hundreds of folders in one process).
     public var indexFootprint: Index.Footprint = .roomy
-    /// Shared by the folders of one process: how many make their first full scan at once (`nil`:
-    /// no limit). Hundreds of folders scanning, pushing and pulling at once hold all their batches
-    /// at the same moment, and the heap keeps much of that as fragments after.
+    /// Shared by the folders of one process: how many make their start (index, watches, stored
+    /// clock) and, in a second turn, their first full scan at once (`nil`: no limit). Hundreds of
+    /// folders scanning, pushing and pulling at once hold all their batches at the same moment,
+    /// and the heap keeps much of that as fragments after.
     public var firstScans: Permits?
     /// Called once the first full scan has queued the folder's changes and the watches are in
     /// place (a service manager's "ready").

@@ -141,11 +141,20 @@ actor Puller {
     private func retryFailedChanges() async {
         try? await index.write { try $0.makePullFailuresDue() }  // deadlines of another run or boot
         var failures = 0
+        // After a look that found nothing waiting: the index as it was before that look. While it
+        // is unchanged, nothing can have come to wait, and the index (closed while idle among
+        // hundreds of folders) is not opened to be told so.
+        var unchanged: (writes: UInt64, files: IndexFilesStamp)?
         while !stopping && !Task.isCancelled {
             let wait: Duration?
             do {
-                try await changes.settleHeldDeletions()
-                let next = try await changes.retryFailed()
+                let before = (writes: index.writes.value, files: index.filesStamp)
+                var next: Int64?
+                if unchanged.map({ $0.writes != before.writes || $0.files != before.files }) ?? true {
+                    try await changes.settleHeldDeletions()
+                    next = try await changes.retryFailed()
+                    unchanged = next == nil ? before : nil
+                }
                 failures = 0
                 // With none due, it looks again within `cap`, at a random point of its second half: the
                 // folders of one process, started together, would otherwise all open their index at once.

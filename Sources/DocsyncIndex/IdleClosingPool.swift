@@ -20,12 +20,16 @@ final class IdleClosingPool: Sendable {
     private let state: Mutex<State>
     /// Opens a pool on the already migrated file (the tally's hook installed on its writer).
     private let open: @Sendable () throws -> any DatabaseWriter
+    /// The bound on the open indexes of the process, for a lean index.
+    private let limit: OpenIndexes?
     /// Closing checkpoints the log and waits for the file: done on a thread of its own, one pool at a time.
     private static let closing = DispatchQueue(label: "docsync.index.close")
 
-    init(first: any DatabaseWriter, open: @escaping @Sendable () throws -> any DatabaseWriter) {
+    init(first: any DatabaseWriter, limit: OpenIndexes? = nil, open: @escaping @Sendable () throws -> any DatabaseWriter) {
         self.state = Mutex(State(pool: first))
         self.open = open
+        self.limit = limit
+        close(limit?.used(self, opened: true) ?? [])
     }
 
     /// Runs `body` on the pool, opened again first if it was closed.
@@ -41,26 +45,34 @@ final class IdleClosingPool: Sendable {
 
     /// The open pool with one more user (also when opening fails, which `use`'s defer undoes).
     private func acquire() throws -> any DatabaseWriter {
-        try state.withLock { s in
+        let (pool, opened) = try state.withLock { s -> (any DatabaseWriter, Bool) in
             s.users += 1
-            if let pool = s.pool { return pool }
+            if let pool = s.pool { return (pool, false) }
             let pool = try open()
             s.pool = pool
-            return pool
+            return (pool, true)
         }
+        // Outside this pool's lock: the set takes the locks of the pools it closes.
+        if let limit { close(limit.used(self, opened: opened)) }
+        return pool
     }
 
     /// The pool if it is open, without opening it.
     var ifOpen: (any DatabaseWriter)? { state.withLock { $0.pool } }
 
-    /// Closes the pool if nothing uses it; a use that begins meanwhile opens another.
-    func closeIfUnused() async {
-        let taken = state.withLock { s -> (any DatabaseWriter)? in
+    /// Takes the pool away if nothing uses it (the caller closes it); a use that begins after opens another.
+    func takeIfUnused() -> (any DatabaseWriter)? {
+        state.withLock { s -> (any DatabaseWriter)? in
             guard s.users == 0 else { return nil }
             defer { s.pool = nil }
             return s.pool
         }
-        guard let taken else { return }
+    }
+
+    /// Closes the pool if nothing uses it; a use that begins meanwhile opens another.
+    func closeIfUnused() async {
+        guard let taken = takeIfUnused() else { return }
+        limit?.closed(self)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Self.closing.async {
                 // A pool that cannot close (a statement still running) closes as it is freed.
@@ -68,5 +80,11 @@ final class IdleClosingPool: Sendable {
                 done.resume()
             }
         }
+    }
+
+    /// Closes pools taken by ``OpenIndexes`` on the closing thread, without waiting.
+    private func close(_ taken: [any DatabaseWriter]) {
+        guard !taken.isEmpty else { return }
+        Self.closing.async { for pool in taken { try? pool.close() } }
     }
 }

@@ -50,11 +50,20 @@ public struct Index: Sendable {
         /// polls end together would otherwise each open their file at once, on a thread each: the
         /// process went to libdispatch's cap of threads, and its memory with them, every 25 s.
         static let leanUses = Permits(2 * max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+        /// The lean indexes of a process that hold a connection at once (see ``OpenIndexes``):
+        /// well above the uses at once, so that a folder at work keeps its statements between uses.
+        static let openLimit = OpenIndexes(capacity: 64)
     }
 
     /// Opens (creating and migrating as needed) the index database at `path`. `tallyKeeper`
     /// `.triggers` keeps the counts as SQLite without a pre-update hook does (for the tests).
     public init(path: String, tallyKeeper: TallyCounter.Keeper = .hook, footprint: Footprint = .roomy) throws {
+        try self.init(path: path, tallyKeeper: tallyKeeper, footprint: footprint, openLimit: footprint == .lean ? Footprint.openLimit : nil)
+    }
+
+    /// `openLimit`: the bound a lean index counts itself in (the process's, or a test's own).
+    init(path: String, tallyKeeper: TallyCounter.Keeper = .hook, footprint: Footprint, openLimit: OpenIndexes?) throws {
         SQLiteSetup.prepare()
         var config = Configuration()
         config.busyMode = .timeout(10)
@@ -93,7 +102,7 @@ public struct Index: Sendable {
         let first = try DatabasePool(path: path, configuration: config)
         try Self.migrator.migrate(first)
         // Only a lean index is ever closed (``releaseMemory()``), and it reopens as one queue.
-        self.pool = IdleClosingPool(first: try withTally(first)) { [config] in try withTally(DatabaseQueue(path: path, configuration: config)) }
+        self.pool = IdleClosingPool(first: try withTally(first), limit: openLimit) { [config] in try withTally(DatabaseQueue(path: path, configuration: config)) }
         self.tally = tally
         self.readPermits = Permits(config.maximumReaderCount)
         self.readsOnWriter = lean
@@ -218,4 +227,29 @@ public final class WriteCount: Sendable {
     public var value: UInt64 { count.load(ordering: .acquiring) }
 
     func bump() { count.add(1, ordering: .releasing) }
+}
+
+/// The index's files as `stat` sees them: any process's write to the index (an agent's, or a
+/// `docsync resolve` beside it) changes their change time or size, and telling so opens no
+/// connection. Who looks at the index on a timer skips the look while this and ``Index/writes``
+/// stay as they were after a look that found nothing to do.
+public struct IndexFilesStamp: Equatable, Sendable {
+    let database: [Int]
+    let log: [Int]
+
+    init(path: String) {
+        database = Self.stamp(path)
+        log = Self.stamp(path + "-wal")
+    }
+
+    private static func stamp(_ path: String) -> [Int] {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return [] }
+        return [Int(st.st_ino), Int(st.st_size), st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_mtim.tv_sec, st.st_mtim.tv_nsec]
+    }
+}
+
+extension Index {
+    /// What the files say now (see ``IndexFilesStamp``).
+    public var filesStamp: IndexFilesStamp { IndexFilesStamp(path: path) }
 }

@@ -1,6 +1,7 @@
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// A config of more folders than the kernel's default 128 inotify instances a user, in one
@@ -25,9 +26,15 @@ extension HeavySuites {
         let agent = try DocsyncProcess(["watch", "--config", work.file("docsync.yaml")], logDirectory: work.path, name: "watch")
         defer { Task { await agent.stop(); await s.finish(); work.remove() } }
 
+        // While every folder is busy at once (the first sync), the process holds a bounded number
+        // of indexes open; it held all 500 before.
+        let mostOpen = Mutex(0)
         #expect(await eventually(timeout: .seconds(240), every: .milliseconds(500)) {
-            (try? await s.api.request("GET", "/api/stats").json?.object?["data"]?.object?["documents"]) == .number(String(Self.folders))
+            let open = Self.indexDescriptors(pid: agent.pid)
+            mostOpen.withLock { $0 = max($0, open) }
+            return (try? await s.api.request("GET", "/api/stats").json?.object?["data"]?.object?["documents"]) == .number(String(Self.folders))
         }, "\(agent.stderr.suffix(2_000))")
+        #expect(mostOpen.withLock { $0 } < Self.folders / 2, "\(mostOpen.withLock { $0 }) index files open at once")
         #expect(agent.isRunning, "\(agent.stderr.suffix(2_000))")
         let inotify = openFiles(pid: agent.pid).filter { $0 == "anon_inode:inotify" }
         #expect(inotify.count == 1, "one instance for every folder")

@@ -1,4 +1,5 @@
 import DocsyncAgent
+import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -77,5 +78,30 @@ import Testing
         #expect(await eventually { (try? a.read("notes/n.json"))?.contains("second") == true }, "\(agentA.logs.all.suffix(4))")
         try await agentA.stop()
         try await agentB.stop()
+    }
+
+    /// The retry of failed pulled changes looks at the index on its timer only when the index may
+    /// have changed since its last look found nothing: a closed lean index stays closed over many
+    /// of its periods, and a write from another process (as `docsync resolve` makes) has it look.
+    @Test func anIdleFoldersRetryLoopLeavesItsClosedIndexClosed() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("retry-idle")
+        defer { folder.remove() }
+        let agentA = try await agent(folder, server) {
+            $0.indexFootprint = .lean
+            $0.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(100))
+        }
+        let index = agentA.agent.index
+        // Over a second, ten or more of the loop's periods.
+        #expect(await eventually(timeout: .seconds(30)) {
+            await index.releaseMemory()
+            try? await Task.sleep(for: .seconds(1))
+            return !index.holdsConnection
+        }, "the retry loop opened the idle index")
+
+        let other = try Index.open(root: folder.path)
+        try await other.write { try $0.setMeta(.pullError, "written by another process") }
+        #expect(await eventually { index.holdsConnection }, "a write from outside was not looked at")
+        try await agentA.stop()
     }
 }

@@ -57,6 +57,33 @@ import Testing
         #expect(index.writes.value == before + 3)
     }
 
+    /// A process holds at most so many lean indexes open: opening one more closes the one unused
+    /// for longest, which opens again at its next use and reads what it held.
+    @Test func openingMoreLeanIndexesThanTheBoundClosesTheLeastRecentlyUsed() async throws {
+        let folder = try TempFolder("index-bound")
+        defer { folder.remove() }
+        let limit = OpenIndexes(capacity: 3)
+        var indexes: [Index] = []
+        for i in 0..<6 {
+            let index = try Index(path: folder.file("i\(i).sqlite"), footprint: .lean, openLimit: limit)
+            try await index.write { try $0.setMeta(.cursor, "c\(i)") }
+            indexes.append(index)
+        }
+        #expect(indexes.map(\.holdsConnection) == [false, false, false, true, true, true])
+        #expect(limit.count == 3)
+        #expect(await eventually { Self.openDescriptors(of: folder.file("i0.sqlite")) == 0 }, "a closed index keeps no file open")
+
+        // Used again, the first opens and reads what it held; the least recent one (the fourth) closes.
+        #expect(try await indexes[0].read { try $0.meta(.cursor) } == "c0")
+        #expect(indexes.map(\.holdsConnection) == [true, false, false, false, true, true])
+        #expect(limit.count == 3)
+        // The sweep's close of an idle one makes room without another closing.
+        await indexes[5].releaseMemory()
+        #expect(limit.count == 2)
+        #expect(try await indexes[1].read { try $0.meta(.cursor) } == "c1")
+        #expect(indexes.map(\.holdsConnection) == [true, true, false, false, true, false])
+    }
+
     /// How many of this process's descriptors are open on `path` (or its `-wal`/`-shm`).
     static func openDescriptors(of path: String) -> Int {
         openFiles(pid: getpid()).filter { $0.hasPrefix(path) }.count
