@@ -12,20 +12,28 @@ extension PostgresDocumentStore {
         return try await transaction { connection in
             var outcome = SyncOutcome()
             var sent = Set<String>()
-            // The batch's documents locked before its first change number (see the type).
-            if documents.count > 1 {
-                try await Self.lockDocuments(documents.compactMap { $0.object?["id"]?.string }, connection, logger: self.logger)
-            }
-            for value in documents {
+            // Each document's outcome in the batch's order: refused as it was read, or as written.
+            var entries: [BatchEntry] = []
+            var refused: [Int: JSONObject] = [:]
+            for (position, value) in documents.enumerated() {
                 let id = value.object?["id"]?.string
                 do {
                     let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
                     sent.insert(id!)
-                    outcome.stored.append(try await Self.put(
-                        object, now: now, ifMatch: base, mustCreate: false, writer: writer, maxBytes: maxDocument, notify: false, locked: documents.count > 1, on: connection,
-                        logger: self.logger))
+                    entries.append(BatchEntry(object: object, base: base))
                 } catch let error as StoreError {
-                    outcome.errors.append(StoreRules.batchError(id: id, error))
+                    refused[position] = StoreRules.batchError(id: id, error)
+                }
+            }
+            var written = try await Self.putBatch(entries, now: now, writer: writer, maxBytes: maxDocument, on: connection, logger: self.logger).makeIterator()
+            for position in documents.indices {
+                if let error = refused[position] {
+                    outcome.errors.append(error)
+                    continue
+                }
+                switch written.next()! {
+                case .success(let object): outcome.stored.append(object)
+                case .failure(let error): outcome.errors.append(StoreRules.batchError(id: documents[position].object?["id"]?.string, error))
                 }
             }
             // Every number up to the counter's committed value is committed (writers take them in

@@ -37,13 +37,32 @@ extension Bench {
         let (pgNodes, pgURLs) = try await PostgresCluster.shared().serveNodes(2, work: work, tokenFile: work.file("token"), name: "pg-node")
         let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         results.postgresLoad = try await loadRun(urls: pgURLs, token: token)
+        results.postgresBatchDocsPerSecond = try await batchIngest(urls: pgURLs, token: token)
         for node in pgNodes { await node.stop() }
         let sqliteNode = try DocsyncProcess(
             ["serve", "--data", work.file("sqlite-node"), "--port", "0", "--token-file", work.file("token"), "--log-level", "warning"],
             logDirectory: work.path, name: "sqlite-node")
-        results.sqliteLoad = try await loadRun(urls: [try await sqliteNode.firstLine()], token: token)
+        let sqliteURL = try await sqliteNode.firstLine()
+        results.sqliteLoad = try await loadRun(urls: [sqliteURL], token: token)
+        results.sqliteBatchDocsPerSecond = try await batchIngest(urls: [sqliteURL], token: token)
         await sqliteNode.stop()
         log("load: PostgreSQL ×2 \(fmt(results.postgresLoad.writesPerSecond, 0))/s, SQLite ×1 \(fmt(results.sqliteLoad.writesPerSecond, 0))/s")
+    }
+
+    /// The raw batched ingest (batches of 500, 4 in flight to each server) of `nodeWrites`
+    /// documents from one client, split evenly over the servers at once: documents a second.
+    private func batchIngest(urls: [String], token: String) async throws -> Double {
+        let share = max(1, nodeWrites / urls.count)
+        // One client spread over the servers: no server sends it back what it wrote through another.
+        let client = "bench-batch-\(UUID().uuidString)"
+        let start = now()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (n, url) in urls.enumerated() {
+                group.addTask { try await syncAll(api: APIClient(baseURL: url, token: token), count: share, batch: 500, inFlight: 4, prefix: "batch\(n)-", client: client) }
+            }
+            try await group.waitForAll()
+        }
+        return Double(share * urls.count) / seconds(since: start)
     }
 
     private func loadRun(urls: [String], token: String) async throws -> LoadRun {

@@ -329,8 +329,8 @@ struct Bench: AsyncParsableCommand {
     /// Posts `count` documents to `/api/sync`, `batch` per call and `inFlight` calls at a time, as a
     /// client of its own that starts from the current cursor, asking for acknowledgements rather
     /// than its documents back (as the agent does).
-    func syncAll(api: APIClient, count: Int, batch: Int, inFlight: Int) async throws {
-        let headers = [("X-Docsync-Client", "bench-raw-\(UUID().uuidString)")]
+    func syncAll(api: APIClient, count: Int, batch: Int, inFlight: Int, prefix: String = "rawb", client: String = "bench-raw-\(UUID().uuidString)") async throws {
+        let headers = [("X-Docsync-Client", client)]
         // A cursor past the end: the reply carries the real one, and none of the earlier history.
         let first = try await api.request("POST", "/api/sync", body: #"{"since":9007199254740991,"documents":[]}"#, headers: headers)
         guard case .number(let start)? = first.json?.object?["cursor"], var cursor = Int64(start) else {
@@ -342,7 +342,7 @@ struct Bench: AsyncParsableCommand {
             func add() {
                 let range = batches[next]
                 next += 1
-                let documents = range.map { document($0, prefix: "rawb", type: "bench-raw-batch") }.joined(separator: ",")
+                let documents = range.map { document($0, prefix: prefix, type: "bench-raw-batch") }.joined(separator: ",")
                 group.addTask { [cursor] in
                     let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"echo":false,"documents":[\#(documents)]}"#, headers: headers)
                     guard reply.status == 200, case .number(let after)? = reply.json?.object?["cursor"], let value = Int64(after) else {

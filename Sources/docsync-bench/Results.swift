@@ -58,6 +58,10 @@ struct Results {
     var serverRSS = 0
     var postgresLoad = LoadRun()
     var sqliteLoad = LoadRun()
+    /// The raw batched ingest of as many documents, split over the 2 PostgreSQL servers, and
+    /// through the one SQLite server.
+    var postgresBatchDocsPerSecond = Double.nan
+    var sqliteBatchDocsPerSecond = Double.nan
     var postgresAgents = AgentsLoad.Outcome()
     var sqliteAgents = AgentsLoad.Outcome()
     var kintoImportDocsPerSecond = Double.nan
@@ -141,6 +145,8 @@ struct Results {
             |---|---:|---:|---:|---:|---:|---|---|
             \(row("PostgreSQL", postgresLoad))
             \(row("SQLite", sqliteLoad))
+
+            Batched ingest (batches of 500, 4 in flight to each server), the same number of documents: PostgreSQL ×2 \(fmt(postgresBatchDocsPerSecond, 0))/s, SQLite ×1 \(fmt(sqliteBatchDocsPerSecond, 0))/s (\(fmt(postgresBatchDocsPerSecond / sqliteBatchDocsPerSecond, 2))×)
             """
     }
 
@@ -221,6 +227,7 @@ struct Results {
             ("download_s", downloadSeconds), ("curl_download_s", curlDownloadSeconds), ("curl_download_unflushed_s", curlDownloadOnlySeconds), ("download_agent_peak_rss_bytes", Double(downloadAgentRSS)),
             ("pg_2_servers_writes_per_s", postgresLoad.writesPerSecond), ("pg_2_servers_latency_p99_ms", percentile(postgresLoad.latency, 99)),
             ("sqlite_1_server_writes_per_s", sqliteLoad.writesPerSecond), ("sqlite_1_server_latency_p99_ms", percentile(sqliteLoad.latency, 99)),
+            ("pg_2_servers_batch_docs_per_s", postgresBatchDocsPerSecond), ("sqlite_1_server_batch_docs_per_s", sqliteBatchDocsPerSecond),
             ("selective_all_s", selective.allSeconds), ("selective_one_type_s", selective.oneSeconds),
             ("selective_one_type_filtered_sequence_s", selective.scanSeconds), ("selective_rare_type_s", selective.rareSeconds),
             ("kinto_import_docs_per_s", kintoImportDocsPerSecond), ("kinto_raw_batch_docs_per_s", kintoRawDocsPerSecond),

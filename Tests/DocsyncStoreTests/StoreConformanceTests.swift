@@ -259,4 +259,31 @@ struct StoreFixture: Sendable, CustomTestStringConvertible {
             #expect(outcome.cursor == 3, "a lower cursor tells the client to reconcile")
         }
     }
+
+    /// A batch is written in its order: a document named twice is written twice (the second
+    /// seeing the first's revision), a stale base is told the version the batch itself just wrote,
+    /// a deletion keeps its tombstone, and a reader sees each document once, at its last version,
+    /// numbered where it was last written.
+    @Test(arguments: StoreFixture.all)
+    func aBatchIsWrittenInItsOrderAndADocumentNamedTwiceIsWrittenTwice(_ fixture: StoreFixture) async throws {
+        try await with(fixture) { store in
+            _ = try await store.put(doc("gone"), now: now)
+            let before = try await store.sync(since: 0, documents: [], now: now, limit: 100).cursor
+            let batch: [JSONValue] = [
+                .object(doc("t", #""v":1"#)), .object(doc("u")), .object(doc("t", #""v":2,"rev":1"#)),
+                .object(doc("t", #""v":3,"rev":1"#)), .object(doc("gone", #""deleted_at":"2026-11-27T10:00:00Z""#)),
+            ]
+            let outcome = try await store.sync(since: before, documents: batch, now: now, limit: 100, client: "c")
+            #expect(outcome.stored.map { $0["id"]?.string ?? "" } == ["t", "u", "t", "gone"])
+            #expect(outcome.stored.map { rev($0) } == [1, 1, 2, 2])
+            #expect(outcome.errors.count == 1)
+            #expect(outcome.errors.first?["current"]?.object?["v"] == 2, "told the version the batch wrote before")
+
+            let read = try await store.sync(since: before, documents: [], now: now, limit: 100)
+            let seen = read.changes.compactMap { try? JSONParser.parse($0).object }
+            #expect(seen.map { $0["id"]?.string ?? "" } == ["u", "t", "gone"])
+            #expect(seen.map { rev($0) } == [1, 2, 2])
+            #expect(seen.last?["deleted_at"] != nil)
+        }
+    }
 }
