@@ -54,7 +54,7 @@ extension ServerChanges {
         // The documents these would delete that the folder holds a file of, its size, and whether a hold is on.
         let (holding, live, held) = try await index.read { tx in
             (Set(try tx.documents(ids: ids).values.filter { $0.deletedAt == nil && $0.path != nil }.map(\.id)),
-             try tx.statusCounts().live, try tx.meta(.deletionsHeld) != nil)
+             try tx.liveCount(), try tx.meta(.deletionsHeld) != nil)
         }
         let pull = deletionTally.add(holding.count, live: live)
         let holds = held || rule.holds(count: pull.count, live: pull.base)

@@ -57,7 +57,7 @@ struct Reconciler: Sendable {
         // Counted before any goes: a reconcile that would trash most of the folder is held whole,
         // not after half of it went chunk by chunk.
         if let rule = changes.deletionGuard,
-           let (unseen, live) = try? await index.read({ tx in (try tx.unseenOnServerCount(), try tx.statusCounts().live) }),
+           let (unseen, live) = try? await index.read({ tx in (try tx.unseenOnServerCount(), try tx.liveCount()) }),
            rule.holds(count: unseen, live: live) {
             _ = changes.deletionTally.add(unseen, live: live)
         }

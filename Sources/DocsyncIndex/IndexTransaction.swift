@@ -204,6 +204,13 @@ public struct IndexTransaction {
             excluded: tally["file:excluded"] ?? 0, nonconforming: try schemaViolationCount(held: false))
     }
 
+    /// The documents the folder holds, from the kept counts alone. ``statusCounts()`` also counts
+    /// the synced documents waiting in the outbox, a join over the whole outbox: asked at every
+    /// pulled page (the deletion guard), it was a fifth of an import's CPU.
+    public func liveCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT n FROM tally WHERE name = 'live'")) ?? 0
+    }
+
     public func invalidFiles() throws -> [(path: String, error: String)] {
         try Row.fetchAll(db, sql: "SELECT path, error FROM file WHERE state = 'invalid' ORDER BY path")
             .map { ($0["path"], $0["error"] ?? "invalid") }
