@@ -60,7 +60,7 @@ extension PostgresDocumentStore {
     }
 
     /// What a conflicting write is told is there: the version this batch wrote before it, else the row.
-    private static func stored(
+    static func stored(
         _ id: String, earlier: StoreRules.Version?, writer: String?, _ connection: PostgresConnection, logger: Logger
     ) async throws -> (body: JSONValue?, writer: String?) {
         if let earlier { return (.object(earlier.object), writer) }

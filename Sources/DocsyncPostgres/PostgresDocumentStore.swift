@@ -76,15 +76,16 @@ public final class PostgresDocumentStore: DocumentStore {
         let maxBytes = maxDocumentBytes
         return try await transaction { connection in
             try await Self.put(
-                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, notify: true, on: connection, logger: self.logger)
+                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
         }
     }
 
     /// One write inside a transaction: the document's lock, the revision rules, then the next
-    /// change number (the counter's lock, held to the commit), the row and (with `notify`) the
-    /// notification in one statement.
+    /// change number (the counter's lock, held to the commit), the row and the notification in
+    /// one statement. (A batch writes its rows in one statement of its own: `insert` in
+    /// `PostgresDocumentStore+Batch.swift`; one row through it measured no faster, perhaps slower.)
     static func put(
-        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int, notify: Bool,
+        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int,
         locked: Bool = false, on connection: PostgresConnection, logger: Logger
     ) async throws -> JSONObject {
         let id = input["id"]?.string ?? ""
@@ -95,10 +96,8 @@ public final class PostgresDocumentStore: DocumentStore {
             version = try StoreRules.write(input, existingRev: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
         } catch {
             guard error.kind == .conflict else { throw error }
-            var stored: (current: JSONValue?, writer: String?) = (nil, nil)
-            let rows = try await connection.query("SELECT body, writer FROM document WHERE id = \(id)", logger: logger)
-            for try await (body, by) in rows.decode((String, String?).self) { stored = (try JSONParser.parse(body), by) }
-            throw error.holding(stored.current, writtenBy: stored.writer, asking: writer)
+            let current = try await stored(id, earlier: nil, writer: writer, connection, logger: logger)
+            throw error.holding(current.body, writtenBy: current.writer, asking: writer)
         }
         let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
         let rows = try await connection.query("""
@@ -111,7 +110,7 @@ public final class PostgresDocumentStore: DocumentStore {
                     updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, stored_at = excluded.stored_at, writer = excluded.writer
                 WHERE document.rev < excluded.rev
                 RETURNING seq)
-            SELECT seq, CASE WHEN \(notify) THEN pg_notify('docsync_changes', seq::text)::text END FROM i
+            SELECT seq, pg_notify('docsync_changes', seq::text)::text FROM i
             """, logger: logger)
         var written = false
         for try await _ in rows.decode((Int64, String?).self) { written = true }
@@ -184,7 +183,7 @@ public final class PostgresDocumentStore: DocumentStore {
                 return tombstone
             }
             return try await Self.put(
-                object, now: now, ifMatch: nil, mustCreate: false, writer: nil, maxBytes: maxBytes, notify: true, locked: true, on: connection, logger: self.logger)
+                object, now: now, ifMatch: nil, mustCreate: false, writer: nil, maxBytes: maxBytes, locked: true, on: connection, logger: self.logger)
         }
     }
 
@@ -204,7 +203,7 @@ public final class PostgresDocumentStore: DocumentStore {
                 ON CONFLICT (sha256) DO NOTHING
                 """, logger: self.logger)
             return try await Self.put(
-                object, now: now, ifMatch: nil, mustCreate: false, writer: writer, maxBytes: maxBytes, notify: true, locked: true, on: connection, logger: self.logger)
+                object, now: now, ifMatch: nil, mustCreate: false, writer: writer, maxBytes: maxBytes, locked: true, on: connection, logger: self.logger)
         }
     }
 }
