@@ -144,13 +144,13 @@ actor Puller {
         // After a look that found nothing waiting: the index as it was before that look. While it
         // is unchanged, nothing can have come to wait, and the index (closed while idle among
         // hundreds of folders) is not opened to be told so.
-        var unchanged: (writes: UInt64, files: IndexFilesStamp)?
+        var unchanged: IndexStamp?
         while !stopping && !Task.isCancelled {
             let wait: Duration?
             do {
-                let before = (writes: index.writes.value, files: index.filesStamp)
+                let before = index.stamp
                 var next: Int64?
-                if unchanged.map({ $0.writes != before.writes || $0.files != before.files }) ?? true {
+                if before != unchanged {
                     try await changes.settleHeldDeletions()
                     next = try await changes.retryFailed()
                     unchanged = next == nil ? before : nil

@@ -229,20 +229,22 @@ public final class WriteCount: Sendable {
     func bump() { count.add(1, ordering: .releasing) }
 }
 
-/// The index's files as `stat` sees them: any process's write to the index (an agent's, or a
-/// `docsync resolve` beside it) changes their change time or size, and telling so opens no
-/// connection. Who looks at the index on a timer skips the look while this and ``Index/writes``
-/// stay as they were after a look that found nothing to do.
-public struct IndexFilesStamp: Equatable, Sendable {
+/// The index as who looks at it on a timer can tell it without opening it: its own write count
+/// (``Index/writes``), and its files as `stat` sees them, since any process's write to the index
+/// (a `docsync resolve` beside the agent) changes their change time or size. A look that found
+/// nothing to do is skipped while the stamp stays as it was before that look.
+public struct IndexStamp: Equatable, Sendable {
+    let writes: UInt64
     let database: [Int]
     let log: [Int]
 
-    init(path: String) {
-        database = Self.stamp(path)
-        log = Self.stamp(path + "-wal")
+    init(writes: UInt64, path: String) {
+        self.writes = writes
+        database = Self.statFields(path)
+        log = Self.statFields(path + "-wal")
     }
 
-    private static func stamp(_ path: String) -> [Int] {
+    private static func statFields(_ path: String) -> [Int] {
         var st = stat()
         guard stat(path, &st) == 0 else { return [] }
         return [Int(st.st_ino), Int(st.st_size), st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_mtim.tv_sec, st.st_mtim.tv_nsec]
@@ -250,6 +252,6 @@ public struct IndexFilesStamp: Equatable, Sendable {
 }
 
 extension Index {
-    /// What the files say now (see ``IndexFilesStamp``).
-    public var filesStamp: IndexFilesStamp { IndexFilesStamp(path: path) }
+    /// The stamp now (see ``IndexStamp``).
+    public var stamp: IndexStamp { IndexStamp(writes: writes.value, path: path) }
 }
