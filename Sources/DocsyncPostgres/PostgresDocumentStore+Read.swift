@@ -4,10 +4,20 @@ import Logging
 import PostgresNIO
 
 extension PostgresDocumentStore {
+    /// A push writes and reads its page in one transaction; a pull (no documents) reads outside
+    /// one, in three statements: the counter, the rows up to it, the purge horizon.
     public func sync(
         since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client writer: String?, selection: TypeSelection,
         measureDepth: Bool
     ) async throws -> SyncOutcome {
+        let request = PageRequest(since: since, limit: limit, maxBytes: maxBytes, writer: writer, selection: selection)
+        guard !documents.isEmpty else {
+            return try await client.withConnection { connection in
+                var outcome = SyncOutcome()
+                try await Self.readPage(request, sent: [], into: &outcome, connection, logger: self.logger)
+                return outcome
+            }
+        }
         let maxDocument = maxDocumentBytes
         return try await transaction { connection in
             var outcome = SyncOutcome()
@@ -36,30 +46,49 @@ extension PostgresDocumentStore {
                 case .failure(let error): outcome.errors.append(StoreRules.batchError(id: documents[position].object?["id"]?.string, error))
                 }
             }
-            // Every number up to the counter's committed value is committed (writers take them in
-            // turn and hold the counter until they commit): the page stops there, so a write
-            // committing meanwhile is left for the next call instead of being skipped.
-            let latest = try await Self.latestSeq(connection, logger: self.logger)
-            var page = ChangePage(since: since, limit: limit, maxBytes: maxBytes, sent: sent)
-            // A client's own writes are left out in the query (no client: nothing is left out);
-            // so are the docTypes not selected (an empty `only` array: every type).
-            let only = selection.only.map { Array($0) } ?? []
-            let except = Array(selection.except)
-            let rows = try await connection.query("""
-                SELECT id, body, seq FROM document WHERE seq > \(since) AND seq <= \(latest) AND (\(writer)::text IS NULL OR writer IS DISTINCT FROM \(writer))
-                AND (\(selection.only == nil) OR doc_type = ANY(\(only)::text[])) AND NOT (doc_type = ANY(\(except)::text[]))
-                ORDER BY seq LIMIT \(limit + 1)
-                """, logger: self.logger)
-            for try await (id, body, seq) in rows.decode((String, String, Int64).self) {
-                if !page.offer(id: id, body: body, seq: seq) { break }
-            }
+            try await Self.readPage(request, sent: sent, into: &outcome, connection, logger: self.logger)
             if !outcome.stored.isEmpty { try await Self.notify(connection, logger: self.logger) }
-            outcome.changes = page.changes
-            outcome.more = page.more
-            outcome.cursor = page.cursor(latest: latest)
-            (outcome.horizon, outcome.purgedBefore) = try await Self.horizon(connection, logger: self.logger)
             return outcome
         }
+    }
+
+    /// What a page of changes is asked for.
+    struct PageRequest {
+        let since: Int64
+        let limit: Int
+        let maxBytes: Int
+        let writer: String?
+        let selection: TypeSelection
+    }
+
+    /// The changes after `request.since` into `outcome`: the page, the cursor and the horizon.
+    static func readPage(_ request: PageRequest, sent: Set<String>, into outcome: inout SyncOutcome, _ connection: PostgresConnection, logger: Logger)
+        async throws
+    {
+        // Every number up to the counter's committed value is committed (writers take them in
+        // turn and hold the counter until they commit): the page stops there, so a write
+        // committing meanwhile is left for the next call instead of being skipped.
+        let latest = try await Self.latestSeq(connection, logger: logger)
+        var page = ChangePage(since: request.since, limit: request.limit, maxBytes: request.maxBytes, sent: sent)
+        // A client's own writes are left out in the query (no client: nothing is left out);
+        // so are the docTypes not selected (an empty `only` array: every type).
+        let (writer, selection) = (request.writer, request.selection)
+        let only = selection.only.map { Array($0) } ?? []
+        let except = Array(selection.except)
+        let rows = try await connection.query("""
+            SELECT id, body, seq FROM document WHERE seq > \(request.since) AND seq <= \(latest) AND (\(writer)::text IS NULL OR writer IS DISTINCT FROM \(writer))
+            AND (\(selection.only == nil) OR doc_type = ANY(\(only)::text[])) AND NOT (doc_type = ANY(\(except)::text[]))
+            ORDER BY seq LIMIT \(request.limit + 1)
+            """, logger: logger)
+        for try await (id, body, seq) in rows.decode((String, String, Int64).self) {
+            if !page.offer(id: id, body: body, seq: seq) { break }
+        }
+        outcome.changes = page.changes
+        outcome.more = page.more
+        outcome.cursor = page.cursor(latest: latest)
+        // Read after the rows: a purge meanwhile shows as a horizon past the cursor (the client
+        // reconciles), never as rows missing without one.
+        (outcome.horizon, outcome.purgedBefore) = try await Self.horizon(connection, logger: logger)
     }
 
     static func latestSeq(_ connection: PostgresConnection, logger: Logger) async throws -> Int64 {

@@ -14,12 +14,13 @@ import PostgresNIO
 /// (a PostgreSQL sequence hands numbers out at once and they commit in any order). Bodies are
 /// `text`: the client's key order and number literals are kept (`jsonb` would rewrite both).
 ///
-/// The counter is every writer's bottleneck, so it is taken last and held briefly: a write first
-/// takes its documents' locks (transaction-level advisory locks named after the ids, so a document
-/// not yet created has one too; several in one order), reads the revision and applies the rules,
-/// and only then takes the number, stores the row and notifies in one statement, and commits.
-/// Every writer takes document locks before the counter and in the same order, so no two can wait
-/// on each other in a circle.
+/// The counter is every writer's bottleneck, so it is taken last and held briefly. A single write
+/// reads the revision and applies the rules, then takes the number, stores the row (only if the
+/// revision is still the one it read) and notifies in one statement that commits on its own.
+/// Batches, deletions and attachments run in a transaction that first takes its documents' locks
+/// (transaction-level advisory locks named after the ids, so a document not yet created has one
+/// too; several in one order) and stores last. Every writer takes the counter before a document's
+/// row, and document locks before either, so no two can wait on each other in a circle.
 public final class PostgresDocumentStore: DocumentStore {
     let client: PostgresClient
     let logger: Logger
@@ -59,11 +60,11 @@ public final class PostgresDocumentStore: DocumentStore {
                 return try await client.withTransaction(logger: logger, body)
             } catch let error as PostgresTransactionError {
                 let cause = error.closureError ?? error.beginError ?? error.commitError
-                if attempt < 5, cause is WriteRace { continue }
-                if attempt < 5, let psql = cause as? PSQLError, let state = psql.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) {
+                if attempt < Self.attempts, cause is WriteRace { continue }
+                if attempt < Self.attempts, let psql = cause as? PSQLError, let state = psql.serverInfo?[.sqlState], ["40P01", "40001"].contains(state) {
                     continue
                 }
-                if cause is WriteRace { throw StoreError(.unavailable, "the write kept meeting concurrent writes of the same document; try again") }
+                if cause is WriteRace { throw Self.keptRacing }
                 if let cause = error.closureError { throw cause }
                 throw error
             }
@@ -71,54 +72,6 @@ public final class PostgresDocumentStore: DocumentStore {
     }
 
     // MARK: - Writes
-
-    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client writer: String?) async throws -> JSONObject {
-        let maxBytes = maxDocumentBytes
-        return try await transaction { connection in
-            try await Self.put(
-                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
-        }
-    }
-
-    /// One write inside a transaction: the document's lock, the revision rules, then the next
-    /// change number (the counter's lock, held to the commit), the row and the notification in
-    /// one statement. (A batch writes its rows in one statement of its own: `insert` in
-    /// `PostgresDocumentStore+Batch.swift`; one row through it measured no faster, perhaps slower.)
-    static func put(
-        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int,
-        locked: Bool = false, on connection: PostgresConnection, logger: Logger
-    ) async throws -> JSONObject {
-        let id = input["id"]?.string ?? ""
-        if !locked { try await lockDocuments([id], connection, logger: logger) }
-        let existing = try await revision(id, connection, logger: logger)
-        let version: StoreRules.Version
-        do {
-            version = try StoreRules.write(input, existingRev: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
-        } catch {
-            guard error.kind == .conflict else { throw error }
-            let current = try await stored(id, earlier: nil, writer: writer, connection, logger: logger)
-            throw error.holding(current.body, writtenBy: current.writer, asking: writer)
-        }
-        let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
-        let rows = try await connection.query("""
-            WITH c AS (UPDATE docsync_counter SET seq = seq + 1 WHERE id = 1 RETURNING seq),
-            i AS (
-                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
-                SELECT \(version.id), \(version.docType), \(version.body), \(version.rev), c.seq, \(version.updatedAt), \(version.deletedAt), \(now), \(storedAt), \(writer)
-                FROM c
-                ON CONFLICT (id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev, seq = excluded.seq,
-                    updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, stored_at = excluded.stored_at, writer = excluded.writer
-                WHERE document.rev < excluded.rev
-                RETURNING seq)
-            SELECT seq, pg_notify('docsync_changes', seq::text)::text FROM i
-            """, logger: logger)
-        var written = false
-        for try await _ in rows.decode((Int64, String?).self) { written = true }
-        // Nothing written: a revision as high was stored meanwhile (the document's lock should
-        // make that impossible); the transaction runs again rather than lose either write.
-        guard written else { throw WriteRace() }
-        return version.object
-    }
 
     /// Takes the locks of documents `ids` (until the transaction ends), in the order of their
     /// lock numbers: PostgreSQL runs a volatile function after the sort its query asks for.
@@ -182,8 +135,10 @@ public final class PostgresDocumentStore: DocumentStore {
                 guard case .object(let tombstone) = try JSONParser.parse(body) else { throw StoreError(.failed, "corrupt stored document") }
                 return tombstone
             }
-            return try await Self.put(
-                object, now: now, ifMatch: nil, mustCreate: false, writer: nil, maxBytes: maxBytes, locked: true, on: connection, logger: self.logger)
+            guard let written = try await Self.put(
+                object, now: now, ifMatch: nil, mustCreate: false, writer: nil, maxBytes: maxBytes, on: connection, logger: self.logger)
+            else { throw WriteRace() }
+            return written
         }
     }
 
@@ -202,8 +157,10 @@ public final class PostgresDocumentStore: DocumentStore {
                 INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (\(blob.sha256), \(blob.size), \(blob.contentType), \(now))
                 ON CONFLICT (sha256) DO NOTHING
                 """, logger: self.logger)
-            return try await Self.put(
-                object, now: now, ifMatch: nil, mustCreate: false, writer: writer, maxBytes: maxBytes, locked: true, on: connection, logger: self.logger)
+            guard let written = try await Self.put(
+                object, now: now, ifMatch: nil, mustCreate: false, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
+            else { throw WriteRace() }
+            return written
         }
     }
 }
