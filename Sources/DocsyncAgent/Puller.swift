@@ -28,6 +28,8 @@ actor Puller {
     private let reconciler: Reconciler
     /// What the last pull that found nothing new left, while the index is as it was then.
     private var quiet: QuietPull?
+    /// The next page of a catch-up, asked for while this one is written (see `Puller+Ahead`).
+    var ahead: PageAhead?
 
     init(
         changes: ServerChanges, reconciler: Reconciler, logger: Logger, wait: Int = 25, pollInterval: Duration = .seconds(10)
@@ -46,6 +48,7 @@ actor Puller {
     func stop() {
         stopping = true
         task?.cancel()
+        ahead?.task.cancel()
         stopped.signal()
         changes.failedWork.signal()
     }
@@ -205,7 +208,7 @@ actor Puller {
         let started = ContinuousClock.now
         let reply: PullReply
         do throws(EndpointError) {
-            reply = try await endpoint.pull(after: cursor, wait: wait)
+            reply = try await fetch(after: cursor, wait: wait)
         } catch {
             if wait == nil { metrics.call("pull", since: started) }
             metrics.pulled(documents: 0, ok: false)
@@ -215,6 +218,7 @@ actor Puller {
         if wait == nil { metrics.call("pull", since: started) }
         metrics.pulled(documents: reply.changes.count, ok: true)
         if let known, known.matches(reply) { return Step(more: false, changed: 0) }
+        if wait == nil { askAhead(after: reply, sentFrom: cursor) }
         let taken: ServerChanges.Taken
         do {
             taken = try await changes.take(reply)

@@ -15,7 +15,7 @@ public final class MemoryServer: Sendable {
     public var store: MemoryDocumentStore { current.withLock { $0 } }
     public let token: String
     /// Documents per call and the call's byte budget, as the reference endpoint's.
-    let pageSize = 1000
+    public let pageSize = 1000
     private let pullCount = Atomic<Int>(0)
     /// Pulls answered so far, to every client.
     public var pulls: Int { pullCount.load(ordering: .relaxed) }

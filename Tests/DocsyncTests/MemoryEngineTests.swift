@@ -104,4 +104,25 @@ import Testing
         #expect(await eventually { index.holdsConnection }, "a write from outside was not looked at")
         try await agentA.stop()
     }
+
+    /// A catch-up asks for each page once, the next while it writes this one (`Puller+Ahead`):
+    /// every document lands, and no page asked ahead is thrown away and asked again.
+    @Test func aCatchUpAsksForEachPageOnceAndWritesThemAll() async throws {
+        let server = MemoryServer()
+        let count = server.pageSize * 3 + server.pageSize / 2
+        for i in 0..<count {
+            let doc = try DocumentRules.parseObject(Array(#"{"id":"d\#(i)","docType":"bulk","n":\#(i)}"#.utf8))
+            _ = try await server.store.put(doc, now: 1, ifMatch: nil, mustCreate: false, client: nil)
+        }
+        let folder = try TempFolder("catch-up")
+        defer { folder.remove() }
+        let agent = try Agent(
+            options: AgentOptions(root: folder.path, endpointURL: "memory:", token: server.token),
+            endpoint: { server.client(id: $0.clientID, credential: $0.credential, clock: $0.clock) }, logger: CapturedLogs().logger())
+        let report = try await agent.syncOnce()
+        #expect(report.complete, "\(report)")
+        #expect(TreeWalkerProbe.documents(in: folder.path).count == count)
+        let pages = (count + server.pageSize - 1) / server.pageSize
+        #expect(server.pulls <= pages + 1, "\(server.pulls) pulls for \(pages) pages")
+    }
 }
