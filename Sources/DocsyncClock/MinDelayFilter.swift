@@ -28,35 +28,57 @@ public struct MinDelayFilter: ClockEstimator {
         samples.removeAll { $0.source.resolution > resolution }
         samples.append(sample)
         if samples.count > window { samples.removeFirst(samples.count - window) }
+        chooseForWholeWindow()
     }
 
-    public mutating func reset() { samples.removeAll() }
+    public mutating func reset() {
+        samples.removeAll()
+        chooseForWholeWindow()
+    }
+
+    /// The choice while every sample is recent, made once per sample added: the estimate is read
+    /// for every document the agent stamps, and choosing is quadratic in the window.
+    private var wholeWindow: (chosen: ClockSample, allRecentUntil: Int64)?
+
+    private mutating func chooseForWholeWindow() {
+        wholeWindow = Self.choose(samples).map { ($0, samples.map(\.receivedAt).min()! + maxAgeNanoseconds) }
+    }
 
     public var count: Int { samples.count }
 
     public func estimate(at bootNow: Int64) -> ClockEstimate? {
-        let recent = samples.filter { bootNow - $0.receivedAt <= maxAgeNanoseconds }
-        guard !recent.isEmpty else { return nil }
-        // Every honest sample's interval `offset ± bound` holds the true offset, so honest samples
-        // overlap one another. Keep the largest group that does (a lying or stepped minority is
-        // left out; a step confirmed by the majority wins), then its quickest sample.
-        var cluster: [ClockSample] = []
-        for candidate in recent {
-            let group = recent.filter { overlaps($0, candidate) }
-            if group.count > cluster.count { cluster = group }
+        let chosen: ClockSample
+        let count: Int
+        if let whole = wholeWindow, bootNow <= whole.allRecentUntil {
+            (chosen, count) = (whole.chosen, samples.count)
+        } else {
+            let recent = samples.filter { bootNow - $0.receivedAt <= maxAgeNanoseconds }
+            guard let choice = Self.choose(recent) else { return nil }
+            (chosen, count) = (choice, recent.count)
         }
-        let chosen = cluster.min { $0.delay < $1.delay }!
         let age = max(0, bootNow - chosen.receivedAt)
         return ClockEstimate(
             offset: chosen.offset,
             bound: chosen.bound + age / 1_000_000 * driftPPM,
             minDelay: chosen.delay,
-            samples: recent.count,
+            samples: count,
             source: chosen.source,
             sampledAt: chosen.receivedAt)
     }
 
-    private func overlaps(_ a: ClockSample, _ b: ClockSample) -> Bool {
+    /// Every honest sample's interval `offset ± bound` holds the true offset, so honest samples
+    /// overlap one another. Keep the largest group that does (a lying or stepped minority is
+    /// left out; a step confirmed by the majority wins), then its quickest sample.
+    private static func choose(_ recent: [ClockSample]) -> ClockSample? {
+        var cluster: [ClockSample] = []
+        for candidate in recent {
+            let group = recent.filter { overlaps($0, candidate) }
+            if group.count > cluster.count { cluster = group }
+        }
+        return cluster.min { $0.delay < $1.delay }
+    }
+
+    private static func overlaps(_ a: ClockSample, _ b: ClockSample) -> Bool {
         abs(a.offset - b.offset) <= a.bound + b.bound
     }
 }

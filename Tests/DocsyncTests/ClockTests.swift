@@ -81,6 +81,19 @@ func sample(at sentAt: Int64, truth: Int64, request: Int64, reply: Int64, work: 
         #expect(hourOld - fresh >= 53 * ms)  // 15 ppm of an hour is 54 ms
     }
 
+    /// The quickest sample leads until it is older than the window's age limit; then the next
+    /// one does, and with none recent there is no estimate (the choice is kept between samples,
+    /// so this is what tells it must be made again as samples age).
+    @Test func aSampleOlderThanTheAgeLimitNoLongerLeads() throws {
+        var f = MinDelayFilter(maxAge: .seconds(10))
+        f.add(sample(at: 0, truth: truth, request: 1 * ms, reply: 1 * ms))
+        f.add(sample(at: 5_000 * ms, truth: truth, request: 20 * ms, reply: 20 * ms))
+        #expect(try #require(f.estimate(at: 6_000 * ms)).sampledAt == 2 * ms)
+        let later = try #require(f.estimate(at: 12_000 * ms))
+        #expect(later.sampledAt == 5_000 * ms + 40 * ms && later.samples == 1)
+        #expect(f.estimate(at: 20_000 * ms) == nil)
+    }
+
     @Test func dateHeaderSamplesGetASecondResolutionBound() throws {
         let clock = ServerClock(seam: ManualClockSeam())
         // Server time 37.25 s ahead of boot; the Date header truncates to the second.
