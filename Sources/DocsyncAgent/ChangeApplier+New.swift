@@ -78,15 +78,19 @@ extension ChangeApplier {
         }
         // The content is the wire body: no reserved fields, its docType written out.
         let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content))) }
+        // Taken before the writes, so every file's stat is recorded unsettled and the settler
+        // reads each once more when it is old enough: what is recorded now is what was written
+        // (its hash) with the stat of what is at the path, and a change made meanwhile (or a file
+        // renamed over it) shows as a hash that differs then. Before, each file was read back at
+        // once here, and again by the settler.
+        let writeStart = FileSystem.realtimeNanoseconds()
         var records: [Written] = []
-        for ((new, target), created) in zip(creating, FileSystem.createAll(files)) {
+        for (((new, target), created), bytes) in zip(zip(creating, FileSystem.createAll(files)), files.map(\.bytes)) {
             do {
                 // Not created: a file appeared at that name meanwhile.
-                guard try created.get() else { throw ChangedOnDisk() }
-                let readStart = FileSystem.realtimeNanoseconds()
-                guard let file = try? FileSystem.read(target, maxSize: Int.max) else { throw ChangedOnDisk() }
+                guard try created.get(), let info = FileSystem.info(target), info.kind == .file else { throw ChangedOnDisk() }
                 records.append(Written(
-                    path: new.path, id: new.id, docType: new.docType, file: file, readStart: readStart, content: new.content,
+                    path: new.path, id: new.id, docType: new.docType, file: (bytes, info), readStart: writeStart, content: new.content,
                     base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(),
                     downloads: fileJobs(id: new.id, content: new.content)))
             } catch {
