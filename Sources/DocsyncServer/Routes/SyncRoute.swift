@@ -64,11 +64,14 @@ struct SyncRoute: Sendable {
             let deadline = ContinuousClock.now + call.wait
             // A change this caller is not sent (its own write, another docType) wakes the poll
             // too: it waits on, so that a busy server's long polls do not return at once empty.
+            // Each look starts where the last one ended: what lies before held nothing for this
+            // caller. (From the poll's own cursor, an agent importing while its poll was held
+            // had each of its pushes read back everything it had pushed since the poll began.)
             repeat {
                 guard try await holdLongPoll(after: outcome.cursor, until: deadline, authorization: request.headers[.authorization]) else {
                     return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
                 }
-                outcome = try await store.sync(since: call.since, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
+                outcome = try await store.sync(since: outcome.cursor, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
             } while outcome.changes.isEmpty && !outcome.more && ContinuousClock.now < deadline && !Task.isShuttingDownGracefully && !Task.isCancelled
         }
         return ReferenceServer.response(.ok, Self.reply(outcome, echo: call.echo))
