@@ -82,22 +82,53 @@ extension PostgresDocumentStore {
         _ version: StoreRules.Version, over existing: Int64?, now: Int64, writer: String?, _ connection: PostgresConnection, logger: Logger
     ) async throws -> Bool {
         let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
-        let rows = try await connection.query("""
-            WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock(1, hashtext(\(version.id)))::text),
-            c AS (UPDATE docsync_counter SET seq = seq + 1 FROM l WHERE docsync_counter.id = 1
-                  AND (SELECT rev FROM document WHERE id = \(version.id)) IS NOT DISTINCT FROM \(existing)::bigint RETURNING seq),
-            i AS (
-                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
-                SELECT \(version.id), \(version.docType), \(version.body), \(version.rev), c.seq, \(version.updatedAt), \(version.deletedAt), \(now), \(storedAt), \(writer)
-                FROM c
-                ON CONFLICT (id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev, seq = excluded.seq,
-                    updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, stored_at = excluded.stored_at, writer = excluded.writer
-                WHERE document.rev IS NOT DISTINCT FROM \(existing)::bigint
-                RETURNING seq)
-            SELECT seq, pg_notify('docsync_changes', seq::text)::text FROM i
-            """, logger: logger)
+        let rows = try await connection.execute(
+            StoreRow(version: version, existing: existing, now: now, storedAt: storedAt, writer: writer), logger: logger)
         var written = false
-        for try await _ in rows.decode((Int64, String?).self) { written = true }
+        for try await _ in rows { written = true }
         return written
     }
+}
+
+/// The storing statement of a single write, prepared once per connection: PostgreSQL parses and
+/// plans it once, not at every write.
+struct StoreRow: PostgresPreparedStatement {
+    static let sql = """
+        WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock(1, hashtext($1))::text),
+        c AS (UPDATE docsync_counter SET seq = seq + 1 FROM l WHERE docsync_counter.id = 1
+              AND (SELECT rev FROM document WHERE id = $1) IS NOT DISTINCT FROM $10::bigint RETURNING seq),
+        i AS (
+            INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
+            SELECT $1, $2, $3, $4, c.seq, $5, $6, $7, $8, $9 FROM c
+            ON CONFLICT (id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev, seq = excluded.seq,
+                updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, stored_at = excluded.stored_at, writer = excluded.writer
+            WHERE document.rev IS NOT DISTINCT FROM $10::bigint
+            RETURNING seq)
+        SELECT seq, pg_notify('docsync_changes', seq::text)::text FROM i
+        """
+    typealias Row = Int64
+    static var bindingDataTypes: [PostgresDataType] { [.text, .text, .text, .int8, .int8, .int8, .int8, .int8, .text, .int8] }
+
+    let version: StoreRules.Version
+    let existing: Int64?
+    let now: Int64
+    let storedAt: Int64
+    let writer: String?
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 10)
+        bindings.append(version.id)
+        bindings.append(version.docType)
+        bindings.append(version.body)
+        bindings.append(version.rev)
+        bindings.append(version.updatedAt)
+        bindings.append(version.deletedAt)
+        bindings.append(now)
+        bindings.append(storedAt)
+        bindings.append(writer)
+        bindings.append(existing)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((Int64, String?).self).0 }
 }
