@@ -9,7 +9,8 @@ extension ChangeApplier {
         let path: String
         let id: String
         let docType: String
-        /// The file as read back just after writing it, and when that read started.
+        /// The file as written (the bytes, and its stat taken after) or as read back, and a time
+        /// from before its write or read: a stat too close to it is recorded unsettled.
         let file: (bytes: [UInt8], info: EntryInfo)?
         let readStart: Int64
         let fileHash: String?

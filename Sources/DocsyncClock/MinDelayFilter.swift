@@ -9,7 +9,7 @@
 /// stepped server clock is ignored until most of the window agrees with it.
 public struct MinDelayFilter: ClockEstimator {
     public var window: Int
-    public var maxAgeNanoseconds: Int64
+    public let maxAgeNanoseconds: Int64
     public var driftPPM: Int64
     private var samples: [ClockSample] = []
 

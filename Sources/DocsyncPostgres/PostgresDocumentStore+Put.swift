@@ -37,7 +37,7 @@ extension PostgresDocumentStore {
         }
     }
 
-    /// How often a write that met a concurrent write of its document is tried.
+    /// How often a transaction that met a concurrent write of its documents (or a deadlock) is run.
     static let attempts = 5
     static let keptRacing = StoreError(.unavailable, "the write kept meeting concurrent writes of the same document; try again")
 
