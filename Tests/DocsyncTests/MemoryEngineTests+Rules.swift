@@ -44,14 +44,14 @@ extension MemoryEngineTests {
         let agentA = try await agent(a, server)
         var agentB = try await agent(b, server)
         try a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"t0"}"#)
-        #expect(await eventually { b.exists("note/doc.json") })
+        #expect(await eventually(timeout: Self.patience) { b.exists("note/doc.json") })
         try await agentB.stop()
         try a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"from A"}"#)
-        #expect(await eventually { (try? await stored(server, "doc"))?["title"] == "from A" })
+        #expect(await eventually(timeout: Self.patience) { (try? await stored(server, "doc"))?["title"] == "from A" })
         try b.write("note/doc.json", #"{"id":"doc","docType":"note","title":"from B"}"#)
         agentB = try await agent(b, server)
-        #expect(await eventually { (try? a.read("notes/doc.json"))?.contains("from B") == true }, "\(agentA.logs.all.suffix(4))")
-        #expect(await eventually { conflictCopies(in: b).count == 1 }, "\(agentB.logs.all.suffix(4))")
+        #expect(await eventually(timeout: Self.patience) { (try? a.read("notes/doc.json"))?.contains("from B") == true }, "\(agentA.logs.all.suffix(4))")
+        #expect(await eventually(timeout: Self.patience) { conflictCopies(in: b).count == 1 }, "\(agentB.logs.all.suffix(4))")
         let copy = try #require(conflictCopies(in: b).first)
         #expect(try DocumentRules.parseObject(Array(b.bytes(copy)))["title"] == "from A", "the losing version, in full")
         #expect(conflictCopies(in: a).isEmpty)
@@ -68,11 +68,11 @@ extension MemoryEngineTests {
         defer { folder.remove() }
         let agent = try await agent(folder, server)
         for name in ["a", "a2", "a3"] { try folder.write("notes/\(name).json", #"{"id":"\#(name)","docType":"note"}"#) }
-        #expect(await eventually { (try? await server.store.stats().documents) == 3 })
+        #expect(await eventually(timeout: Self.patience) { (try? await server.store.stats().documents) == 3 })
         server.replaceStore()
         try await put(server, #"{"id":"b","docType":"note","by":"another client"}"#)
-        #expect(await eventually { folder.exists("note/b.json") }, "the other client's document arrives: \(agent.logs.all.suffix(4))")
-        #expect(await eventually { (try? await server.store.stats().documents) == 4 }, "what the new store lacked is pushed")
+        #expect(await eventually(timeout: Self.patience) { folder.exists("note/b.json") }, "the other client's document arrives: \(agent.logs.all.suffix(4))")
+        #expect(await eventually(timeout: Self.patience) { (try? await server.store.stats().documents) == 4 }, "what the new store lacked is pushed")
         #expect(try await agent.settled())
         #expect(agent.logs.count(containing: "reconciling everything") >= 1)
         try await agent.stop()
@@ -86,7 +86,7 @@ extension MemoryEngineTests {
         defer { folder.remove() }
         var agent = try await agent(folder, server)
         for id in ["x", "y", "z"] { try await put(server, #"{"id":"\#(id)","docType":"note","v":1}"#) }
-        #expect(await eventually { ["x", "y", "z"].allSatisfy { folder.exists("note/\($0).json") } })
+        #expect(await eventually(timeout: Self.patience) { ["x", "y", "z"].allSatisfy { folder.exists("note/\($0).json") } })
         #expect(try await agent.settled())
         try await agent.stop()
 
@@ -96,9 +96,9 @@ extension MemoryEngineTests {
         try folder.write("note/w.json", #"{"id":"w","docType":"note"}"#)
 
         agent = try await self.agent(folder, server)
-        #expect(await eventually { !folder.exists("note/x.json") }, "the deletion is applied: \(agent.logs.all.suffix(5))")
-        #expect(await eventually { (try? await stored(server, "y"))?["offline"] == .bool(true) }, "the offline edit is kept")
-        #expect(await eventually { (try? await stored(server, "w")) != nil }, "the offline document is pushed")
+        #expect(await eventually(timeout: Self.patience) { !folder.exists("note/x.json") }, "the deletion is applied: \(agent.logs.all.suffix(5))")
+        #expect(await eventually(timeout: Self.patience) { (try? await stored(server, "y"))?["offline"] == .bool(true) }, "the offline edit is kept")
+        #expect(await eventually(timeout: Self.patience) { (try? await stored(server, "w")) != nil }, "the offline document is pushed")
         #expect(try await agent.settled())
         #expect(try await stored(server, "x") == nil, "the deleted document does not come back")
         let trash = (try? FileManager.default.contentsOfDirectory(atPath: folder.file(".docsync/trash"))) ?? []
@@ -115,9 +115,9 @@ extension MemoryEngineTests {
         let agent = try await self.agent(folder, server) { $0.selection = TypeSelection(only: ["note"]) }
         try await put(server, #"{"id":"o","docType":"other"}"#)
         try await put(server, #"{"id":"n","docType":"note"}"#)
-        #expect(await eventually { folder.exists("note/n.json") }, "\(agent.logs.all.suffix(4))")
+        #expect(await eventually(timeout: Self.patience) { folder.exists("note/n.json") }, "\(agent.logs.all.suffix(4))")
         try await put(server, #"{"id":"n2","docType":"note"}"#)
-        #expect(await eventually { folder.exists("note/n2.json") })
+        #expect(await eventually(timeout: Self.patience) { folder.exists("note/n2.json") })
         #expect(!folder.exists("other/o.json") && DocsyncWatcherProbe.walk(folder.path).count == 2)
         try await agent.stop()
     }
