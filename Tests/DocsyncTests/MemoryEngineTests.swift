@@ -130,4 +130,24 @@ import Testing
         let pages = (count + server.pageSize - 1) / server.pageSize
         #expect(server.pulls <= pages + 1, "\(server.pulls) pulls for \(pages) pages")
     }
+
+    /// A pulled file edited in place at once (the same size and inode, so only its content tells)
+    /// reaches the server: the applier records it from what it wrote, unsettled, and whichever
+    /// reads it next (the watcher's scan or the settler) finds the edit.
+    @Test func anEditInPlaceRightAfterAPullIsPushed() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("edit-after-pull")
+        defer { folder.remove() }
+        let agentB = try await agent(folder, server)
+        try await put(server, #"{"id":"n","docType":"note","v":"aaaa"}"#)
+        #expect(await eventually(timeout: Self.patience, every: .milliseconds(1)) { folder.exists("note/n.json") })
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: folder.path + "/note/n.json"))
+        let text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        try handle.seek(toOffset: 0)
+        try handle.write(contentsOf: Data(text.replacingOccurrences(of: "aaaa", with: "bbbb").utf8))
+        try handle.close()
+        #expect(await eventually(timeout: Self.patience) { (try? await server.store.get(id: "n"))?.object?["v"]?.string == "bbbb" },
+                "\(agentB.logs.all.suffix(4))")
+        try await agentB.stop()
+    }
 }
