@@ -1,6 +1,5 @@
 import DocsyncModel
 import DocsyncStore
-import Foundation
 import Logging
 import PostgresNIO
 
@@ -74,7 +73,7 @@ extension PostgresDocumentStore {
     private static func insert(_ versions: [StoreRules.Version], now: Int64, writer: String?, _ connection: PostgresConnection, logger: Logger) async throws {
         guard !versions.isEmpty else { return }
         let count = Int64(versions.count)
-        let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
+        let storedAt = storedNow()
         // `deleted_at` travels as a number; this one stands for none.
         let none = Int64.min
         let rows = try await connection.query("""
@@ -83,11 +82,10 @@ extension PostgresDocumentStore {
                     \(versions.map(\.rev))::int8[], \(versions.map(\.updatedAt))::int8[], \(versions.map { $0.deletedAt ?? none })::int8[])
                   WITH ORDINALITY AS v(id, doc_type, body, rev, updated_at, deleted_at, k)),
             i AS (
-                INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
+                INSERT INTO \(unescaped: documentColumns)
                 SELECT v.id, v.doc_type, v.body, v.rev, c.seq - \(count) + v.k, v.updated_at, NULLIF(v.deleted_at, \(none)), \(now), \(storedAt), \(writer)
                 FROM v, c ORDER BY v.k
-                ON CONFLICT (id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev, seq = excluded.seq,
-                    updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, stored_at = excluded.stored_at, writer = excluded.writer
+                \(unescaped: replacingRow)
                 WHERE document.rev < excluded.rev
                 RETURNING 1)
             SELECT count(*) FROM i

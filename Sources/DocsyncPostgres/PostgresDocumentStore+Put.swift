@@ -1,6 +1,5 @@
 import DocsyncModel
 import DocsyncStore
-import Foundation
 import Logging
 import PostgresNIO
 
@@ -30,10 +29,8 @@ extension PostgresDocumentStore {
         if let written { return written }
         return try await transaction { connection in
             try await Self.lockDocuments([object["id"]?.string ?? ""], connection, logger: self.logger)
-            guard let written = try await Self.put(
+            return try await Self.putHoldingLock(
                 object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
-            else { throw WriteRace() }
-            return written
         }
     }
 
@@ -72,6 +69,18 @@ extension PostgresDocumentStore {
         return try await store(version, over: existing, now: now, writer: writer, connection, logger: logger) ? version.object : nil
     }
 
+    /// ``put`` in a transaction that holds the document's lock, which no write of the document
+    /// overtakes: should one have, the transaction runs again.
+    static func putHoldingLock(
+        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws -> JSONObject {
+        guard let written = try await put(
+            input, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: logger)
+        else { throw WriteRace() }
+        return written
+    }
+
     /// Stores `version` if the stored revision is still `existing` (`nil`: no row): the
     /// document's lock, the next change number (the counter's lock, held to the commit; not
     /// taken when the statement's snapshot already shows another revision), the row and the
@@ -81,9 +90,8 @@ extension PostgresDocumentStore {
     static func store(
         _ version: StoreRules.Version, over existing: Int64?, now: Int64, writer: String?, _ connection: PostgresConnection, logger: Logger
     ) async throws -> Bool {
-        let storedAt = Int64(Date().timeIntervalSince1970 * 1_000_000_000)
         let rows = try await connection.execute(
-            StoreRow(version: version, existing: existing, now: now, storedAt: storedAt, writer: writer), logger: logger)
+            StoreRow(version: version, existing: existing, now: now, storedAt: storedNow(), writer: writer), logger: logger)
         var written = false
         for try await _ in rows { written = true }
         return written
@@ -98,10 +106,9 @@ struct StoreRow: PostgresPreparedStatement {
         c AS (UPDATE docsync_counter SET seq = seq + 1 FROM l WHERE docsync_counter.id = 1
               AND (SELECT rev FROM document WHERE id = $1) IS NOT DISTINCT FROM $10::bigint RETURNING seq),
         i AS (
-            INSERT INTO document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)
+            INSERT INTO \(PostgresDocumentStore.documentColumns)
             SELECT $1, $2, $3, $4, c.seq, $5, $6, $7, $8, $9 FROM c
-            ON CONFLICT (id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev, seq = excluded.seq,
-                updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, stored_at = excluded.stored_at, writer = excluded.writer
+            \(PostgresDocumentStore.replacingRow)
             WHERE document.rev IS NOT DISTINCT FROM $10::bigint
             RETURNING seq)
         SELECT seq, pg_notify('docsync_changes', seq::text)::text FROM i

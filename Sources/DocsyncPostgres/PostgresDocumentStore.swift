@@ -73,6 +73,19 @@ public final class PostgresDocumentStore: DocumentStore {
 
     // MARK: - Writes
 
+    /// The row every write stores: `INSERT INTO` these columns, in this order.
+    static let documentColumns = "document (id, doc_type, body, rev, seq, updated_at, deleted_at, created_at, stored_at, writer)"
+
+    /// What a write over a stored row replaces (the single write and the batch add the condition
+    /// under which it may).
+    static let replacingRow = """
+        ON CONFLICT (id) DO UPDATE SET doc_type = excluded.doc_type, body = excluded.body, rev = excluded.rev, seq = excluded.seq,
+            updated_at = excluded.updated_at, deleted_at = excluded.deleted_at, stored_at = excluded.stored_at, writer = excluded.writer
+        """
+
+    /// When a row is stored, in nanoseconds since 1970.
+    static func storedNow() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000_000) }
+
     /// Takes the locks of documents `ids` (until the transaction ends), in the order of their
     /// lock numbers: PostgreSQL runs a volatile function after the sort its query asks for.
     static func lockDocuments(_ ids: [String], _ connection: PostgresConnection, logger: Logger) async throws {
@@ -135,10 +148,8 @@ public final class PostgresDocumentStore: DocumentStore {
                 guard case .object(let tombstone) = try JSONParser.parse(body) else { throw StoreError(.failed, "corrupt stored document") }
                 return tombstone
             }
-            guard let written = try await Self.put(
+            return try await Self.putHoldingLock(
                 object, now: now, ifMatch: nil, mustCreate: false, writer: nil, maxBytes: maxBytes, on: connection, logger: self.logger)
-            else { throw WriteRace() }
-            return written
         }
     }
 
@@ -157,10 +168,8 @@ public final class PostgresDocumentStore: DocumentStore {
                 INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (\(blob.sha256), \(blob.size), \(blob.contentType), \(now))
                 ON CONFLICT (sha256) DO NOTHING
                 """, logger: self.logger)
-            guard let written = try await Self.put(
+            return try await Self.putHoldingLock(
                 object, now: now, ifMatch: nil, mustCreate: false, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
-            else { throw WriteRace() }
-            return written
         }
     }
 }
