@@ -252,7 +252,7 @@ public enum FileSystem {
             remove(temp)
             throw error
         }
-        _ = fchmod(fd, mode_t(mode & 0o7777))
+        if !creationKeeps(mode) { _ = fchmod(fd, mode_t(mode & 0o7777)) }
         guard !sync || fsync(fd) == 0 else {
             let e = FileSystemError("fsync", path: temp.path)
             remove(temp)

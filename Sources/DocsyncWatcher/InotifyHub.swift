@@ -21,6 +21,9 @@ public final class InotifyHub: Sendable {
     /// While set, the thread leaves the kernel's queue alone (see `DirectoryWatcher.setSuspended`).
     let suspended = SharedFlag()
 
+    /// How long the thread lets events gather once the kernel has some (see ``loop(_:)``).
+    static let gatherMicroseconds: UInt32 = 2_000
+
     public init() {}
 
     /// Opens the instance and starts the thread unless running; adds `folder` (made by `make`
@@ -99,6 +102,11 @@ public final class InotifyHub: Sendable {
                 Logger(label: "docsync.watcher").error("inotify poll failed", metadata: ["error": "\(String(cString: strerror(errno)))"])
                 usleep(100_000)  // not a busy loop, should the failure repeat
             }
+            // Events come in bursts (a save is three to five, a pull thousands): a moment's pause
+            // lets the burst gather, so the thread wakes and reads once for it, not per event,
+            // and the kernel has no waiter to wake meanwhile. Batches wait far longer than this
+            // for their settle window anyway.
+            if fds[0].revents != 0 { usleep(Self.gatherMicroseconds) }
             if fds[1].revents != 0 {
                 var bytes = [UInt8](repeating: 0, count: 64)
                 _ = read(run.wake, &bytes, bytes.count)
