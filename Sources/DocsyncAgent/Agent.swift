@@ -226,7 +226,10 @@ public actor Agent {
         let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
         do {
             if batch.overflow { metrics.rescan("overflow") }
-            let s = try await lock.run { batch.overflow ? try await scanner.fullScan() : try await scanner.scan(batch) }
+            var (s, recorded) = try await lock.run {
+                batch.overflow ? (try await scanner.fullScan(), []) : try await scanner.scanLeavingRecorded(batch)
+            }
+            s.add(try await confirm(recorded))
             if s.queued + s.deleted > 0 { pusher.wake() }
             if s.schemasChanged { schemaCheck.changed.signal() }
             uploader.wake()
@@ -261,7 +264,8 @@ public actor Agent {
                 }
                 if ready.isEmpty { continue }
                 do {
-                    let s = try await lock.run { try await scanner.reread(ready) }
+                    let (recorded, rest) = try await scanner.lookAgain(ready)
+                    let s = try await confirm(recorded, rest: rest)
                     if s.schemasChanged { schemaCheck.changed.signal() }
                     if s.queued + s.deleted > 0 {
                         logger.info("found a save that left the file's stat as it was", metadata: ["scan.queued": "\(s.queued)"])
@@ -272,6 +276,17 @@ public actor Agent {
                 }
             }
         }
+    }
+
+    /// Confirms `recorded` without the tree lock (a pull's writes go on meanwhile), then judges,
+    /// under the lock, what a confirmation sent back and `rest`.
+    private func confirm(_ recorded: [Scanner.Recorded], rest: [Scanner.Seen] = []) async throws -> ScanSummary {
+        let scanner = self.scanner
+        let toJudge = try await scanner.confirmRecorded(recorded) + rest
+        var summary = ScanSummary()
+        summary.unchanged = recorded.count + rest.count - toJudge.count
+        if !toJudge.isEmpty { summary.add(try await lock.run { try await scanner.judge(toJudge) }) }
+        return summary
     }
 
     /// Files whose recorded stat was marked unsettled are read again soon.

@@ -21,6 +21,20 @@ public struct ScanSummary: Sendable, Hashable {
     public var peakHeld = 0
     /// A schema document was recorded or deleted (see `SchemaCheck`).
     public var schemasChanged = false
+
+    /// Adds what another pass of the same reconcile did.
+    mutating func add(_ other: ScanSummary) {
+        queued += other.queued
+        moved += other.moved
+        deleted += other.deleted
+        unchanged += other.unchanged
+        invalid += other.invalid
+        idsAssigned += other.idsAssigned
+        read += other.read
+        bytesRead += other.bytesRead
+        peakHeld = max(peakHeld, other.peakHeld)
+        schemasChanged = schemasChanged || other.schemasChanged
+    }
 }
 
 /// Turns what is on disk into index state and outbox entries.
@@ -90,6 +104,16 @@ struct Scanner: Sendable {
 
     /// Reconciles the paths a watcher batch named.
     func scan(_ batch: ChangeBatch) async throws -> ScanSummary {
+        var (summary, recorded) = try await scanLeavingRecorded(batch)
+        let rest = try await confirmRecorded(recorded)
+        summary.unchanged += recorded.count - rest.count
+        summary.add(try await judge(rest))
+        return summary
+    }
+
+    /// ``scan(_:)``, except the files that may hold just what the index recorded, returned for
+    /// ``confirmRecorded(_:)`` outside the tree lock.
+    func scanLeavingRecorded(_ batch: ChangeBatch) async throws -> (ScanSummary, [Recorded]) {
         var (seen, vanished, walkedFolders) = look(at: batch.paths)
         // Files that documents refer to: their documents are looked at again (the hash decides
         // whether anything is uploaded).
@@ -128,9 +152,10 @@ struct Scanner: Sendable {
                 changed.append(s)
             }
         }
+        let (recorded, rest) = Self.split(changed, known: known)
         let pairing = expanded.isEmpty || movePairingMs == 0 ? 0 : RetryPolicy.deadlineNow() + movePairingMs
-        try await apply(seen: changed, vanished: expanded, summary: &summary, deletionsNotBefore: pairing)
-        return summary
+        try await apply(seen: rest, vanished: expanded, summary: &summary, deletionsNotBefore: pairing)
+        return (summary, recorded)
     }
 
     /// What is on disk at `paths` now: the document files there (folders walked), the paths that
@@ -173,21 +198,18 @@ struct Scanner: Sendable {
         }
     }
 
-    /// Reads again the files at `paths` whose recorded stat is not (or no longer) what is on disk,
-    /// for the agent's settling of ``FileStat/unsettled`` stats. Only files still there: a path
-    /// that is gone is left to the watcher, whose batch tells a move from a delete.
-    func reread(_ paths: [String]) async throws -> ScanSummary {
+    /// For the agent's settling of ``FileStat/unsettled`` stats: only files still there (a path
+    /// that is gone is left to the watcher, whose batch tells a move from a delete).
+    /// The files at `paths` (the settler's) whose stat is not what is recorded: those that may
+    /// hold what was recorded, to confirm, and the rest, to judge.
+    func lookAgain(_ paths: [String]) async throws -> (recorded: [Recorded], rest: [Seen]) {
         var seen: [Seen] = []
         for path in paths {
             if let info = FileSystem.info(walker.absolute(path)), info.kind == .file {
                 seen.append(Seen(path: path, info: info, nameIsUTF8: true, force: false))
             }
         }
-        let known = try await index.read { [seen] tx in try seen.map { try tx.file(at: $0.path)?.stat } }
-        var summary = ScanSummary()
-        let changed = zip(seen, known).filter { s, k in k != FileStat(s.info) }.map(\.0)
-        summary.unchanged = seen.count - changed.count
-        try await apply(seen: changed, vanished: [], summary: &summary)
-        return summary
+        let known = try await index.read { [seen] tx in try tx.files(at: seen.map(\.path)) }
+        return Self.split(seen.filter { known[$0.path]?.stat != FileStat($0.info) }, known: known)
     }
 }

@@ -161,6 +161,22 @@ public struct IndexTransaction {
         try s.run()
     }
 
+    /// Records a settled `stat` for the file at `path` if its row still holds content `hash` under
+    /// an unsettled stat, state ok (the agent's own record, confirmed by a read); whether it did.
+    public func settleFile(at path: String, hash: String, stat: FileStat) throws -> Bool {
+        let s = try RawStatement(self, """
+                UPDATE file SET size = ?, mtime_ns = ?, inode = ?
+                WHERE path = ? AND hash = ? AND mtime_ns = \(FileStat.unsettled) AND state = 'ok'
+                """)
+        s.bind(1, stat.size)
+        s.bind(2, stat.mtimeNs)
+        s.bind(3, Int64(bitPattern: stat.inode))
+        s.bind(4, path)
+        s.bind(5, hash)
+        try s.run()
+        return db.changesCount > 0
+    }
+
     public func deleteFile(at path: String) throws {
         try db.cachedStatement(sql: "DELETE FROM file WHERE path = ?").execute(arguments: [path])
         try db.cachedStatement(sql: "DELETE FROM schema_violation WHERE path = ?").execute(arguments: [path])
