@@ -57,6 +57,23 @@ extension ChangeApplier {
         return candidates
     }
 
+    /// The modification time a new file is given: the time its document last changed (`stamp`,
+    /// the server's milliseconds), as other sync tools carry a file's time across, where that is
+    /// more than the stat margins (3 s) before `now`; nil (the time of writing) for a later or
+    /// unknown one: a file is never dated in the future.
+    ///
+    /// A dated file's stat is recorded settled: what was written, with a time no later write can
+    /// give it (a write stamps the time it happens, seconds after), so a change made after the
+    /// rename shows in the stat, and the file is not read again. An undated one is recorded from
+    /// what was written with an unsettled stat, and read once more when it is old enough (what is
+    /// at the path then, with its hash: a change made meanwhile, or a file renamed over it, shows
+    /// as a hash that differs).
+    static func dated(_ stamp: Int64, before now: Int64) -> Int64? {
+        guard stamp > 0, stamp < Int64.max / 1_000_000 else { return nil }
+        let ns = stamp * 1_000_000
+        return now - ns > 3_000_000_000 ? ns : nil
+    }
+
     /// Creates the files of `candidates` (never over a file that appeared meanwhile) and records them.
     private func create(_ candidates: [New], from documents: [JSONObject], summary: inout Summary) async throws {
         let paths = candidates.map(\.path)
@@ -76,19 +93,16 @@ extension ChangeApplier {
                 setAside(documents[new.position], after: error, summary: &summary)
             }
         }
-        // The content is the wire body: no reserved fields, its docType written out.
-        let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content))) }
-        // Taken before the writes, so every file's stat is recorded unsettled and the settler
-        // reads each once more when it is old enough: what is recorded now is what was written
-        // (its hash) with the stat of what is at the path, and a change made meanwhile (or a file
-        // renamed over it) shows as a hash that differs then. Before, each file was read back at
-        // once here, and again by the settler.
         let writeStart = FileSystem.realtimeNanoseconds()
+        // The content is the wire body: no reserved fields, its docType written out; dated (see
+        // `dated`) where the document changed long enough ago.
+        let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content)), mtimeNs: Self.dated($0.new.stamp, before: writeStart)) }
         var records: [Written] = []
         for (((new, target), created), bytes) in zip(zip(creating, FileSystem.createAll(files)), files.map(\.bytes)) {
             do {
                 // Not created: a file appeared at that name meanwhile.
-                guard try created.get(), let info = FileSystem.info(target), info.kind == .file else { throw ChangedOnDisk() }
+                let (made, dated) = try created.get()
+                guard made, let info = dated ?? FileSystem.info(target), info.kind == .file else { throw ChangedOnDisk() }
                 records.append(Written(
                     path: new.path, id: new.id, docType: new.docType, file: (bytes, info), readStart: writeStart, content: new.content,
                     base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(),

@@ -104,7 +104,7 @@ public enum FileSystem {
     /// the two are swapped back. Creating uses `RENAME_NOREPLACE`. Where the file system has
     /// neither, the check is made just before a plain rename. The mode is kept.
     public static func replace(_ file: GatedFile, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644) throws(FileSystemError) -> Bool {
-        let temp = try writeTemporary(bytes, beside: file, mode: mode)
+        let temp = try writeTemporary(bytes, beside: file, mode: mode).file
         return try install(
             temp, at: file, ifDisplaced: expected.map { expected in { (try? read($0, maxSize: expected.count).bytes) == expected } },
             // Someone else's save goes back, unless `file` was written again since (then that
@@ -168,48 +168,6 @@ public enum FileSystem {
         try replace(GatedFile.trusted(path), with: bytes, ifItHolds: expected, mode: mode)
     }
 
-    /// Creates each of `files` where nothing is yet, as ``replace(_:with:ifItHolds:mode:)`` does
-    /// with `expected` nil, but made durable together: every file is written to its temporary,
-    /// one `syncfs` per file system flushes them all (one flush of the disk instead of one per
-    /// file, which held a first pull to the disk's flush rate), then each is renamed into place
-    /// unless something is there by then. Per file: whether it was created, or why it could not be.
-    public static func createAll(_ files: [(file: GatedFile, bytes: [UInt8])], mode: UInt32 = 0o644) -> [Result<Bool, FileSystemError>] {
-        let temps = files.map { file in
-            Result { () throws(FileSystemError) in try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: false) }
-        }
-        // One flush per file system the temporaries are on (looked up once per folder); where that
-        // fails, each file on its own.
-        var flushed = Set<UInt64>()
-        var unflushed = false
-        var folders = Set<Int32>()
-        for case .success(let temp) in temps {
-            guard folders.insert(temp.folder.fd).inserted else { continue }
-            var st = stat()
-            guard fstat(temp.folder.fd, &st) == 0 else { unflushed = true; continue }
-            let device = UInt64(st.st_dev)
-            if flushed.contains(device) { continue }
-            if docsync_syncfs(temp.folder.fd) == 0 { flushed.insert(device) } else { unflushed = true }
-        }
-        return zip(files, temps).map { file, temp in
-            Result { () throws(FileSystemError) -> Bool in
-                let temp = try temp.get()
-                var consumed = false
-                defer { if !consumed { remove(temp) } }
-                if unflushed {
-                    let fd = openat(temp.folder.fd, temp.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                    guard fd >= 0, fsync(fd) == 0 else {
-                        let e = FileSystemError("fsync", path: temp.path)
-                        if fd >= 0 { close(fd) }
-                        throw e
-                    }
-                    close(fd)
-                }
-                consumed = try move(temp, to: file.file)
-                return consumed
-            }
-        }
-    }
-
     /// Renames `from` to `to` unless something is at `to`; returns whether it moved.
     public static func move(_ from: GatedFile, to: GatedFile) throws(FileSystemError) -> Bool {
         let (a, b) = (from.folder.fd, to.folder.fd)
@@ -242,7 +200,11 @@ public enum FileSystem {
 
     /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
     /// flushes it with others) and returns it.
-    private static func writeTemporary(_ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true) throws(FileSystemError) -> GatedFile {
+    /// Writes `bytes` to a new temporary beside `file` (flushed with `sync`); with `mtimeNs`, the
+    /// temporary is given that modification time, and its stat comes back with it.
+    static func writeTemporary(
+        _ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true, mtimeNs: Int64? = nil
+    ) throws(FileSystemError) -> (file: GatedFile, info: EntryInfo?) {
         let temp = try temporary(beside: file)
         let fd = openat(temp.folder.fd, temp.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode & 0o7777))
         guard fd >= 0 else { throw FileSystemError("create", path: temp.path) }
@@ -258,7 +220,16 @@ public enum FileSystem {
             remove(temp)
             throw e
         }
-        return temp
+        guard let mtimeNs else { return (temp, nil) }
+        var st = stat()
+        let omit = timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)  // UTIME_OMIT: the access time is left as it is
+        let times = [omit, timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
+        guard futimens(fd, times) == 0, fstat(fd, &st) == 0 else {
+            let e = FileSystemError("futimens", path: temp.path)
+            remove(temp)
+            throw e
+        }
+        return (temp, EntryInfo(st))
     }
 
     /// Whether `name` is a temporary of ``replace(_:with:ifItHolds:mode:)`` whose writer is gone (killed

@@ -121,6 +121,29 @@ import Testing
         #expect(try leftovers(folder).isEmpty, "no temp files left behind")
     }
 
+    /// Files created as a group with a modification time of their own carry it, and the stat
+    /// handed back is the one on disk after the rename.
+    @Test func filesCreatedTogetherCarryTheTimeTheyAreGiven() throws {
+        let folder = try TempFolder("create-dated")
+        defer { folder.remove() }
+        try folder.write("taken.json", "theirs")
+        let gate = try PathGate(root: folder.path)
+        let time: Int64 = 1_767_323_045_678_000_000  // 2026-01-02T03:04:05.678Z
+        let results = FileSystem.createAll([
+            (file: try gate.file("dated.json"), bytes: bytes("1"), mtimeNs: time), (file: try gate.file("undated.json"), bytes: bytes("2"), mtimeNs: nil),
+            (file: try gate.file("taken.json"), bytes: bytes("ours"), mtimeNs: time),
+        ])
+        let dated = try results[0].get()
+        #expect(dated.created && dated.info?.mtimeNs == time)
+        #expect(dated.info == FileSystem.info(folder.file("dated.json")))
+        let undated = try results[1].get()
+        #expect(undated.created && undated.info == nil)
+        #expect(FileSystem.info(folder.file("undated.json"))!.mtimeNs > time)
+        #expect(try results[2].get().created == false)
+        #expect(try folder.read("taken.json") == "theirs")
+        #expect(try leftovers(folder).isEmpty)
+    }
+
     @Test func aStatTakenSoonAfterAChangeIsNotTrusted() {
         let now: Int64 = 1_800_000_000_123_456_789
         func recorded(mtime: Int64) -> FileStat {

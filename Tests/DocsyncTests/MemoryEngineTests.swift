@@ -1,4 +1,5 @@
 import DocsyncAgent
+import DocsyncFiles
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
@@ -142,6 +143,30 @@ import Testing
         try await put(server, #"{"id":"n","docType":"note","v":"aaaa"}"#)
         #expect(await eventually(timeout: Self.patience, every: .milliseconds(1)) { folder.exists("note/n.json") })
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: folder.path + "/note/n.json"))
+        let text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        try handle.seek(toOffset: 0)
+        try handle.write(contentsOf: Data(text.replacingOccurrences(of: "aaaa", with: "bbbb").utf8))
+        try handle.close()
+        #expect(await eventually(timeout: Self.patience) { (try? await server.store.get(id: "n"))?.object?["v"]?.string == "bbbb" },
+                "\(agentB.logs.all.suffix(4))")
+        try await agentB.stop()
+    }
+
+    /// A document that changed long before it is pulled is written carrying that time, as sync
+    /// tools carry a file's time across; its stat is recorded as written, settled, so nothing
+    /// reads it again. An edit in place of the same size is still seen: a write stamps its own
+    /// time.
+    @Test func aPulledFileCarriesItsDocumentsTimeAndAnEditInPlaceIsStillSeen() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("dated-pull")
+        defer { folder.remove() }
+        let agentB = try await agent(folder, server)
+        try await put(server, #"{"id":"n","docType":"note","v":"aaaa","updated_at":"2026-01-02T03:04:05.678Z"}"#)
+        #expect(await eventually(timeout: Self.patience, every: .milliseconds(1)) { folder.exists("note/n.json") })
+        let info = try #require(FileSystem.info(folder.file("note/n.json")))
+        #expect(info.mtimeNs == 1_767_323_045_678_000_000)
+        #expect(await eventually(timeout: Self.patience) { (try? await agentB.row("note/n.json"))??.stat == FileStat(size: info.size, mtimeNs: info.mtimeNs, inode: info.inode) })
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: folder.file("note/n.json")))
         let text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
         try handle.seek(toOffset: 0)
         try handle.write(contentsOf: Data(text.replacingOccurrences(of: "aaaa", with: "bbbb").utf8))

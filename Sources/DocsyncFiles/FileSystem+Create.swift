@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CGlibcExtras
+
+extension FileSystem {
+    /// Creates each of `files` where nothing is yet, as ``replace(_:with:ifItHolds:mode:)`` does
+    /// with `expected` nil, but made durable together: every file is written to its temporary,
+    /// one `syncfs` per file system flushes them all (one flush of the disk instead of one per
+    /// file, which held a first pull to the disk's flush rate), then each is renamed into place
+    /// unless something is there by then. Per file: whether it was created, or why it could not be.
+    public static func createAll(_ files: [(file: GatedFile, bytes: [UInt8])], mode: UInt32 = 0o644) -> [Result<Bool, FileSystemError>] {
+        createAll(files.map { (file: $0.file, bytes: $0.bytes, mtimeNs: nil) }, mode: mode).map { $0.map(\.created) }
+    }
+
+    /// ``createAll(_:mode:)`` giving each file the modification time `mtimeNs` (nanoseconds since
+    /// 1970) where one is given. Per file: whether it was created and, for a file given a time,
+    /// its stat (taken from the temporary once dated: the rename keeps it), or why it could not be.
+    public static func createAll(
+        _ files: [(file: GatedFile, bytes: [UInt8], mtimeNs: Int64?)], mode: UInt32 = 0o644
+    ) -> [Result<(created: Bool, info: EntryInfo?), FileSystemError>] {
+        let temps = files.map { file in
+            Result { () throws(FileSystemError) in try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: false, mtimeNs: file.mtimeNs) }
+        }
+        let unflushed = flushAll(temps.compactMap { try? $0.get().file })
+        return zip(files, temps).map { file, temp in
+            Result { () throws(FileSystemError) -> (created: Bool, info: EntryInfo?) in
+                let (temp, info) = try temp.get()
+                var consumed = false
+                defer { if !consumed { remove(temp) } }
+                if unflushed {
+                    let fd = openat(temp.folder.fd, temp.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                    guard fd >= 0, fsync(fd) == 0 else {
+                        let e = FileSystemError("fsync", path: temp.path)
+                        if fd >= 0 { close(fd) }
+                        throw e
+                    }
+                    close(fd)
+                }
+                consumed = try move(temp, to: file.file)
+                return (consumed, info)
+            }
+        }
+    }
+
+    /// One flush per file system `temps` are on (looked up once per folder); true where one
+    /// failed, so that each file is flushed on its own.
+    private static func flushAll(_ temps: [GatedFile]) -> Bool {
+        var flushed = Set<UInt64>()
+        var unflushed = false
+        var folders = Set<Int32>()
+        for temp in temps {
+            guard folders.insert(temp.folder.fd).inserted else { continue }
+            var st = stat()
+            guard fstat(temp.folder.fd, &st) == 0 else { unflushed = true; continue }
+            let device = UInt64(st.st_dev)
+            if flushed.contains(device) { continue }
+            if docsync_syncfs(temp.folder.fd) == 0 { flushed.insert(device) } else { unflushed = true }
+        }
+        return unflushed
+    }
+}
