@@ -142,14 +142,7 @@ import Testing
         let agentB = try await agent(folder, server)
         try await put(server, #"{"id":"n","docType":"note","v":"aaaa"}"#)
         #expect(await eventually(timeout: Self.patience, every: .milliseconds(1)) { folder.exists("note/n.json") })
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: folder.path + "/note/n.json"))
-        let text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
-        try handle.seek(toOffset: 0)
-        try handle.write(contentsOf: Data(text.replacingOccurrences(of: "aaaa", with: "bbbb").utf8))
-        try handle.close()
-        #expect(await eventually(timeout: Self.patience) { (try? await server.store.get(id: "n"))?.object?["v"]?.string == "bbbb" },
-                "\(agentB.logs.all.suffix(4))")
-        try await agentB.stop()
+        try await editInPlaceReachesTheServer(folder, server, agentB)
     }
 
     /// A document that changed long before it is pulled is written carrying that time, as sync
@@ -166,13 +159,19 @@ import Testing
         let info = try #require(FileSystem.info(folder.file("note/n.json")))
         #expect(info.mtimeNs == 1_767_323_045_678_000_000)
         #expect(await eventually(timeout: Self.patience) { (try? await agentB.row("note/n.json"))??.stat == FileStat(size: info.size, mtimeNs: info.mtimeNs, inode: info.inode) })
+        try await editInPlaceReachesTheServer(folder, server, agentB)
+    }
+
+    /// Edits `note/n.json` in place ("aaaa" to "bbbb": the same size and inode), expects the
+    /// server to receive it, and stops the agent.
+    func editInPlaceReachesTheServer(_ folder: TempFolder, _ server: MemoryServer, _ agent: TestAgent) async throws {
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: folder.file("note/n.json")))
         let text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
         try handle.seek(toOffset: 0)
         try handle.write(contentsOf: Data(text.replacingOccurrences(of: "aaaa", with: "bbbb").utf8))
         try handle.close()
         #expect(await eventually(timeout: Self.patience) { (try? await server.store.get(id: "n"))?.object?["v"]?.string == "bbbb" },
-                "\(agentB.logs.all.suffix(4))")
-        try await agentB.stop()
+                "\(agent.logs.all.suffix(4))")
+        try await agent.stop()
     }
 }
