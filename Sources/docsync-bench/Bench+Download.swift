@@ -12,6 +12,9 @@ extension Bench {
     ) async throws {
         let folder = try TempFolder("bench-att-b")
         defer { folder.remove() }
+        // Each run starts with nothing left to write back: the upload before it leaves hundreds of
+        // MiB dirty, which the flush of the first run to follow would otherwise wait behind.
+        sync()
         let start = now()
         let agent = try DocsyncProcess(
             ["watch", folder.path, "--endpoint", url, "--token-file", work.file("token"), "--max-download-size", "64G"],
@@ -29,6 +32,7 @@ extension Bench {
         results.serverRSS = ProcessStats.read(pid: server.pid)?.peakRSSBytes ?? results.serverRSS
         await agent.stop()
         guard (try ContentHash.sha256Hex(fileAt: placed)).hash == sha else { throw ProcessFailure("the downloaded file differs") }
+        sync()
         let curlStart = now()
         let curl = try DocsyncProcess(
             executable: "/usr/bin/curl", arguments: ["-s", "-o", work.file("curl-download.bin"), "-H", "@\(work.file("curl-headers"))", fileURL],

@@ -204,6 +204,7 @@ struct Bench: AsyncParsableCommand {
         defer { folder.remove() }
         let sha = try folder.writeRandom("files/big.bin", size: size, seed: 7)
         try folder.write("notes/att.json", #"{"id":"att","docType":"bench-att","file":{"$file":"../files/big.bin"}}"#)
+        sync()  // the file just written is on disk before either upload reads it (see measureDownload)
         let start = now()
         let agent = try DocsyncProcess(["watch", folder.path, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-att")
         while true {
@@ -220,6 +221,7 @@ struct Bench: AsyncParsableCommand {
         try await measureDownload(url: url, fileURL: fileURL, sha: sha, server: server, work: work, results: &results)
         // The baseline: curl posting the same multipart FileUpload.
         try work.write("target.json", #"{"targetId":"att","targetDocType":"bench-att","targetProperty":"curl"}"#)
+        sync()
         let curlStart = now()
         let curl = try DocsyncProcess(
             executable: "/usr/bin/curl",
