@@ -15,7 +15,8 @@ extension FileSystem {
 
     /// ``createAll(_:mode:)`` giving each file the modification time `mtimeNs` (nanoseconds since
     /// 1970) where one is given. Per file: whether it was created and, for a file given a time,
-    /// its stat (taken from the temporary once dated: the rename keeps it), or why it could not be.
+    /// its stat (taken from the temporary once dated: the rename keeps it; nil where the file
+    /// system would not set the time), or why it could not be.
     public static func createAll(
         _ files: [(file: GatedFile, bytes: [UInt8], mtimeNs: Int64?)], mode: UInt32 = 0o644
     ) -> [Result<(created: Bool, info: EntryInfo?), FileSystemError>] {

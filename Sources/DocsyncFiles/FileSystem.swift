@@ -201,7 +201,8 @@ public enum FileSystem {
     /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
     /// flushes it with others) and returns it.
     /// Writes `bytes` to a new temporary beside `file` (flushed with `sync`); with `mtimeNs`, the
-    /// temporary is given that modification time, and its stat comes back with it.
+    /// temporary is given that modification time, and its stat comes back with it (nil where the
+    /// time could not be set).
     static func writeTemporary(
         _ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true, mtimeNs: Int64? = nil
     ) throws(FileSystemError) -> (file: GatedFile, info: EntryInfo?) {
@@ -224,11 +225,8 @@ public enum FileSystem {
         var st = stat()
         let omit = timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)  // UTIME_OMIT: the access time is left as it is
         let times = [omit, timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
-        guard futimens(fd, times) == 0, fstat(fd, &st) == 0 else {
-            let e = FileSystemError("futimens", path: temp.path)
-            remove(temp)
-            throw e
-        }
+        // A file system that keeps no such time (or refuses to set it) leaves the file undated.
+        guard futimens(fd, times) == 0, fstat(fd, &st) == 0 else { return (temp, nil) }
         return (temp, EntryInfo(st))
     }
 
