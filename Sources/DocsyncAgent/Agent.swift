@@ -226,10 +226,12 @@ public actor Agent {
         let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
         do {
             if batch.overflow { metrics.rescan("overflow") }
+            let lock = self.lock
             var (s, recorded) = try await lock.run {
                 batch.overflow ? (try await scanner.fullScan(), []) : try await scanner.scanLeavingRecorded(batch)
             }
-            s.add(try await confirm(recorded))
+            // Confirmed outside the lock: a pull's writes go on meanwhile.
+            s.add(try await scanner.confirmThenJudge(recorded) { try await lock.run($0) })
             if s.queued + s.deleted > 0 { pusher.wake() }
             if s.schemasChanged { schemaCheck.changed.signal() }
             uploader.wake()
@@ -245,27 +247,20 @@ public actor Agent {
     /// batch that recorded it, so that a restart's rescan reads nothing. A save that the kernel
     /// stamped with the stat it already had is found here at the latest.
     private func keepStatsSettled() async {
-        let index = self.index
-        let scanner = self.scanner
-        let root = options.root
+        let (index, scanner, lock) = (self.index, self.scanner, self.lock)
         while !Task.isCancelled {
             await settlerWake.wait(timeout: nil)
             // Past the 50 ms margin of the files the batch just recorded.
             try? await Task.sleep(for: .milliseconds(60))
             if Task.isCancelled { return }
             var after = ""
-            while !Task.isCancelled, let recorded = try? await index.read({ [after] in try $0.unsettledFiles(after: after, limit: Scanner.chunkSize) }),
-                  let last = recorded.last {
+            while !Task.isCancelled, let unsettled = try? await index.read({ [after] in try $0.unsettledFiles(after: after, limit: Scanner.chunkSize) }),
+                  let last = unsettled.last {
                 after = last
-                // Files still changing, or dated in the future, wait for their next event or rescan.
-                let now = FileSystem.realtimeNanoseconds()
-                let ready = recorded.filter { path in
-                    FileSystem.info(root + "/" + path).map { FileStat(recording: $0, readBefore: now).isSettled } ?? false
-                }
-                if ready.isEmpty { continue }
                 do {
-                    let (recorded, rest) = try await scanner.lookAgain(ready)
-                    let s = try await confirm(recorded, rest: rest)
+                    let (recorded, rest) = try await scanner.lookAgain(unsettled, readyBefore: FileSystem.realtimeNanoseconds())
+                    if recorded.isEmpty && rest.isEmpty { continue }
+                    let s = try await scanner.confirmThenJudge(recorded, rest: rest) { try await lock.run($0) }
                     if s.schemasChanged { schemaCheck.changed.signal() }
                     if s.queued + s.deleted > 0 {
                         logger.info("found a save that left the file's stat as it was", metadata: ["scan.queued": "\(s.queued)"])
@@ -276,17 +271,6 @@ public actor Agent {
                 }
             }
         }
-    }
-
-    /// Confirms `recorded` without the tree lock (a pull's writes go on meanwhile), then judges,
-    /// under the lock, what a confirmation sent back and `rest`.
-    private func confirm(_ recorded: [Scanner.Recorded], rest: [Scanner.Seen] = []) async throws -> ScanSummary {
-        let scanner = self.scanner
-        let toJudge = try await scanner.confirmRecorded(recorded) + rest
-        var summary = ScanSummary()
-        summary.unchanged = recorded.count + rest.count - toJudge.count
-        if !toJudge.isEmpty { summary.add(try await lock.run { try await scanner.judge(toJudge) }) }
-        return summary
     }
 
     /// Files whose recorded stat was marked unsettled are read again soon.

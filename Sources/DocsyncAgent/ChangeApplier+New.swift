@@ -101,8 +101,8 @@ extension ChangeApplier {
         for (((new, target), created), bytes) in zip(zip(creating, FileSystem.createAll(files)), files.map(\.bytes)) {
             do {
                 // Not created: a file appeared at that name meanwhile.
-                let (made, dated) = try created.get()
-                guard made, let info = dated ?? FileSystem.info(target), info.kind == .file else { throw ChangedOnDisk() }
+                let (made, stat) = try created.get()
+                guard made, let info = stat ?? FileSystem.info(target), info.kind == .file else { throw ChangedOnDisk() }
                 records.append(Written(
                     path: new.path, id: new.id, docType: new.docType, file: (bytes, info), readStart: writeStart, content: new.content,
                     base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(),

@@ -76,10 +76,23 @@ extension Scanner {
         return Reread(same: true, settled: stat.isSettled ? (r.seen.path, hash, stat) : nil)
     }
 
-    /// Judges `seen` as a scan does (under the tree lock): files a confirmation sent back.
-    func judge(_ seen: [Seen]) async throws -> ScanSummary {
+    /// Confirms `recorded` (no tree lock needed), then judges what a confirmation sent back and
+    /// `rest` as a scan does, inside `locked`: the caller's tree lock, or (the default, for a
+    /// caller that holds it already) the work run as it is. A confirmed file counts as unchanged.
+    func confirmThenJudge(
+        _ recorded: [Recorded], rest: [Seen] = [],
+        locked: @Sendable (@Sendable () async throws -> ScanSummary) async throws -> ScanSummary = { try await $0() }
+    ) async throws -> ScanSummary {
+        let toJudge = try await confirmRecorded(recorded) + rest
         var summary = ScanSummary()
-        if !seen.isEmpty { try await apply(seen: seen, vanished: [], summary: &summary) }
+        summary.unchanged = recorded.count + rest.count - toJudge.count
+        guard !toJudge.isEmpty else { return summary }
+        let scanner = self
+        summary.add(try await locked {
+            var judged = ScanSummary()
+            try await scanner.apply(seen: toJudge, vanished: [], summary: &judged)
+            return judged
+        })
         return summary
     }
 }

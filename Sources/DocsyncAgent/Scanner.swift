@@ -105,14 +105,12 @@ struct Scanner: Sendable {
     /// Reconciles the paths a watcher batch named.
     func scan(_ batch: ChangeBatch) async throws -> ScanSummary {
         var (summary, recorded) = try await scanLeavingRecorded(batch)
-        let rest = try await confirmRecorded(recorded)
-        summary.unchanged += recorded.count - rest.count
-        summary.add(try await judge(rest))
+        summary.add(try await confirmThenJudge(recorded))
         return summary
     }
 
     /// ``scan(_:)``, except the files that may hold just what the index recorded, returned for
-    /// ``confirmRecorded(_:)`` outside the tree lock.
+    /// ``confirmThenJudge(_:rest:locked:)`` outside the tree lock.
     func scanLeavingRecorded(_ batch: ChangeBatch) async throws -> (ScanSummary, [Recorded]) {
         var (seen, vanished, walkedFolders) = look(at: batch.paths)
         // Files that documents refer to: their documents are looked at again (the hash decides
@@ -198,17 +196,19 @@ struct Scanner: Sendable {
         }
     }
 
-    /// For the agent's settling of ``FileStat/unsettled`` stats: only files still there (a path
-    /// that is gone is left to the watcher, whose batch tells a move from a delete).
-    /// The files at `paths` (the settler's) whose stat is not what is recorded: those that may
-    /// hold what was recorded, to confirm, and the rest, to judge.
-    func lookAgain(_ paths: [String]) async throws -> (recorded: [Recorded], rest: [Seen]) {
+    /// For the agent's settling of ``FileStat/unsettled`` stats: the files at `paths` that are old
+    /// enough by `now` to be read again and whose stat is not what is recorded, split into those
+    /// that may hold what was recorded (to confirm) and the rest (to judge). Files still changing,
+    /// or dated in the future, wait for their next event or rescan; a path that is gone is left to
+    /// the watcher, whose batch tells a move from a delete.
+    func lookAgain(_ paths: [String], readyBefore now: Int64) async throws -> (recorded: [Recorded], rest: [Seen]) {
         var seen: [Seen] = []
         for path in paths {
-            if let info = FileSystem.info(walker.absolute(path)), info.kind == .file {
+            if let info = FileSystem.info(walker.absolute(path)), info.kind == .file, FileStat(recording: info, readBefore: now).isSettled {
                 seen.append(Seen(path: path, info: info, nameIsUTF8: true, force: false))
             }
         }
+        guard !seen.isEmpty else { return ([], []) }
         let known = try await index.read { [seen] tx in try tx.files(at: seen.map(\.path)) }
         return Self.split(seen.filter { known[$0.path]?.stat != FileStat($0.info) }, known: known)
     }

@@ -199,10 +199,8 @@ public enum FileSystem {
     }
 
     /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
-    /// flushes it with others) and returns it.
-    /// Writes `bytes` to a new temporary beside `file` (flushed with `sync`); with `mtimeNs`, the
-    /// temporary is given that modification time, and its stat comes back with it (nil where the
-    /// time could not be set).
+    /// flushes it with others) and returns it; with `mtimeNs`, the file is given that modification
+    /// time, and its stat comes back with it (nil where the time could not be set).
     static func writeTemporary(
         _ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true, mtimeNs: Int64? = nil
     ) throws(FileSystemError) -> (file: GatedFile, info: EntryInfo?) {
