@@ -26,8 +26,10 @@ extension Agent {
     }
 
     /// What the index keeps of another run that this one starts over: retry deadlines (of
-    /// another run or boot: due now) and where git commits go.
+    /// another run or boot: due now) and where git commits go; and the temporaries a killed run
+    /// left behind.
     func beginRun() async throws {
+        applier.removeStaleTemporaries()
         let gitMode = options.git?.target.said
         try await index.write { tx in
             try tx.rescheduleAll(at: 0)

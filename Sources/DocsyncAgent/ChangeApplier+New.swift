@@ -18,6 +18,19 @@ extension ChangeApplier {
         var path = ""
     }
 
+    /// Where a page's new files are written before each is renamed into its folder: in the state
+    /// folder, which no watch covers, so that the watcher (and anyone watching the folder) sees
+    /// one event for a new file instead of its temporary's five (``FileSystem/createAll(_:mode:staging:)``).
+    static let stagingFolder = Index.stateFolderName + "/staging"
+
+    /// Removes the temporaries an agent killed in the middle of a page left in the staging folder.
+    func removeStaleTemporaries() {
+        guard let staging = try? gate.folder(Self.stagingFolder, create: false) else { return }
+        for entry in staging.entries() where FileSystem.isStaleTemporary(entry.name) {
+            if let file = try? GatedFile(staging, entry.name) { FileSystem.remove(file) }
+        }
+    }
+
     /// Writes the new documents among `documents`; returns the others, in their order.
     func applyNew(_ documents: [JSONObject], summary: inout Summary) async throws -> [JSONObject] {
         let candidates = try await newDocuments(documents)
@@ -98,7 +111,9 @@ extension ChangeApplier {
         // `dated`) where the document changed long enough ago.
         let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content)), mtimeNs: Self.dated($0.new.stamp, before: writeStart)) }
         var records: [Written] = []
-        for (((new, target), created), bytes) in zip(zip(creating, FileSystem.createAll(files)), files.map(\.bytes)) {
+        // Nobody watches the staging folder: a watched folder sees each file arrive whole.
+        let staging = try? gate.folder(Self.stagingFolder, create: true)
+        for (((new, target), created), bytes) in zip(zip(creating, FileSystem.createAll(files, staging: staging)), files.map(\.bytes)) {
             do {
                 // Not created: a file appeared at that name meanwhile.
                 let (made, stat) = try created.get()

@@ -17,11 +17,19 @@ extension FileSystem {
     /// 1970) where one is given. Per file: whether it was created and, for a file given a time,
     /// its stat (taken from the temporary once dated: the rename keeps it; nil where the file
     /// system would not set the time), or why it could not be.
+    ///
+    /// With `staging`, the temporaries are written there and renamed into their folders: a
+    /// folder someone watches then sees each file arrive whole, in one event, instead of a
+    /// temporary's creation, writes, close and rename. A file whose folder is on another file
+    /// system than `staging` is written again beside its target.
     public static func createAll(
-        _ files: [(file: GatedFile, bytes: [UInt8], mtimeNs: Int64?)], mode: UInt32 = 0o644
+        _ files: [(file: GatedFile, bytes: [UInt8], mtimeNs: Int64?)], mode: UInt32 = 0o644, staging: GatedFolder? = nil
     ) -> [Result<(created: Bool, info: EntryInfo?), FileSystemError>] {
         let temps = files.map { file in
-            Result { () throws(FileSystemError) in try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: false, mtimeNs: file.mtimeNs) }
+            Result { () throws(FileSystemError) in
+                let beside = try staging.map { folder throws(FileSystemError) in try GatedFile(folder, file.file.name) } ?? file.file
+                return try writeTemporary(file.bytes, beside: beside, mode: mode, sync: false, mtimeNs: file.mtimeNs)
+            }
         }
         let unflushed = flushAll(temps.compactMap { try? $0.get().file })
         return zip(files, temps).map { file, temp in
@@ -29,19 +37,38 @@ extension FileSystem {
                 let (temp, info) = try temp.get()
                 var consumed = false
                 defer { if !consumed { remove(temp) } }
-                if unflushed {
-                    let fd = openat(temp.folder.fd, temp.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                    guard fd >= 0, fsync(fd) == 0 else {
-                        let e = FileSystemError("fsync", path: temp.path)
-                        if fd >= 0 { close(fd) }
-                        throw e
-                    }
-                    close(fd)
+                if unflushed { try flush(temp) }
+                do throws(FileSystemError) {
+                    consumed = try move(temp, to: file.file)
+                } catch {
+                    guard error.code == EXDEV else { throw error }
+                    return try createBeside(file, mode: mode)
                 }
-                consumed = try move(temp, to: file.file)
                 return (consumed, info)
             }
         }
+    }
+
+    /// `temp` flushed to disk on its own.
+    private static func flush(_ temp: GatedFile) throws(FileSystemError) {
+        let fd = openat(temp.folder.fd, temp.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0, fsync(fd) == 0 else {
+            let e = FileSystemError("fsync", path: temp.path)
+            if fd >= 0 { close(fd) }
+            throw e
+        }
+        close(fd)
+    }
+
+    /// One file created through a temporary beside it, flushed on its own.
+    private static func createBeside(
+        _ file: (file: GatedFile, bytes: [UInt8], mtimeNs: Int64?), mode: UInt32
+    ) throws(FileSystemError) -> (created: Bool, info: EntryInfo?) {
+        let (temp, info) = try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: true, mtimeNs: file.mtimeNs)
+        var consumed = false
+        defer { if !consumed { remove(temp) } }
+        consumed = try move(temp, to: file.file)
+        return (consumed, info)
     }
 
     /// One flush per file system `temps` are on (looked up once per folder); true where one

@@ -144,6 +144,48 @@ import Testing
         #expect(try leftovers(folder).isEmpty)
     }
 
+    /// Files created through a staging folder land at their targets, the taken one left as it
+    /// is; nothing stays in the staging folder.
+    @Test func filesCreatedThroughAStagingFolderLandWhereTheyBelong() throws {
+        let folder = try TempFolder("create-staged")
+        defer { folder.remove() }
+        try folder.write("notes/taken.json", "theirs")
+        let gate = try PathGate(root: folder.path)
+        let staging = try gate.folder(".state/staging", create: true)
+        let results = FileSystem.createAll([
+            (file: try gate.file("notes/one.json"), bytes: bytes("1"), mtimeNs: nil),
+            (file: try gate.file("notes/taken.json"), bytes: bytes("ours"), mtimeNs: nil),
+            (file: try gate.file("other/two.json", createFolders: true), bytes: bytes("2"), mtimeNs: 1_767_323_045_678_000_000),
+        ], staging: staging)
+        #expect(results.map { try? $0.get().created } == [true, false, true])
+        #expect(try folder.read("notes/one.json") == "1" && folder.read("other/two.json") == "2" && folder.read("notes/taken.json") == "theirs")
+        #expect(FileSystem.info(folder.file("other/two.json"))?.mtimeNs == 1_767_323_045_678_000_000)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file(".state/staging")).isEmpty)
+    }
+
+    /// A target on another file system than the staging folder (here tmpfs beside the tests'
+    /// temporary folder, where the two differ: the test is skipped where they do not) is
+    /// written beside itself instead.
+    @Test(.enabled(if: FileSystemTests.shmIsAnotherFileSystem())) func aFileOnAnotherFileSystemThanTheStagingFolderIsStillCreated() throws {
+        let folder = try TempFolder("create-exdev")
+        let other = TempFolder(existing: "/dev/shm/docsync-exdev-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: other.path, withIntermediateDirectories: true)
+        defer { folder.remove(); other.remove() }
+        let staging = try PathGate(root: folder.path).folder("staging", create: true)
+        let target = try PathGate(root: other.path).file("one.json")
+        let results = FileSystem.createAll([(file: target, bytes: bytes("1"), mtimeNs: nil)], staging: staging)
+        #expect(try results[0].get().created)
+        #expect(try other.read("one.json") == "1")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("staging")).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: other.path) == ["one.json"])
+    }
+
+    static func shmIsAnotherFileSystem() -> Bool {
+        var (a, b) = (stat(), stat())
+        let base = ProcessInfo.processInfo.environment["DOCSYNC_TEST_TMP"] ?? NSTemporaryDirectory()
+        return stat("/dev/shm", &a) == 0 && stat(base, &b) == 0 && a.st_dev != b.st_dev
+    }
+
     @Test func aStatTakenSoonAfterAChangeIsNotTrusted() {
         let now: Int64 = 1_800_000_000_123_456_789
         func recorded(mtime: Int64) -> FileStat {

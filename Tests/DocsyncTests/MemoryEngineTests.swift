@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import DocsyncAgent
 import DocsyncFiles
 import DocsyncIndex
@@ -162,6 +165,26 @@ import Testing
         try await editInPlaceReachesTheServer(folder, server, agentB)
     }
 
+    /// A pulled file arrives whole: a tool watching the folder sees its final name appear once
+    /// (renamed in from the state folder), never a temporary being written; nothing is left in
+    /// the staging folder, and a killed agent's temporaries there are removed at the next start.
+    @Test func aPulledFileArrivesWholeAndTheStagingFolderIsKeptClean() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("staged-pull")
+        defer { folder.remove() }
+        let stale = ".docsync/staging/.x.json.docsync-4194305-1.tmp"  // pid 2^22 + 1: above Linux's limit, so gone
+        try folder.write(stale, "{}")
+        try FileManager.default.createDirectory(atPath: folder.file("note"), withIntermediateDirectories: true)
+        let watcher = try NameWatcher(folder.file("note"))
+        let agentB = try await agent(folder, server)
+        try await put(server, #"{"id":"n","docType":"note","v":"aaaa"}"#)
+        #expect(await eventually(timeout: Self.patience, every: .milliseconds(1)) { folder.exists("note/n.json") })
+        #expect(watcher.names() == ["n.json"], "only the final name was ever seen in the folder")
+        #expect(!folder.exists(stale), "a dead agent's temporary is removed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file(".docsync/staging")).isEmpty)
+        try await agentB.stop()
+    }
+
     /// Edits `note/n.json` in place ("aaaa" to "bbbb": the same size and inode), expects the
     /// server to receive it, and stops the agent.
     func editInPlaceReachesTheServer(_ folder: TempFolder, _ server: MemoryServer, _ agent: TestAgent) async throws {
@@ -173,5 +196,36 @@ import Testing
         #expect(await eventually(timeout: Self.patience) { (try? await server.store.get(id: "n"))?.object?["v"]?.string == "bbbb" },
                 "\(agent.logs.all.suffix(4))")
         try await agent.stop()
+    }
+}
+
+/// The names that appear in one folder (created, moved in, written), by inotify.
+struct NameWatcher: ~Copyable {
+    let fd: Int32
+
+    init(_ path: String) throws {
+        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0, inotify_add_watch(fd, path, UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY)) >= 0 else {
+            throw FileSystemError("inotify", path: path)
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Every distinct name seen so far, in the order first seen.
+    func names() -> [String] {
+        var seen: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { return seen }
+            var offset = 0
+            while offset + 16 <= n {
+                let length = buffer.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)) }
+                let name = String(decoding: buffer[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }, as: UTF8.self)
+                if !seen.contains(name) { seen.append(name) }
+                offset += 16 + length
+            }
+        }
     }
 }
