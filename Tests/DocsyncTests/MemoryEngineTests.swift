@@ -185,6 +185,23 @@ import Testing
         try await agentB.stop()
     }
 
+    /// A pulled document whose own name is taken by a file the index has no row for (one the
+    /// user asked to be ignored) is written at the next free name; the file there is left alone.
+    @Test func aPulledDocumentWhoseNameIsTakenByAnUnindexedFileGetsTheNextName() async throws {
+        let server = MemoryServer()
+        let folder = try TempFolder("taken-unindexed")
+        defer { folder.remove() }
+        try folder.write(".docsyncignore", "note/n.json\n")
+        try folder.write("note/n.json", "mine, not a document")
+        let agentB = try await agent(folder, server)
+        try await put(server, #"{"id":"n","docType":"note","v":"from the server"}"#)
+        #expect(await eventually(timeout: Self.patience) { folder.exists("note/n-2.json") }, "\(agentB.logs.all.suffix(4))")
+        #expect(try folder.read("note/n-2.json").contains("from the server"))
+        #expect(try folder.read("note/n.json") == "mine, not a document")
+        #expect(await eventually(timeout: Self.patience) { (try? await agentB.row("note/n-2.json")) != nil })
+        try await agentB.stop()
+    }
+
     /// Edits `note/n.json` in place ("aaaa" to "bbbb": the same size and inode), expects the
     /// server to receive it, and stops the agent.
     func editInPlaceReachesTheServer(_ folder: TempFolder, _ server: MemoryServer, _ agent: TestAgent) async throws {
