@@ -52,6 +52,9 @@ public final class PostgresCluster: Sendable {
         let command = asUser + [
             bin + "/postgres", "-D", folder.file("data"), "-p", String(port), "-k", folder.path, "-c", "listen_addresses=127.0.0.1",
             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
+            // Its dynamic shared memory in the cluster's own folder (removed with it), not in
+            // /dev/shm, where a cluster killed with its test process left a segment behind each time.
+            "-c", "dynamic_shared_memory_type=mmap",
         ]
         let process = try DocsyncProcess(executable: command[0], arguments: Array(command.dropFirst()), logDirectory: folder.path, name: "postgres")
         let deadline = ContinuousClock.now + .seconds(60)
