@@ -51,22 +51,33 @@ extension Bench {
     /// 4b. A fresh agent on an empty folder, until its index records a file for every document
     /// on the server; then the same pages fetched by an in-process client and written as files
     /// the way the agent writes them, without its bookkeeping (index, reading back, hashing).
+    /// `--rounds` times, each into folders of its own, the two in alternating order: a file
+    /// system that slows after many removals (ext4 skips recently freed inodes for minutes) then
+    /// weighs on both sides alike.
     func measurePull(url: String, api: APIClient, work: TempFolder, results: inout Results) async throws {
-        log("pull into an empty folder")
-        let pullDir = work.file("pulled")
-        try FileManager.default.createDirectory(atPath: pullDir, withIntermediateDirectories: true)
-        let pullStart = now()
-        let puller = try DocsyncProcess(["watch", pullDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-pull")
-        try await waitForRecordedFiles(in: pullDir, atLeast: docs, process: puller)
-        results.pullSeconds = seconds(since: pullStart)
-        let pullStats = ProcessStats.read(pid: puller.pid)!
-        results.pullAgentCPU = pullStats.cpuSeconds
-        results.pullAgentRSS = pullStats.peakRSSBytes
-        await puller.stop()
-        log("pull: \(docs) in \(fmt(results.pullSeconds)) s")
-        let rawPullStart = now()
-        let rawPulled = try await pullAll(api: api, into: work.file("raw-pulled"))
-        results.rawPullDocsPerSecond = Double(rawPulled) / seconds(since: rawPullStart)
+        for round in 0..<rounds {
+            log("pull into an empty folder (round \(round + 1))")
+            var result = PullRound()
+            if round % 2 == 1 { result.rawDocsPerSecond = try await rawPull(api: api, into: work.file("raw-pulled-\(round)")) }
+            let pullDir = work.file("pulled-\(round)")
+            try FileManager.default.createDirectory(atPath: pullDir, withIntermediateDirectories: true)
+            let pullStart = now()
+            let puller = try DocsyncProcess(
+                ["watch", pullDir, "--endpoint", url, "--token-file", work.file("token")], logDirectory: work.path, name: "watch-pull-\(round)")
+            try await waitForRecordedFiles(in: pullDir, atLeast: docs, process: puller)
+            result.agentSeconds = seconds(since: pullStart)
+            let pullStats = ProcessStats.read(pid: puller.pid)!
+            (result.agentCPU, result.agentRSS) = (pullStats.cpuSeconds, pullStats.peakRSSBytes)
+            await puller.stop()
+            if round % 2 == 0 { result.rawDocsPerSecond = try await rawPull(api: api, into: work.file("raw-pulled-\(round)")) }
+            log("pull: \(docs) in \(fmt(result.agentSeconds)) s; raw \(fmt(result.rawDocsPerSecond, 0))/s")
+            results.pullRounds.append(result)
+        }
+    }
+
+    private func rawPull(api: APIClient, into folder: String) async throws -> Double {
+        let start = now()
+        return Double(try await pullAll(api: api, into: folder)) / seconds(since: start)
     }
 
     /// 5a. The server's raw ingest limit from an in-process client (single PUTs); 5b. the

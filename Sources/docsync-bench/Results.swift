@@ -14,6 +14,14 @@ struct ImportRound {
     var ratio: Double { importDocsPerSecond / rawBatchDocsPerSecond }
 }
 
+/// One round of the pull: the agent's `watch` into an empty folder, and the raw pull beside it.
+struct PullRound {
+    var agentSeconds = 0.0
+    var agentCPU = 0.0
+    var agentRSS = 0
+    var rawDocsPerSecond = 0.0
+}
+
 /// One run's figures, printed as Markdown and optionally written as JSON.
 struct Results {
     var machine = ""
@@ -28,10 +36,14 @@ struct Results {
     /// The median of each round's ratio: a round's import and raw ingest ran minutes apart at most.
     var rawBatchRatio: Double { median(\.ratio) }
     var latency: [Double] = []
-    var pullSeconds = 0.0
-    var pullAgentCPU = 0.0
-    var pullAgentRSS = 0
-    var rawPullDocsPerSecond = 0.0
+    /// The pull rounds, in order; the table shows their medians (and the highest peak RSS).
+    var pullRounds: [PullRound] = []
+    var pullSeconds: Double { percentile(pullRounds.map(\.agentSeconds), 50) }
+    var pullAgentCPU: Double { percentile(pullRounds.map(\.agentCPU), 50) }
+    var pullAgentRSS: Int { pullRounds.map(\.agentRSS).max() ?? 0 }
+    var rawPullDocsPerSecond: Double { percentile(pullRounds.map(\.rawDocsPerSecond), 50) }
+    /// The median of each round's ratio (the agent's pull against the raw pull beside it).
+    func pullRatio(docs: Int) -> Double { percentile(pullRounds.map { Double(docs) / $0.agentSeconds / $0.rawDocsPerSecond }, 50) }
     /// The same pull into a git work tree with `--git-commit`, until every change is committed.
     var gitPullSeconds = 0.0
     var gitCommits = 0
@@ -103,7 +115,7 @@ struct Results {
             | restart rescan of \(docs) unchanged files, s | \(fmt(rescanSeconds, 3)) | | |
             | rescan: document bytes read / all bytes read (rchar) | \(rescanContentBytes) / \(rescanReadBytes) | | |
             | pull into an empty folder, docs/s (\(docs) docs; raw: the same pages fetched in-process and written as files) | \(fmt(Double(docs) / pullSeconds, 0)) | | |
-            | raw pull, docs/s (docsync / raw) | \(fmt(rawPullDocsPerSecond, 0)) | | \(fmt(Double(docs) / pullSeconds / rawPullDocsPerSecond, 2))× |
+            | raw pull, docs/s (docsync / raw\(pullRounds.count > 1 ? ": the median of the rounds' ratios" : "")) | \(fmt(rawPullDocsPerSecond, 0)) | | \(fmt(pullRatio(docs: docs), 2))× |
             | pull: agent CPU seconds / peak RSS | \(fmt(pullAgentCPU, 2)) / \(pullAgentRSS >> 20) MiB | | |
             | pull with `--git-commit`, docs/s until all committed (\(gitCommits) commits; against the pull alone) | \(fmt(Double(docs) / gitPullSeconds, 0)) | \(fmt(Double(docs) / pullSeconds, 0)) | \(fmt(pullSeconds / gitPullSeconds, 2))× |
             | idle CPU, ms per minute (observed \(idleSeconds) s; per-thread schedstat) | \(fmt(idleCPUmsPerMinute, 2)) | | |
@@ -114,7 +126,7 @@ struct Results {
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
             | the same file on to a second, empty folder: pulled, downloaded, flushed, placed, s (`curl -o` + `sync FILE`; curl alone \(fmt(curlDownloadOnlySeconds, 2))) | \(fmt(downloadSeconds, 2)) | \(fmt(curlDownloadSeconds, 2)) | \(fmt(downloadSeconds / curlDownloadSeconds, 2))× |
             | peak RSS while the attachment travels: sending agent / server / receiving agent (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB / \(downloadAgentRSS >> 20) MiB | | |
-            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(agentsTable())\(selectiveTable())\(roundsTable(docs: docs))
+            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(agentsTable())\(selectiveTable())\(roundsTable(docs: docs))\(pullRoundsTable(docs: docs))
 
             ### Clock estimators on the same jittered samples
 
@@ -206,6 +218,24 @@ struct Results {
             """
     }
 
+    /// Each pull round, when there was more than one.
+    func pullRoundsTable(docs: Int) -> String {
+        guard pullRounds.count > 1 else { return "" }
+        let rows = pullRounds.enumerated().map { n, r in
+            "| \(n + 1) | \(n % 2 == 0 ? "agent" : "raw") | \(fmt(Double(docs) / r.agentSeconds, 0)) | \(fmt(r.rawDocsPerSecond, 0)) | "
+                + "\(fmt(Double(docs) / r.agentSeconds / r.rawDocsPerSecond, 2))× | \(fmt(r.agentCPU, 2)) | \(r.agentRSS >> 20) MiB |"
+        }
+        return """
+
+
+            ### Pull rounds (\(docs) documents into an empty folder each; the agent and the raw pull in alternating order)
+
+            | round | first | agent, docs/s | raw, docs/s | docsync / raw | agent CPU s | agent peak RSS |
+            |---:|---|---:|---:|---:|---:|---:|
+            \(rows.joined(separator: "\n"))
+            """
+    }
+
     func json(docs: Int) -> String {
         let values: [(String, Double)] = [
             ("docs", Double(docs)), ("import_seconds", importSeconds), ("import_docs_per_s", importRate), ("import_rounds", Double(rounds.count)), ("raw_batch_ratio", rawBatchRatio),
@@ -214,7 +244,8 @@ struct Results {
             ("latency_p99_ms", percentile(latency, 99)), ("latency_max_ms", latency.max() ?? .nan),
             ("rescan_s", rescanSeconds), ("rescan_document_bytes", Double(rescanContentBytes)), ("rescan_rchar_bytes", Double(rescanReadBytes)),
             ("pull_seconds", pullSeconds), ("pull_docs_per_s", Double(docs) / pullSeconds), ("pull_agent_cpu_s", pullAgentCPU),
-            ("pull_agent_peak_rss_bytes", Double(pullAgentRSS)), ("raw_pull_docs_per_s", rawPullDocsPerSecond),
+            ("pull_agent_peak_rss_bytes", Double(pullAgentRSS)), ("raw_pull_docs_per_s", rawPullDocsPerSecond), ("pull_ratio", pullRatio(docs: docs)),
+            ("pull_rounds", Double(pullRounds.count)),
             ("git_pull_seconds", gitPullSeconds), ("git_commits", Double(gitCommits)),
             ("idle_cpu_ms_per_min", idleCPUmsPerMinute), ("idle_wakeups_per_min", idleWakeupsPerMinute),
             ("idle_metrics_cpu_ms_per_min", idleMetricsCPUmsPerMinute),
