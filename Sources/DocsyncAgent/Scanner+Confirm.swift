@@ -83,9 +83,13 @@ extension Scanner {
         _ recorded: [Recorded], rest: [Seen] = [],
         locked: @Sendable (@Sendable () async throws -> ScanSummary) async throws -> ScanSummary = { try await $0() }
     ) async throws -> ScanSummary {
-        let toJudge = try await confirmRecorded(recorded) + rest
+        let sentBack = try await confirmRecorded(recorded) + rest
         var summary = ScanSummary()
-        summary.unchanged = recorded.count + rest.count - toJudge.count
+        summary.unchanged = recorded.count + rest.count - sentBack.count
+        // A file gone by now is the watcher's to report, with its path (a deletion, or one half
+        // of a move): judged as seen, its failed read would leave an `invalid` row for a file
+        // that is not there, which no event would ever correct.
+        let toJudge = sentBack.filter { FileSystem.info(walker.absolute($0.path)) != nil }
         guard !toJudge.isEmpty else { return summary }
         let scanner = self
         summary.add(try await locked {

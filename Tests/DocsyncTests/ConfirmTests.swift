@@ -88,4 +88,19 @@ import Testing
         #expect(summary.queued == 0)
         #expect(try row(scanner)?.stat.isSettled == false)
     }
+
+    /// A file removed between the settler's look and its read leaves no row claiming a file
+    /// there: its removal is the watcher's to report (which it does with the path). An
+    /// `invalid` row for a path with no file would never be corrected by an event, and would
+    /// hold back a pulled document that needs the path.
+    @Test func aFileRemovedBeforeItIsReadAgainLeavesNoRowForAFileThatIsNotThere() async throws {
+        let (folder, scanner) = try recorded("confirm-gone")
+        defer { folder.remove() }
+        let (recorded, rest) = try await scanner.lookAgain(["note/n.json"], readyBefore: FileSystem.realtimeNanoseconds())
+        #expect(recorded.count == 1 && rest.isEmpty)
+        try FileManager.default.removeItem(atPath: folder.file("note/n.json"))
+        _ = try await scanner.confirmThenJudge(recorded)
+        let row = try row(scanner)
+        #expect(row?.state != .invalid, "\(String(describing: row))")
+    }
 }
