@@ -35,18 +35,24 @@ extension FileSystem {
         return zip(files, temps).map { file, temp in
             Result { () throws(FileSystemError) -> (created: Bool, info: EntryInfo?) in
                 let (temp, info) = try temp.get()
-                var consumed = false
-                defer { if !consumed { remove(temp) } }
-                if unflushed { try flush(temp) }
                 do throws(FileSystemError) {
-                    consumed = try move(temp, to: file.file)
+                    return (try place(temp, at: file.file, flushing: unflushed), info)
                 } catch {
                     guard error.code == EXDEV else { throw error }
                     return try createBeside(file, mode: mode)
                 }
-                return (consumed, info)
             }
         }
+    }
+
+    /// Renames `temp` to `target` unless something is there by then (flushing it first, on its
+    /// own, with `flushing`); whether it was renamed. A temporary not renamed is removed.
+    private static func place(_ temp: GatedFile, at target: GatedFile, flushing: Bool) throws(FileSystemError) -> Bool {
+        var consumed = false
+        defer { if !consumed { remove(temp) } }
+        if flushing { try flush(temp) }
+        consumed = try move(temp, to: target)
+        return consumed
     }
 
     /// `temp` flushed to disk on its own.
@@ -65,10 +71,7 @@ extension FileSystem {
         _ file: (file: GatedFile, bytes: [UInt8], mtimeNs: Int64?), mode: UInt32
     ) throws(FileSystemError) -> (created: Bool, info: EntryInfo?) {
         let (temp, info) = try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: true, mtimeNs: file.mtimeNs)
-        var consumed = false
-        defer { if !consumed { remove(temp) } }
-        consumed = try move(temp, to: file.file)
-        return (consumed, info)
+        return (try place(temp, at: file.file, flushing: false), info)
     }
 
     /// One flush per file system `temps` are on (looked up once per folder); true where one
