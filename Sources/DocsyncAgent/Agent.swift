@@ -102,7 +102,7 @@ public actor Agent {
         var applier = ChangeApplier(
             root: root, gate: gate, index: index, clock: clock, walker: scanner.walker,
             rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: logger,
-            metrics: metrics, selection: options.selection)
+            metrics: metrics, selection: options.selection, beforeRecording: options.beforeRecordingAPulledWrite)
         applier.remoteFiles = { [endpoint] property, document in endpoint.remoteFile(in: property, of: document) }
         self.applier = applier
         var changes = ServerChanges(

@@ -59,6 +59,9 @@ public struct AgentOptions: Sendable {
     /// Called once the first full scan has queued the folder's changes and the watches are in
     /// place (a service manager's "ready").
     public var onWatching: (@Sendable () -> Void)?
+    /// Called between a pulled change's write and its record (``ChangeApplier/beforeRecording``);
+    /// for tests only.
+    var beforeRecordingAPulledWrite: (@Sendable (String) async -> Void)?
 
     public init(root: String, endpointURL: String, token: String, tokenFile: String? = nil) {
         self.root = root

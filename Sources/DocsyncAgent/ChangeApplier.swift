@@ -42,6 +42,9 @@ struct ChangeApplier: Sendable {
     var remoteFiles: @Sendable (String, JSONObject) -> RemoteFileMatch? = { _, _ in nil }
     /// Told when download jobs were queued.
     var downloadsQueued = WakeSignal()
+    /// Called between a pulled change's write and its record in the index. Tests stand a user's
+    /// save in here: the two are not one step, and nothing the agent records may hide that save.
+    var beforeRecording: (@Sendable (String) async -> Void)?
     /// Conflict copies kept per document; older ones are removed.
     static let conflictCopiesKept = 5
 
@@ -190,45 +193,13 @@ struct ChangeApplier: Sendable {
         path: String, id: String, docType: String, content: JSONObject, base: JSONObject, rev: Int64, pending: OutboxEntry?, stamp: Int64,
         also: (@Sendable (IndexTransaction) throws -> Void)? = nil
     ) async throws {
-        let target = try gate.file(path, createFolders: true)
-        var fileObject = content
-        for key in DocumentRules.reservedKeys { fileObject[key] = nil }
-        // What the file holds must be what the index last read there: a save not scanned yet is
-        // merged first, never written over.
-        let recorded = try await index.read { try $0.file(at: path) }
-        var keptBeside = false
-        if FileSystem.info(target) == nil {
-            // Deleted (or moved away) since the index saw it: the watcher reports that first.
-            guard recorded == nil else { throw ChangedOnDisk() }
-            guard try FileSystem.replace(target, with: JSONWriter.fileBytes(.object(fileObject)), ifItHolds: nil) else { throw ChangedOnDisk() }
-        } else {
-            let current = try? FileSystem.read(target, maxSize: Int.max)
-            guard let recorded, recorded.hash == current.map({ ContentHash.sha256Hex($0.bytes) }) else { throw ChangedOnDisk() }
-            if let current, let existing = try? DocumentRules.parseObject(current.bytes, maxSize: Int.max) {
-                // A docType the file leaves to its folder stays implicit.
-                if existing["docType"] == nil, (try? DocumentRules.docType(of: JSONObject(), relativePath: path)) == docType {
-                    fileObject["docType"] = nil
-                }
-                let laidOut = Merge.keepingOrder(of: .object(existing), .object(fileObject))
-                if laidOut != .object(existing) {
-                    guard try FileSystem.replace(target, with: JSONWriter.fileBytes(laidOut), ifItHolds: current.bytes, mode: current.info.mode) else {
-                        throw ChangedOnDisk()
-                    }
-                }
-            } else {
-                // Not a document right now (half edited, broken, unreadable): the file stays as the
-                // user left it, the server's version goes beside it; once the file is fixed, it is sent.
-                try writeConflictCopy(of: path, content)
-                logger.warning(
-                    "the file is not a valid document; the server's version is kept beside it", metadata: ["file.path": "\(path)", "doc.id": "\(id)"])
-                keptBeside = true
-            }
-        }
-        let readStart = FileSystem.realtimeNanoseconds()
-        let written = keptBeside ? nil : try? FileSystem.read(target, maxSize: Int.max)
-        if !keptBeside && written == nil { throw ChangedOnDisk() }
+        let writeStart = FileSystem.realtimeNanoseconds()
+        let file = try await put(content, at: path, id: id, docType: docType)
+        await beforeRecording?(path)
+        // The file is recorded as written (its bytes, the stat of the file put there), never as
+        // read back: a save that lands in between is then a change the scanner finds.
         let record = Written(
-            path: path, id: id, docType: docType, file: written, readStart: readStart, content: content, base: base, rev: rev,
+            path: path, id: id, docType: docType, file: file, readStart: writeStart, content: content, base: base, rev: rev,
             stamp: stamp, pending: pending, now: clock.now(), downloads: fileJobs(id: id, content: content))
         try await index.write { tx in
             try record.record(tx)
@@ -236,6 +207,42 @@ struct ChangeApplier: Sendable {
         }
         if !record.downloads.isEmpty { downloadsQueued.signal() }
         if pending != nil { pushWork.signal() }  // the pusher is told, as for a scanned change
+    }
+
+    /// Puts `content` in the file at `path`: the bytes and stat the file has then, or `nil` where
+    /// the file is not a document right now and the server's version went beside it.
+    private func put(_ content: JSONObject, at path: String, id: String, docType: String) async throws -> (bytes: [UInt8], info: EntryInfo)? {
+        let target = try gate.file(path, createFolders: true)
+        var fileObject = content
+        for key in DocumentRules.reservedKeys { fileObject[key] = nil }
+        // What the file holds must be what the index last read there: a save not scanned yet is
+        // merged first, never written over.
+        let recorded = try await index.read { try $0.file(at: path) }
+        guard FileSystem.info(target) != nil else {
+            // Deleted (or moved away) since the index saw it: the watcher reports that first.
+            guard recorded == nil else { throw ChangedOnDisk() }
+            let bytes = JSONWriter.fileBytes(.object(fileObject))
+            guard let info = try FileSystem.replacing(target, with: bytes, ifItHolds: nil) else { throw ChangedOnDisk() }
+            return (bytes, info)
+        }
+        let current = try? FileSystem.read(target, maxSize: Int.max)
+        guard let recorded, recorded.hash == current.map({ ContentHash.sha256Hex($0.bytes) }) else { throw ChangedOnDisk() }
+        guard let current, let existing = try? DocumentRules.parseObject(current.bytes, maxSize: Int.max) else {
+            // Not a document right now (half edited, broken, unreadable): the file stays as the
+            // user left it, the server's version goes beside it; once the file is fixed, it is sent.
+            try writeConflictCopy(of: path, content)
+            logger.warning("the file is not a valid document; the server's version is kept beside it", metadata: ["file.path": "\(path)", "doc.id": "\(id)"])
+            return nil
+        }
+        // A docType the file leaves to its folder stays implicit.
+        if existing["docType"] == nil, (try? DocumentRules.docType(of: JSONObject(), relativePath: path)) == docType {
+            fileObject["docType"] = nil
+        }
+        let laidOut = Merge.keepingOrder(of: .object(existing), .object(fileObject))
+        guard laidOut != .object(existing) else { return current }
+        let bytes = JSONWriter.fileBytes(laidOut)
+        guard let info = try FileSystem.replacing(target, with: bytes, ifItHolds: current.bytes, mode: current.info.mode) else { throw ChangedOnDisk() }
+        return (bytes, info)
     }
 
     /// Moves the file of a document deleted on the server into `.docsync/trash/` (recoverable).

@@ -284,27 +284,26 @@ extension Scanner {
         let text = DocumentRules.settingID(id, in: o.bytes)
         // Only over the content that was read: if the user saved again meanwhile, their version
         // wins and the next event brings it back here.
-        let written: Bool
-        let target: GatedFile
+        // Before the write: a save landing after it has a later mtime, so the stat recorded is
+        // unsettled and that save is read at its event.
+        let writeStart = FileSystem.realtimeNanoseconds()
+        let written: EntryInfo?
         do {
-            target = try gate.file(o.path)
-            written = try FileSystem.replace(target, with: text, ifItHolds: o.bytes, mode: o.info.mode)
+            written = try FileSystem.replacing(gate.file(o.path), with: text, ifItHolds: o.bytes, mode: o.info.mode)
         } catch {
             return Observed(
                 path: o.path, info: o.info, stat: o.stat, bytes: o.bytes, hash: o.hash,
                 result: .failure(.unreadable("cannot write the assigned id into the file: \(error.reason)")))
         }
-        guard written else {
+        guard let info = written else {
             return Observed(
                 path: o.path, info: o.info, stat: o.stat, bytes: o.bytes, hash: o.hash, result: .failure(.unreadable("changed while being read; will retry")))
         }
-        let readStart = FileSystem.realtimeNanoseconds()
-        let info = FileSystem.info(target) ?? o.info
         let parsed = Result { () throws(DocumentProblem) in try DocumentRules.parseObject(text, maxSize: Int.max) }
         logger.info("assigned id", metadata: ["file.path": "\(o.path)", "doc.id": "\(id)"])
         let hash = ContentHash.sha256Hex(text)
         return Observed(
-            path: o.path, info: info, stat: FileStat(recording: info, readBefore: readStart), bytes: text, hash: hash, result: parsed, attachments: o.attachments,
+            path: o.path, info: info, stat: FileStat(recording: info, readBefore: writeStart), bytes: text, hash: hash, result: parsed, attachments: o.attachments,
             wire: Self.wire(parsed, path: o.path, bytes: text, hash: hash), schemas: schemas)
     }
 

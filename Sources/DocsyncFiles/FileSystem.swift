@@ -104,12 +104,24 @@ public enum FileSystem {
     /// the two are swapped back. Creating uses `RENAME_NOREPLACE`. Where the file system has
     /// neither, the check is made just before a plain rename. The mode is kept.
     public static func replace(_ file: GatedFile, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644) throws(FileSystemError) -> Bool {
-        let temp = try writeTemporary(bytes, beside: file, mode: mode).file
-        return try install(
+        try replacing(file, with: bytes, ifItHolds: expected, mode: mode) != nil
+    }
+
+    /// ``replace(_:with:ifItHolds:mode:)``, giving the stat of the file it put in place (`nil`:
+    /// nothing was replaced). A record of the write takes this stat, not one taken at the path
+    /// afterwards: a save landing just after the write then never passes for the write itself.
+    public static func replacing(
+        _ file: GatedFile, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644
+    ) throws(FileSystemError) -> EntryInfo? {
+        let (temp, info) = try writeTemporary(bytes, beside: file, mode: mode, stat: true)
+        let installed = try install(
             temp, at: file, ifDisplaced: expected.map { expected in { (try? read($0, maxSize: expected.count).bytes) == expected } },
             // Someone else's save goes back, unless `file` was written again since (then that
             // newer version stays, as it would have without us).
             stillOurs: { (try? read($0, maxSize: bytes.count).bytes) == bytes })
+        guard installed else { return nil }
+        guard let info else { throw FileSystemError("stat", path: file.path) }
+        return info
     }
 
     /// Moves the new file `temp` to `file`, or removes it. With `ifDisplaced` nil, only where
@@ -200,9 +212,10 @@ public enum FileSystem {
 
     /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
     /// flushes it with others) and returns it; with `mtimeNs`, the file is given that modification
-    /// time, and its stat comes back with it (nil where the time could not be set).
+    /// time, and its stat comes back with it (nil where the time could not be set); otherwise the
+    /// stat comes back only if `wanted`.
     static func writeTemporary(
-        _ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true, mtimeNs: Int64? = nil
+        _ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true, mtimeNs: Int64? = nil, stat wanted: Bool = false
     ) throws(FileSystemError) -> (file: GatedFile, info: EntryInfo?) {
         let temp = try temporary(beside: file)
         let fd = openat(temp.folder.fd, temp.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode & 0o7777))
@@ -219,8 +232,8 @@ public enum FileSystem {
             remove(temp)
             throw e
         }
-        guard let mtimeNs else { return (temp, nil) }
         var st = stat()
+        guard let mtimeNs else { return (temp, wanted && fstat(fd, &st) == 0 ? EntryInfo(st) : nil) }
         let omit = timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)  // UTIME_OMIT: the access time is left as it is
         let times = [omit, timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
         // A file system that keeps no such time (or refuses to set it) leaves the file undated.

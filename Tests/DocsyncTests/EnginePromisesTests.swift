@@ -54,6 +54,33 @@ extension HeavySuites {
         await server.stop()
     }
 
+    /// Regression (ConvergenceTests, seed 1461806029286022442): a save that landed between a
+    /// pulled change's write and its record was recorded as the pulled version, since the record
+    /// read the file back. The save was never sent, and the next pulled change wrote over it.
+    @Test func aSaveLandingWhileAPulledChangeIsRecordedIsSentAndKept() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("save-mid-pull")
+        defer { folder.remove() }
+        let armed = Mutex(false)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { options in
+            options.beforeRecordingAPulledWrite = { path in
+                guard path == "note/d.json", armed.withLock({ armed in defer { armed = false }; return armed }) else { return }
+                // The user's editor saves over the pulled version, adding a field of their own.
+                #expect((try? carefulEdit(folder, path) { $0["mine"] = .string("kept") }) != nil)
+            }
+        }
+        try folder.write("note/d.json", #"{"id":"d","docType":"note","title":"first"}"#)
+        #expect(await eventually { (try? await server.api.documents(type: "note"))?["d"] != nil })
+        armed.withLock { $0 = true }
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"d","docType":"note","title":"second"}"#).status == 200)
+        let both: @Sendable (JSONObject?) -> Bool = { $0?["title"] == .string("second") && $0?["mine"] == .string("kept") }
+        #expect(await eventually { both(try? await server.api.documents(type: "note")["d"]) }, "the save reaches the server: \(agent.logs.all.suffix(6))")
+        #expect(await eventually { both(try? DocumentRules.parseObject(Array(folder.bytes("note/d.json")))) }, "and stays in the file")
+        #expect(!armed.withLock { $0 }, "the save was made between the write and its record")
+        try await agent.stop()
+        await server.stop()
+    }
+
     /// Regression: agent A's create was stored but its reply lost; B edited the document; A sent
     /// its create again without a base revision and it was stored over B's edit, in both folders.
     @Test func aWriteSentAgainAfterALostReplyDoesNotOverwriteAnotherAgentsEdit() async throws {
