@@ -44,10 +44,10 @@ extension Downloader {
             try await superseded(job)  // the document or its property moved on since
             return
         }
-        let name = try placeFile(sha256, beside: docPath, property: property, fileExtension: job.fileExtension)
+        let (name, placed) = try placeFile(sha256, beside: docPath, property: property, fileExtension: job.fileExtension)
         let relative = Self.sibling(of: docPath, named: name)
         let readStart = FileSystem.realtimeNanoseconds()
-        guard let info = FileSystem.info(root + "/" + relative) else { throw ChangeApplier.ChangedOnDisk() }
+        guard let info = placed ?? FileSystem.info(root + "/" + relative) else { throw ChangeApplier.ChangedOnDisk() }
         let upload = UploadRow(
             docID: docID, property: property, reference: name, path: relative, sha256: sha256,
             stat: FileStat(recording: info, readBefore: readStart), state: .done, remoteURL: job.url, uploadedSHA256: sha256)
@@ -81,16 +81,16 @@ extension Downloader {
             return
         }
         let file = try gate.file(path)
-        let placed = try old == sha256 || FileSystem.placeCopy(of: cache.path(of: sha256), at: file) { displaced in
+        let placed = try old == sha256 ? nil : FileSystem.placeCopy(of: cache.path(of: sha256), at: file) { displaced in
             (try? ContentHash.sha256Hex(fileAt: displaced.path))?.hash == old
         }
-        guard placed else {
+        guard old == sha256 || placed != nil else {
             // Saved here meanwhile: the scan that follows uploads that version.
             try await superseded(job)
             return
         }
         let readStart = FileSystem.realtimeNanoseconds()
-        guard let info = FileSystem.info(file) else { throw ChangeApplier.ChangedOnDisk() }
+        guard let info = placed ?? FileSystem.info(file) else { throw ChangeApplier.ChangedOnDisk() }
         var updated = row
         updated.sha256 = sha256
         updated.stat = FileStat(recording: info, readBefore: readStart)
@@ -113,8 +113,9 @@ extension Downloader {
     }
 
     /// Copies the cached file beside the document under the first free name (or finds it there
-    /// from a run cut short after placing it); returns the name.
-    private func placeFile(_ sha256: String, beside docPath: String, property: String, fileExtension: String?) throws -> String {
+    /// from a run cut short after placing it): its name, and the stat of the copy put there
+    /// (`nil` where a file of the same bytes already was).
+    private func placeFile(_ sha256: String, beside docPath: String, property: String, fileExtension: String?) throws -> (String, EntryInfo?) {
         let folder = try gate.folder(Self.folder(of: docPath), create: false)
         var stem = String(docPath.split(separator: "/").last ?? "document")
         if stem.hasSuffix(".json") { stem.removeLast(5) }
@@ -123,10 +124,10 @@ extension Downloader {
         for n in 1...100 {
             let file = try GatedFile(folder, n == 1 ? "\(base).\(ext)" : "\(base)-\(n).\(ext)")
             if let info = FileSystem.info(file) {
-                if info.kind == .file, (try? ContentHash.sha256Hex(fileAt: file.path))?.hash == sha256 { return file.name }
+                if info.kind == .file, (try? ContentHash.sha256Hex(fileAt: file.path))?.hash == sha256 { return (file.name, nil) }
                 continue
             }
-            if try FileSystem.placeCopy(of: cache.path(of: sha256), at: file) { return file.name }
+            if let placed = try FileSystem.placeCopy(of: cache.path(of: sha256), at: file) { return (file.name, placed) }
         }
         throw EndpointError.localFile("no free name for the attached file beside \(docPath)")
     }

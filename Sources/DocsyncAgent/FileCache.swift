@@ -53,7 +53,7 @@ struct FileCache: Sendable {
         let destination = path(of: sha256)
         do {
             try FileSystem.makeDirectories("\(root)/\(sha256.prefix(2))")
-            _ = try FileSystem.placeCopy(of: source, at: GatedFile.trusted(destination))
+            try FileSystem.placeCopy(of: source, at: GatedFile.trusted(destination))
         } catch {
             return false
         }

@@ -13,8 +13,11 @@ extension FileSystem {
     /// With `replacing` nil, the copy is created only where nothing is (false otherwise). With
     /// `replacing`, the copy is swapped with what is there and `replacing` is asked about the
     /// file it displaced: unless that is the version the caller expected (a save came in between),
-    /// the two are swapped back and nothing changed (false).
-    public static func placeCopy(of source: String, at file: GatedFile, replacing: ((GatedFile) -> Bool)? = nil) throws(FileSystemError) -> Bool {
+    /// the two are swapped back and nothing changed (`nil`). Gives the stat of the file put in
+    /// place, taken before it was: a record of the placement takes it, never the stat of whatever
+    /// is at `file` afterwards (a save landing just after would pass for the copy).
+    @discardableResult
+    public static func placeCopy(of source: String, at file: GatedFile, replacing: ((GatedFile) -> Bool)? = nil) throws(FileSystemError) -> EntryInfo? {
         let temp = try temporary(beside: file)
         var st = stat()
         let alone = stat(source, &st) == 0 && st.st_nlink == 1
@@ -24,7 +27,11 @@ extension FileSystem {
             }
             try copy(source, to: temp)
         }
-        return try install(temp, at: file, ifDisplaced: replacing, stillOurs: { _ in true })
+        guard let placed = info(temp) else {
+            remove(temp)
+            throw FileSystemError("stat", path: temp.path)
+        }
+        return try install(temp, at: file, ifDisplaced: replacing, stillOurs: { _ in true }) ? placed : nil
     }
 
     /// Copies `source` into the new file `target` (the kernel copies where it can) and flushes it.

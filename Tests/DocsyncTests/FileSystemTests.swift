@@ -31,6 +31,28 @@ import Testing
         #expect(try leftovers(folder).isEmpty, "no temp files left behind")
     }
 
+    /// A write is recorded with the stat of the file it put in place, not with whatever is at
+    /// the path when the record is made: an editor's save landing in between then differs from
+    /// the record (another inode), and is read. Both ways the agent writes into the folder.
+    @Test func theStatAWriteGivesIsOfTheFileItPutThere() throws {
+        let folder = try TempFolder("written-stat")
+        defer { folder.remove() }
+        try folder.write("cache.bin", "from the server")
+        func editorSave(_ name: String) throws {
+            try folder.write("." + name + ".swp", "the user's")
+            #expect(rename(folder.file("." + name + ".swp"), folder.file(name)) == 0)
+        }
+        let replaced = try #require(try FileSystem.replacing(GatedFile.trusted(folder.file("a.json")), with: bytes("ours"), ifItHolds: nil))
+        let placed = try #require(try FileSystem.placeCopy(of: folder.file("cache.bin"), at: GatedFile.trusted(folder.file("b.bin"))))
+        #expect(replaced.size == 4 && placed.size == 15)
+        #expect(replaced.inode == FileSystem.info(folder.file("a.json"))?.inode && placed.inode == FileSystem.info(folder.file("b.bin"))?.inode)
+        for name in ["a.json", "b.bin"] { try editorSave(name) }
+        #expect(replaced.inode != FileSystem.info(folder.file("a.json"))?.inode)
+        #expect(placed.inode != FileSystem.info(folder.file("b.bin"))?.inode)
+        #expect(try FileSystem.replacing(GatedFile.trusted(folder.file("a.json")), with: bytes("stale"), ifItHolds: bytes("ours")) == nil)
+        #expect(try folder.read("a.json") == "the user's")
+    }
+
     /// Regression: the temporary beside a file with a 240-byte name was over NAME_MAX, so every
     /// write from the server into such a file failed ("create …tmp").
     @Test func aFileWhoseNameIsNearTheLimitIsReplacedAtomically() throws {
