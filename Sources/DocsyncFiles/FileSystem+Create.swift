@@ -14,9 +14,9 @@ extension FileSystem {
     }
 
     /// ``createAll(_:mode:)`` giving each file the modification time `mtimeNs` (nanoseconds since
-    /// 1970) where one is given. Per file: whether it was created and, for a file given a time,
-    /// its stat (taken from the temporary once dated: the rename keeps it; nil where the file
-    /// system would not set the time), or why it could not be.
+    /// 1970) where one is given. Per file: whether it was created and its stat, taken from the
+    /// temporary (the rename keeps it; nil where the file system would not set a time given), or
+    /// why it could not be. A save landing after the rename never passes for the file made.
     ///
     /// With `staging`, the temporaries are written there and renamed into their folders: a
     /// folder someone watches then sees each file arrive whole, in one event, instead of a
@@ -28,7 +28,7 @@ extension FileSystem {
         let temps = files.map { file in
             Result { () throws(FileSystemError) in
                 let beside = try staging.map { folder throws(FileSystemError) in try GatedFile(folder, file.file.name) } ?? file.file
-                return try writeTemporary(file.bytes, beside: beside, mode: mode, sync: false, mtimeNs: file.mtimeNs)
+                return try writeTemporary(file.bytes, beside: beside, mode: mode, sync: false, mtimeNs: file.mtimeNs, stat: true)
             }
         }
         let unflushed = flushAll(temps.compactMap { try? $0.get().file })
@@ -70,7 +70,7 @@ extension FileSystem {
     private static func createBeside(
         _ file: (file: GatedFile, bytes: [UInt8], mtimeNs: Int64?), mode: UInt32
     ) throws(FileSystemError) -> (created: Bool, info: EntryInfo?) {
-        let (temp, info) = try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: true, mtimeNs: file.mtimeNs)
+        let (temp, info) = try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: true, mtimeNs: file.mtimeNs, stat: true)
         return (try place(temp, at: file.file, flushing: false), info)
     }
 
