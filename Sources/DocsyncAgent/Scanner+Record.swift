@@ -107,7 +107,10 @@ extension Scanner {
             return
         }
         if row.deletedAt == nil && (row.bodyHash == bodyHash || (existing != nil && sameContent(row.body, bodyText))) {
-            if row.path != o.path { try tx.setDocumentPath(id: document.id, path: o.path) }
+            if row.path != o.path {
+                try tx.setDocumentPath(id: document.id, path: o.path)
+                row.path = o.path  // the row is written again below (new text, or sent again): with its new path
+            }
             if row.bodyHash != bodyHash { try keepText(bodyText, hash: bodyHash, of: &row, tx: tx) }
             let attached = try reconcileAttachments(o, id: document.id, anyUploads: anyUploads, stamp: stamp, tx: tx, result: &r)
             guard attached.wireChanged else {

@@ -81,6 +81,29 @@ extension HeavySuites {
         await server.stop()
     }
 
+    /// Regression (ConvergenceTests, seed 4719781550540053962): a file moved while its text
+    /// changed but not its content (its members in another order, as a pulled version written in
+    /// the file's own order is) left the document at its old path. The move's path was written,
+    /// then the old one again with the new text, and every later change from the server waited
+    /// for a file that was not there.
+    @Test func aMovedFileWhoseTextChangedButNotItsContentTakesTheDocumentWithIt() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("move-reordered")
+        defer { folder.remove() }
+        var agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        try folder.write("notes/a.json", #"{"id":"a","docType":"note","title":"first","n":1}"#)
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.inSync() == true && folder.exists("notes/a.json") })
+        try await agent.stop()
+        try folder.write("archive/a.json", #"{"n":1,"title":"first","docType":"note","id":"a"}"#)
+        try folder.remove("notes/a.json")
+        agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","title":"second","n":1}"#).status == 200)
+        #expect(await eventually { (try? folder.read("archive/a.json"))?.contains("second") == true }, "\(agent.logs.all.suffix(6))")
+        #expect(!folder.exists("notes/a.json"))
+        try await agent.stop()
+        await server.stop()
+    }
+
     /// Regression: agent A's create was stored but its reply lost; B edited the document; A sent
     /// its create again without a base revision and it was stored over B's edit, in both folders.
     @Test func aWriteSentAgainAfterALostReplyDoesNotOverwriteAnotherAgentsEdit() async throws {
