@@ -128,7 +128,8 @@ extension ChangeApplier {
         }
         let written = records
         if !written.isEmpty {
-            try await index.write { tx in
+            if let beforeRecording { for record in written { await beforeRecording(record.path) } }
+            try await index.writeToEnd { tx in
                 for record in written { try record.record(tx) }
             }
         }

@@ -201,7 +201,7 @@ struct ChangeApplier: Sendable {
         let record = Written(
             path: path, id: id, docType: docType, file: file, readStart: writeStart, content: content, base: base, rev: rev,
             stamp: stamp, pending: pending, now: clock.now(), downloads: fileJobs(id: id, content: content))
-        try await index.write { tx in
+        try await index.writeToEnd { tx in
             try record.record(tx)
             try also?(tx)
         }
@@ -266,7 +266,7 @@ struct ChangeApplier: Sendable {
         updated.base = JSONWriter.string(.object(body))
         updated.state = .synced
         let final = updated
-        try await index.write { tx in
+        try await index.writeToEnd { tx in
             if let path { try tx.deleteFile(at: path) }
             try tx.upsertDocument(final)
             try tx.clearPullFailure(id: final.id)

@@ -99,7 +99,7 @@ extension Downloader {
         updated.uploadedSHA256 = sha256
         updated.error = nil
         let final = updated
-        try await index.write { tx in
+        try await index.writeToEnd { tx in
             try tx.upsertUpload(final)
             try tx.deleteEntry(key: final.outboxKey)
             try tx.finishDownload(docID: docID, property: property, url: job.url)

@@ -159,6 +159,16 @@ public struct Index: Sendable {
         return try await uses.withPermit(body)
     }
 
+    /// ``write(_:)`` carried to its end even when the calling task is cancelled (an async write
+    /// is rolled back then): the record of what is already on disk, files made, replaced or
+    /// moved away. A stop between the two left files the index did not know, and a pull tried
+    /// again in the same run wrote them once more beside the first (`<id>-2.json`), which the
+    /// next start took for copies.
+    public func writeToEnd<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
+        // An unstructured task: its caller's cancellation does not reach it.
+        try await Task { try await write(body) }.value
+    }
+
     /// ``write(_:)`` on the caller's thread.
     public func writeSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
         try pool.use { pool in try pool.write { db in try Self.counting(tally, writes, db, body) } }

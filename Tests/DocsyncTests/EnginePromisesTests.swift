@@ -81,6 +81,35 @@ extension HeavySuites {
         await server.stop()
     }
 
+    /// Regression (ConvergenceTests, 100 rounds, seed 3526239147733308086): an agent stopped
+    /// between creating a page's new files and recording them left files the index did not know
+    /// (the record was cancelled with its task). The same run pulled the page again and wrote
+    /// each document once more beside the first (`<id>-2.json`); the next start took the first
+    /// for a copy and gave it a new id, and the user's edit of it went to a new document.
+    @Test func aStopBetweenWritingPulledFilesAndRecordingThemLeavesThemRecorded() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("stop-mid-record")
+        defer { folder.remove() }
+        let stopped = Mutex(false)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { options in
+            // The watcher's news of the new file comes late, as from an agent whose watcher has
+            // stopped already: the pull is tried again first.
+            (options.settle, options.maxDelay) = (.seconds(3), .seconds(3))
+            options.beforeRecordingAPulledWrite = { path in
+                guard path == "note/x.json", stopped.withLock({ stopped in defer { stopped = true }; return !stopped }) else { return }
+                withUnsafeCurrentTask { $0?.cancel() }  // the stop arrives here
+            }
+        }
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"x","docType":"note","title":"pulled"}"#).status == 200)
+        #expect(await eventually { stopped.withLock { $0 } }, "\(agent.logs.all.suffix(6))")
+        #expect(await eventually { (try? await agent.index.read { try $0.document(id: "x") })?.path == "note/x.json" }, "\(agent.logs.all.suffix(6))")
+        let recorded = try await agent.index.read { tx in (try tx.document(id: "x"), try tx.outboxEntry(key: "doc:x")) }
+        #expect(recorded.0?.state == .synced && recorded.0?.serverRev == 1 && recorded.1 == nil, "recorded as pulled, nothing to send")
+        #expect(!folder.exists("note/x-2.json"))
+        try await agent.stop()
+        await server.stop()
+    }
+
     /// Regression (ConvergenceTests, seed 4719781550540053962): a file moved while its text
     /// changed but not its content (its members in another order, as a pulled version written in
     /// the file's own order is) left the document at its old path. The move's path was written,
