@@ -14,6 +14,8 @@ public struct AgentStatus: Sendable {
     public var scanError: String?
     /// Why pulling fails, while it does.
     public var pullError: String?
+    /// Pulled changes waiting for their files after a pull's tries: how many, and which.
+    public var pullWaiting: String?
     /// Folders without an inotify watch (the limit reached), rescanned on a timer instead.
     public var unwatchedFolders: Int
     public var invalidFiles: [(path: String, reason: String)]
@@ -40,7 +42,7 @@ public struct AgentStatus: Sendable {
     /// (`status`, the page, `/status`). `conflictCopies`: copies found in the tree.
     public func inSync(conflictCopies: Int = 0) -> Bool {
         counts.pending == 0 && counts.invalid == 0 && counts.rejected == 0 && offlineSince == nil && paused == nil
-            && pullFailureCount == 0 && pullError == nil && heldDeletions == 0 && conflictCopies == 0
+            && pullFailureCount == 0 && pullError == nil && pullWaiting == nil && heldDeletions == 0 && conflictCopies == 0
     }
 
     public static func read(root: String) async throws -> AgentStatus {
@@ -59,6 +61,7 @@ public struct AgentStatus: Sendable {
                 paused: try tx.meta(.paused),
                 scanError: try tx.meta(.scanError),
                 pullError: try tx.meta(.pullError),
+                pullWaiting: try tx.meta(.pullWaiting),
                 unwatchedFolders: try tx.meta(.unwatchedFolders).flatMap { Int($0) } ?? 0,
                 invalidFiles: try tx.invalidFiles().map { ($0.path, $0.error) },
                 rejected: try tx.rejectedDocuments().map { ($0.id, $0.path, $0.error) },
@@ -96,6 +99,7 @@ public struct AgentStatus: Sendable {
             ("paused", str(paused)),
             ("scan_error", str(scanError)),
             ("pull_error", str(pullError)),
+            ("pull_waiting", str(pullWaiting)),
             ("unwatched_folders", .number(String(unwatchedFolders))),
             ("invalid_files", schemas.invalidFilesJSON(invalidFiles)),
             ("clock", clockJSON),
@@ -153,6 +157,9 @@ public struct AgentStatus: Sendable {
         if let paused { lines.append("paused: \(paused)") }
         if let scanError { lines.append("scan failed, retrying: \(scanError)") }
         if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
+        if let pullWaiting {
+            lines.append("pulled changes wait for their files (moved or changed on disk, not yet seen by the watcher), tried again with each pull: \(pullWaiting)")
+        }
         if heldDeletions > 0, let heldBecause {
             lines.append("\(heldDeletions) deletions from the server are held (\(heldBecause)):")
             lines.append("  docsync resolve --deletions apply DIR moves those files to .docsync/trash; --deletions restore DIR sends them back to the server")

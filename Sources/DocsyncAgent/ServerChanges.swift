@@ -83,6 +83,7 @@ struct ServerChanges: Sendable {
         }
         let written = try await write(reply.changes, more: reply.more)
         if !reply.more { deletionTally.reset() }
+        if written.complete { try await noteWaiting([]) }
         guard written.complete, let cursor = reply.cursor else { return Taken(changed: written.changed) }
         try await index.write { [endpoint] tx in
             let old = try tx.meta(.cursor).map(SyncCursor.init)
@@ -132,12 +133,23 @@ struct ServerChanges: Sendable {
                 // Files moving on disk right now: let the watcher's batch reach the index first.
                 if attempts > 50 {
                     logger.warning("some pulled changes wait for their files to settle", metadata: ["pull.deferred": "\(docs.count)"])
+                    try await noteWaiting(docs)
                     return (false, changed)
                 }
                 try? await Task.sleep(for: .milliseconds(150))
             }
         }
         return (true, changed)
+    }
+
+    /// Records for `status` which pulled changes still wait for their files after a pull's tries
+    /// (the cursor stays, so each pull tries them again), or that none does. A folder behind the
+    /// server is never reported in sync, however it came to be behind.
+    private func noteWaiting(_ docs: [JSONObject]) async throws {
+        let ids = docs.compactMap { $0["id"]?.string }
+        let text = ids.isEmpty ? nil : "\(ids.count) (\(ids.prefix(5).joined(separator: ", "))\(ids.count > 5 ? ", …" : ""))"
+        guard try await index.read({ try $0.meta(.pullWaiting) }) != text else { return }
+        try await index.write { try $0.setMeta(.pullWaiting, text) }
     }
 
     /// Applies `batch` under the tree lock, noting for git what was written and checking it

@@ -31,6 +31,9 @@ public struct MetaKey: Sendable, Hashable {
     public static let scanError = MetaKey("scan_error")
     /// Why pulling fails, while it does.
     public static let pullError = MetaKey("pull_error")
+    /// Pulled changes that wait for their files (moved or changed on disk, not yet reported by
+    /// the watcher) after a pull's tries: which, while they do.
+    public static let pullWaiting = MetaKey("pull_waiting")
     /// Folders without an inotify watch.
     public static let unwatchedFolders = MetaKey("unwatched_folders")
 

@@ -110,6 +110,34 @@ extension HeavySuites {
         await server.stop()
     }
 
+    /// Pulled changes that wait for their files past a pull's tries (the cursor stays, and each
+    /// pull tries them again) were only logged: `status` said in sync while the folder was
+    /// behind. Here the watcher's news of a move is held back longer than a pull tries.
+    @Test func aPulledChangeWaitingForItsFileIsShownAndTheFolderIsNotCalledInSync() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("pull-waiting")
+        defer { folder.remove() }
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","title":"first"}"#).status == 200)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { options in
+            (options.settle, options.maxDelay, options.pollInterval) = (.seconds(12), .seconds(12), .seconds(1))
+        }
+        func status() async -> AgentStatus? { try? await AgentStatus.read(root: folder.path) }
+        #expect(await eventually { await status()?.inSync() == true && folder.exists("note/a.json") })
+        #expect(mkdir(folder.file("archive"), 0o755) == 0 && rename(folder.file("note/a.json"), folder.file("archive/a.json")) == 0)
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","title":"second"}"#).status == 200)
+        #expect(await eventually(timeout: .seconds(11)) { (await status())?.pullWaiting != nil }, "\(agent.logs.all.suffix(4))")
+        let waiting = try #require(await status())
+        #expect(!waiting.inSync() && waiting.text(now: 0).contains("wait for their files") && waiting.pullWaiting?.contains("a") == true)
+        #expect(await eventually(timeout: .seconds(30)) {
+            guard await status()?.inSync() == true else { return false }
+            return (try? folder.read("archive/a.json"))?.contains("second") == true
+        }, "\(agent.logs.all.suffix(4))")
+        let after = await status()
+        #expect(after?.pullWaiting == nil)
+        try await agent.stop()
+        await server.stop()
+    }
+
     /// Regression (ConvergenceTests, seed 4719781550540053962): a file moved while its text
     /// changed but not its content (its members in another order, as a pulled version written in
     /// the file's own order is) left the document at its old path. The move's path was written,
