@@ -28,7 +28,7 @@ extension FileSystem {
         let temps = files.map { file in
             Result { () throws(FileSystemError) in
                 let beside = try staging.map { folder throws(FileSystemError) in try GatedFile(folder, file.file.name) } ?? file.file
-                return try writeTemporary(file.bytes, beside: beside, mode: mode, sync: false, mtimeNs: file.mtimeNs, stat: true)
+                return try writeTemporary(file.bytes, beside: beside, mode: mode, sync: false, mtimeNs: file.mtimeNs)
             }
         }
         let unflushed = flushAll(temps.compactMap { try? $0.get().file })
@@ -70,7 +70,7 @@ extension FileSystem {
     private static func createBeside(
         _ file: (file: GatedFile, bytes: [UInt8], mtimeNs: Int64?), mode: UInt32
     ) throws(FileSystemError) -> (created: Bool, info: EntryInfo?) {
-        let (temp, info) = try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: true, mtimeNs: file.mtimeNs, stat: true)
+        let (temp, info) = try writeTemporary(file.bytes, beside: file.file, mode: mode, sync: true, mtimeNs: file.mtimeNs)
         return (try place(temp, at: file.file, flushing: false), info)
     }
 

@@ -113,7 +113,7 @@ public enum FileSystem {
     public static func replacing(
         _ file: GatedFile, with bytes: [UInt8], ifItHolds expected: [UInt8]?, mode: UInt32 = 0o644
     ) throws(FileSystemError) -> EntryInfo? {
-        let (temp, info) = try writeTemporary(bytes, beside: file, mode: mode, stat: true)
+        let (temp, info) = try writeTemporary(bytes, beside: file, mode: mode)
         let installed = try install(
             temp, at: file, ifDisplaced: expected.map { expected in { (try? read($0, maxSize: expected.count).bytes) == expected } },
             // Someone else's save goes back, unless `file` was written again since (then that
@@ -211,11 +211,10 @@ public enum FileSystem {
     }
 
     /// Writes `bytes` to a new hidden file beside `file` (synced to disk, unless the caller
-    /// flushes it with others) and returns it; with `mtimeNs`, the file is given that modification
-    /// time, and its stat comes back with it (nil where the time could not be set); otherwise the
-    /// stat comes back only if `wanted`.
+    /// flushes it with others) and returns it with its stat; with `mtimeNs`, the file is given that
+    /// modification time first (the stat is nil where the time could not be set).
     static func writeTemporary(
-        _ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true, mtimeNs: Int64? = nil, stat wanted: Bool = false
+        _ bytes: [UInt8], beside file: GatedFile, mode: UInt32, sync: Bool = true, mtimeNs: Int64? = nil
     ) throws(FileSystemError) -> (file: GatedFile, info: EntryInfo?) {
         let temp = try temporary(beside: file)
         let fd = openat(temp.folder.fd, temp.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(mode & 0o7777))
@@ -233,7 +232,7 @@ public enum FileSystem {
             throw e
         }
         var st = stat()
-        guard let mtimeNs else { return (temp, wanted && fstat(fd, &st) == 0 ? EntryInfo(st) : nil) }
+        guard let mtimeNs else { return (temp, fstat(fd, &st) == 0 ? EntryInfo(st) : nil) }
         let omit = timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)  // UTIME_OMIT: the access time is left as it is
         let times = [omit, timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
         // A file system that keeps no such time (or refuses to set it) leaves the file undated.
