@@ -19,6 +19,13 @@ extension Scanner {
         var lastKnown = ""
 
         var held: Int { disk.count + known.count }
+
+        /// The index's next page of recorded files (of at most `limit`).
+        mutating func take(known page: [(path: String, summary: FileSummary)], limit: Int) {
+            if page.count < limit { knownDone = true }
+            lastKnown = page.last?.path ?? lastKnown
+            known = ArraySlice(page)
+        }
     }
 
     /// Reconciles the whole tree with the index.
@@ -26,7 +33,12 @@ extension Scanner {
         // Documents whose attached files changed, appeared or vanished while the agent was away
         // are read again even if their own stat did not move (as many as there are attachments).
         let forced = Set(try await documentsWithChangedAttachments())
-        var sides = Sides(walk: walker.sortedWalk(removeStaleTemporaries: true, threads: ProcessInfo.processInfo.activeProcessorCount))
+        let firstKnown = try await index.read { [mergeChunk] in try $0.fileStats(after: "", limit: mergeChunk) }
+        // An index without files (a first import) has no stat to compare: the walk leaves the
+        // files' `lstat` to the read that follows, which takes it from the open file anyway.
+        var sides = Sides(walk: walker.sortedWalk(
+            removeStaleTemporaries: true, statFiles: !firstKnown.isEmpty, threads: ProcessInfo.processInfo.activeProcessorCount))
+        sides.take(known: firstKnown, limit: mergeChunk)
         var summary = ScanSummary()
         var changed: [Seen] = []
         var vanished = Set<String>()
@@ -100,10 +112,7 @@ extension Scanner {
         }
         if sides.known.isEmpty, !sides.knownDone {
             let (after, limit) = (sides.lastKnown, mergeChunk)
-            let page = try await index.read { try $0.fileStats(after: after, limit: limit) }
-            if page.count < limit { sides.knownDone = true }
-            sides.lastKnown = page.last?.path ?? sides.lastKnown
-            sides.known = ArraySlice(page)
+            sides.take(known: try await index.read { try $0.fileStats(after: after, limit: limit) }, limit: limit)
         }
     }
 

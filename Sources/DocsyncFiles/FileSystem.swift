@@ -21,6 +21,10 @@ public struct EntryInfo: Sendable, Hashable {
         self.inode = inode
         self.mode = mode
     }
+
+    /// A file known only from its directory entry (not `lstat`ed): no size, time or inode. A
+    /// stat recorded from it matches no real file's, so a later scan reads the file again.
+    public static let unknownFile = EntryInfo(kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0)
 }
 
 /// A failed system call, with the path and the operation: what a user needs to act on it.

@@ -17,6 +17,7 @@ extension TreeWalker {
     public struct SortedWalk: Sendable {
         let walker: TreeWalker
         let removeStaleTemporaries: Bool
+        let statFiles: Bool
         /// The folders being visited, outermost first; each one's entries still to visit, the
         /// next last.
         private var stack: [[Entry]] = []
@@ -30,10 +31,11 @@ extension TreeWalker {
             case folder(String)
         }
 
-        init(walker: TreeWalker, relative: String, removeStaleTemporaries: Bool, threads: Int) {
+        init(walker: TreeWalker, relative: String, removeStaleTemporaries: Bool, statFiles: Bool, threads: Int) {
             self.walker = walker
             self.threads = threads
             self.removeStaleTemporaries = removeStaleTemporaries
+            self.statFiles = statFiles
             stack = [[.folder(relative)]]
         }
 
@@ -81,7 +83,7 @@ extension TreeWalker {
 
         /// A folder's files and subfolders, the first in path order last.
         private func entries(of folder: String) -> [Entry] {
-            let listed = walker.list(folder, removeStaleTemporaries: removeStaleTemporaries)
+            let listed = walker.list(folder, removeStaleTemporaries: removeStaleTemporaries, statFiles: statFiles)
             var entries: [Entry] = []
             entries.reserveCapacity(listed.files.count + listed.folders.count)
             // The sort keys' bytes side by side in one buffer: comparing two of them is a memcmp,
@@ -119,8 +121,10 @@ extension TreeWalker {
     }
 
     /// The files at or below `relative` in the byte order of their paths (see ``SortedWalk``).
-    public func sortedWalk(_ relative: String = "", removeStaleTemporaries: Bool = false, threads: Int = 1) -> SortedWalk {
-        SortedWalk(walker: self, relative: relative, removeStaleTemporaries: removeStaleTemporaries, threads: threads)
+    /// Without `statFiles`, a file the folder's listing calls regular is reported with a zeroed
+    /// ``EntryInfo``: for a caller with no recorded stat to compare it with.
+    public func sortedWalk(_ relative: String = "", removeStaleTemporaries: Bool = false, statFiles: Bool = true, threads: Int = 1) -> SortedWalk {
+        SortedWalk(walker: self, relative: relative, removeStaleTemporaries: removeStaleTemporaries, statFiles: statFiles, threads: threads)
     }
 }
 

@@ -35,7 +35,8 @@ public struct TreeWalker: Sendable {
     }
 
     /// A file found by the walk. `nameIsUTF8` is false for names that are not valid UTF-8: they
-    /// can be reported but not synced.
+    /// can be reported but not synced. `info` is ``EntryInfo/unknownFile`` where the walk did not
+    /// `lstat` the file.
     public struct Found: Sendable {
         public var path: String
         public var info: EntryInfo
@@ -56,8 +57,9 @@ public struct TreeWalker: Sendable {
         return files
     }
 
-    /// One folder's regular, non-ignored files and its subfolders.
-    func list(_ dir: String, removeStaleTemporaries: Bool) -> (files: [Found], folders: [String]) {
+    /// One folder's regular, non-ignored files and its subfolders. Without `statFiles`, a file
+    /// whose directory entry says it is regular is not `lstat`ed: its info is zeroed.
+    func list(_ dir: String, removeStaleTemporaries: Bool, statFiles: Bool = true) -> (files: [Found], folders: [String]) {
         var files: [Found] = []
         var folders: [String] = []
         guard let folder = Directory(absolute(dir)) else { return ([], []) }
@@ -79,8 +81,12 @@ public struct TreeWalker: Sendable {
                 // `//` before the name, which no real path has: a file whose valid name reads
                 // the same (`\xFF.json` typed out) keeps its own index row.
                 if entry.type == UInt8(DT_REG) {
-                    files.append(Found(path: dir + "//" + entry.name, info: EntryInfo(kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0), nameIsUTF8: false))
+                    files.append(Found(path: dir + "//" + entry.name, info: .unknownFile, nameIsUTF8: false))
                 }
+                continue
+            }
+            if !statFiles && entry.type == UInt8(DT_REG) {
+                files.append(Found(path: rel, info: .unknownFile, nameIsUTF8: true))
                 continue
             }
             guard let info = folder.info(entry.name) else { continue }

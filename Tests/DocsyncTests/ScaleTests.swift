@@ -116,6 +116,33 @@ import Testing
         #expect(jobs == [1, 1, 0])
     }
 
+    /// A first import's walk takes no `lstat` (there is no recorded stat to compare): each file's
+    /// row still gets the stat of the file as read, so the next scan finds the tree unchanged.
+    @Test func aFirstImportRecordsEachFilesOwnStatThoughItsWalkTookNone() async throws {
+        let folder = try TempFolder("scale-first-stat")
+        defer { folder.remove() }
+        // Dated an hour ago: a read now records the stat as it is, not as unsettled.
+        let past = timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)
+        for n in 0..<30 {
+            try folder.write(Self.path(n % 5, n), #"{"id":"s\#(n)","docType":"note"}"#)
+            _ = [past, past].withUnsafeBufferPointer { utimensat(AT_FDCWD, folder.file(Self.path(n % 5, n)), $0.baseAddress, 0) }
+        }
+        try FileManager.default.createDirectory(atPath: folder.file("dir.json"), withIntermediateDirectories: true)
+        var walk = TreeWalker(root: folder.path).sortedWalk(statFiles: false)
+        let walked = walk.next(max: 100)
+        #expect(walked.count == 30 && walked.allSatisfy { $0.info == .unknownFile }, "files only, none stat'ed: \(walked.map(\.path))")
+
+        let scanner = try scanner(folder, chunk: 8)
+        #expect(try await scanner.fullScan().queued == 30)
+        let recorded = try await Index.open(root: folder.path).read { try $0.allFileStats() }
+        #expect(recorded.count == 30)
+        for (path, summary) in recorded {
+            #expect(summary.stat == FileSystem.info(folder.file(path)).map(FileStat.init), "\(path)")
+        }
+        let again = try await scanner.fullScan()
+        #expect(again.unchanged == 30 && again.read == 0, "\(again)")
+    }
+
     @Test func theSortedWalkGivesTheIndexsOrder() throws {
         let folder = try TempFolder("scale-order")
         defer { folder.remove() }
