@@ -122,8 +122,7 @@ struct Scanner: Sendable {
         }
         let attributeOnly = batch.attributeOnly.subtracting(batch.paths)
         let (known, expanded) = try await index.read { [seen, vanished, walkedFolders] tx -> ([String: FileRow], Set<String>) in
-            var known: [String: FileRow] = [:]
-            for path in seen.keys { if let row = try tx.file(at: path) { known[path] = row } }
+            var known = try tx.files(at: Array(seen.keys))
             var expanded = Set<String>()
             // A path that vanished may have been a folder: everything the index had under it went too.
             for path in vanished { for row in try tx.files(atOrUnder: path) { expanded.insert(row.path) } }

@@ -119,7 +119,9 @@ public struct GatedFile: Sendable {
     public let name: String
 
     public init(_ folder: GatedFolder, _ name: String) throws(FileSystemError) {
-        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.utf8.contains(0) else {
+        // Byte checks: `String.contains(String)` goes through Foundation's search, a percent of
+        // a pull's CPU at one call per file written.
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == 0 }) else {
             throw FileSystemError("refusing the file name", path: folder.path + "/" + name, code: EINVAL)
         }
         self.folder = folder

@@ -26,7 +26,7 @@ public struct TreeWalker: Sendable {
 
     /// Whether a path is left alone: a built-in ignore on any component, or the user's rules.
     public func isIgnored(_ relative: String, isDirectory: Bool) -> Bool {
-        if relative.split(separator: "/").contains(where: { DocumentRules.isIgnoredName(String($0)) }) { return true }
+        if relative.split(separator: "/").contains(where: { DocumentRules.isIgnoredName($0) }) { return true }
         return !ignore.isEmpty && ignore.isIgnored(relative, isDirectory: isDirectory)
     }
 

@@ -205,8 +205,12 @@ public enum DocumentRules {
     /// Whether a file or folder name takes part in sync at all. Hidden names (editors' swap and lock
     /// files, `.docsync/`, `.git/`), backup files (`~`), and conflict copies are left alone.
     /// Names are compared as the bytes the kernel gives (every name in the tree passes here).
-    public static func isIgnoredName(_ name: String) -> Bool {
-        let bytes = name.utf8
+    public static func isIgnoredName(_ name: String) -> Bool { isIgnored(name.utf8) }
+
+    /// The same for one component of a path, as `split` gives it (no string made for it).
+    public static func isIgnoredName(_ name: Substring) -> Bool { isIgnored(name.utf8) }
+
+    private static func isIgnored<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> Bool {
         guard let first = bytes.first else { return false }
         return first == UInt8(ascii: ".") || first == UInt8(ascii: "#") || bytes.last == UInt8(ascii: "~")
             || contains(bytes, conflictMarker)
@@ -221,7 +225,7 @@ public enum DocumentRules {
     private static let jsonSuffix = Array(".json".utf8)
     private static let conflictMarker = Array(".sync-conflict-".utf8)
 
-    private static func contains(_ bytes: String.UTF8View, _ needle: [UInt8]) -> Bool {
+    private static func contains<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes, _ needle: [UInt8]) -> Bool {
         guard bytes.count >= needle.count else { return false }
         var start = bytes.startIndex
         while let i = bytes[start...].firstIndex(of: needle[0]) {
