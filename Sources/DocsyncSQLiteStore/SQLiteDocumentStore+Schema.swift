@@ -47,13 +47,15 @@ extension SQLiteDocumentStore {
         }
         migrator.registerMigration("v6-seq-writer") { db in
             // A batch call's page leaves out its own client's writes (`writer IS NOT ?`, see
-            // `fill`): with the writer in the sequence's index, that test is made on the index
+            // `fill`): with the writer in the sequence's indexes, that test is made on the index
             // entry, not on a table row read for it; an agent's push skipped the rows of its own
             // batches still in flight that way, a tenth of an import's server CPU. The sequence
             // stays unique by construction: each number is taken inside the single writer.
             try db.execute(sql: """
                 DROP INDEX document_seq;
                 CREATE INDEX document_seq_writer ON document(seq, writer);
+                DROP INDEX document_type_seq;
+                CREATE INDEX document_type_seq_writer ON document(doc_type, seq, writer);
                 """)
         }
         return migrator

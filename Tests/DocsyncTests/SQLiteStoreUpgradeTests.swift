@@ -27,19 +27,24 @@ import Testing
             try db.execute(sql: """
                 DROP INDEX document_seq_writer;
                 CREATE UNIQUE INDEX document_seq ON document(seq);
+                DROP INDEX document_type_seq_writer;
+                CREATE INDEX document_type_seq ON document(doc_type, seq);
                 DELETE FROM grdb_migrations WHERE identifier = 'v6-seq-writer';
                 """)
         }
         try old.close()
 
         let store = try SQLiteDocumentStore(path: path)
-        let page = try await store.sync(since: 0, documents: [], now: 2, limit: 100, client: "mine", selection: TypeSelection())
-        #expect(page.changes.compactMap { try? JSONParser.parse($0).object?["id"]?.string } == ["d1", "d3", "d5"], "theirs, in order; none of mine")
-        #expect(page.cursor == 6)
+        for selection in [TypeSelection(), TypeSelection(only: ["note"])] {
+            let page = try await store.sync(since: 0, documents: [], now: 2, limit: 100, client: "mine", selection: selection)
+            #expect(page.changes.compactMap { try? JSONParser.parse($0).object?["id"]?.string } == ["d1", "d3", "d5"], "theirs, in order; none of mine")
+            #expect(page.cursor == 6)
+        }
         await store.close()
         let indexes = try await DatabaseQueue(path: path).read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'document' ORDER BY name")
         }
         #expect(indexes.contains("document_seq_writer") && !indexes.contains("document_seq"), "\(indexes)")
+        #expect(indexes.contains("document_type_seq_writer") && !indexes.contains("document_type_seq"), "\(indexes)")
     }
 }
