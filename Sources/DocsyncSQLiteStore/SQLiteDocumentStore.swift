@@ -176,8 +176,9 @@ public struct SQLiteDocumentStore: DocumentStore {
         let writer = client == nil ? "" : " AND writer IS NOT ?"
         let clientArgument: [any DatabaseValueConvertible] = client.map { [$0] } ?? []
         if let only = selection.only {
-            // A few types: each type's next change numbers from the (doc_type, seq) index, merged;
-            // then the bodies of the first ones. Cost follows those types' changes alone.
+            // A few types: each type's next change numbers from the (doc_type, seq, writer) index
+            // alone (the writer tested there), merged; then the bodies of the first ones. Cost
+            // follows those types' changes alone.
             var seqs: [Int64] = []
             for type in only where !selection.except.contains(type) {
                 seqs += try Int64.fetchAll(
