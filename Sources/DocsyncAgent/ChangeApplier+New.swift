@@ -110,18 +110,24 @@ extension ChangeApplier {
         // The content is the wire body: no reserved fields, its docType written out; dated (see
         // `dated`) where the document changed long enough ago.
         let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content)), mtimeNs: Self.dated($0.new.stamp, before: writeStart)) }
-        var records: [Written] = []
+        let news = creating.map(\.new), bytes = files.map(\.bytes)
+        // The texts the index records (hashes, the body) are made on another thread while the
+        // files are written: pure work on the content, a twentieth of a pull's CPU.
+        async let texts = zip(news, bytes).map { new, bytes in
+            Written.Texts(fileBytes: bytes, docType: new.docType, content: new.content, base: new.content)
+        }
         // Nobody watches the staging folder: a watched folder sees each file arrive whole.
         let staging = try? gate.folder(Self.stagingFolder, create: true)
-        for (((new, target), created), bytes) in zip(zip(creating, FileSystem.createAll(files, staging: staging)), files.map(\.bytes)) {
+        let outcomes = FileSystem.createAll(files, staging: staging)
+        var records: [Written] = []
+        for ((((new, target), created), bytes), texts) in zip(zip(zip(creating, outcomes), bytes), await texts) {
             do {
                 // Not created: a file appeared at that name meanwhile.
                 let (made, stat) = try created.get()
                 guard made, let info = stat ?? FileSystem.info(target), info.kind == .file else { throw ChangedOnDisk() }
                 records.append(Written(
-                    path: new.path, id: new.id, docType: new.docType, file: (bytes, info), readStart: writeStart, content: new.content,
-                    base: new.content, rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(),
-                    downloads: fileJobs(id: new.id, content: new.content)))
+                    path: new.path, id: new.id, docType: new.docType, file: (bytes, info), readStart: writeStart, texts: texts,
+                    rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(), downloads: fileJobs(id: new.id, content: new.content)))
             } catch {
                 setAside(documents[new.position], after: error, summary: &summary)
             }

@@ -30,22 +30,49 @@ extension ChangeApplier {
             path: String, id: String, docType: String, file: (bytes: [UInt8], info: EntryInfo)?, readStart: Int64, content: JSONObject,
             base: JSONObject, rev: Int64, stamp: Int64, pending: OutboxEntry?, now: Int64, downloads: [DownloadRow] = []
         ) {
+            self.init(
+                path: path, id: id, docType: docType, file: file, readStart: readStart,
+                texts: Texts(fileBytes: file?.bytes, docType: docType, content: content, base: base),
+                rev: rev, stamp: stamp, pending: pending, now: now, downloads: downloads)
+        }
+
+        /// With its texts made beforehand (a page's new files: while the files are written).
+        init(
+            path: String, id: String, docType: String, file: (bytes: [UInt8], info: EntryInfo)?, readStart: Int64, texts: Texts,
+            rev: Int64, stamp: Int64, pending: OutboxEntry?, now: Int64, downloads: [DownloadRow] = []
+        ) {
             self.downloads = downloads
             self.path = path
             self.id = id
             self.docType = docType
             self.file = file
             self.readStart = readStart
-            fileHash = file.map { ContentHash.sha256Hex($0.bytes) }
-            let body = WireForm.body(content, docType: docType)
-            bodyText = JSONWriter.string(.object(body))
-            bodyHash = ContentHash.sha256Hex(bodyText.utf8)
-            // A base equal to the body (every document a pull writes new) is not written out twice.
-            baseText = base == body ? bodyText : JSONWriter.string(.object(base))
+            fileHash = texts.fileHash
+            bodyText = texts.bodyText
+            bodyHash = texts.bodyHash
+            baseText = texts.baseText
             self.rev = rev
             self.stamp = stamp
             self.pending = pending
             self.now = now
+        }
+
+        /// What the index records of a document beside its file's stat: the file's hash, the
+        /// body (compact, no stamps) and its hash, the merge base. Pure work on the content.
+        struct Texts: Sendable {
+            let fileHash: String?
+            let bodyText: String
+            let bodyHash: String
+            let baseText: String
+
+            init(fileBytes: [UInt8]?, docType: String, content: JSONObject, base: JSONObject) {
+                fileHash = fileBytes.map { ContentHash.sha256Hex($0) }
+                let body = WireForm.body(content, docType: docType)
+                bodyText = JSONWriter.string(.object(body))
+                bodyHash = ContentHash.sha256Hex(bodyText.utf8)
+                // A base equal to the body (every document a pull writes new) is not written out twice.
+                baseText = base == body ? bodyText : JSONWriter.string(.object(base))
+            }
         }
 
         /// Records file and document (and the outbox entry) in `tx`.
