@@ -20,14 +20,17 @@ extension ChangeApplier {
 
     /// Where a page's new files are written before each is renamed into its folder: in the state
     /// folder, which no watch covers, so that the watcher (and anyone watching the folder) sees
-    /// one event for a new file instead of its temporary's five (``FileSystem/createAll(_:mode:staging:)``).
-    static let stagingFolder = Index.stateFolderName + "/staging"
+    /// one event for a new file instead of its temporary's five. Two folders, half the page's
+    /// temporaries each, written by a thread each (``FileSystem/createAll(_:mode:staging:)``).
+    static let stagingFolders = [Index.stateFolderName + "/staging", Index.stateFolderName + "/staging-2"]
 
-    /// Removes the temporaries an agent killed in the middle of a page left in the staging folder.
+    /// Removes the temporaries an agent killed in the middle of a page left in the staging folders.
     func removeStaleTemporaries() {
-        guard let staging = try? gate.folder(Self.stagingFolder, create: false) else { return }
-        for entry in staging.entries() where FileSystem.isStaleTemporary(entry.name) {
-            if let file = try? GatedFile(staging, entry.name) { FileSystem.remove(file) }
+        for path in Self.stagingFolders {
+            guard let staging = try? gate.folder(path, create: false) else { continue }
+            for entry in staging.entries() where FileSystem.isStaleTemporary(entry.name) {
+                if let file = try? GatedFile(staging, entry.name) { FileSystem.remove(file) }
+            }
         }
     }
 
@@ -116,8 +119,8 @@ extension ChangeApplier {
         async let texts = zip(news, bytes).map { new, bytes in
             Written.Texts(fileBytes: bytes, docType: new.docType, content: new.content, base: new.content)
         }
-        // Nobody watches the staging folder: a watched folder sees each file arrive whole.
-        let staging = try? gate.folder(Self.stagingFolder, create: true)
+        // Nobody watches the staging folders: a watched folder sees each file arrive whole.
+        let staging = Self.stagingFolders.compactMap { try? gate.folder($0, create: true) }
         let outcomes = FileSystem.createAll(files, staging: staging)
         var records: [Written] = []
         for ((((new, target), created), bytes), texts) in zip(zip(zip(creating, outcomes), bytes), await texts) {

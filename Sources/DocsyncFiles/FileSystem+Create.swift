@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CGlibcExtras
+import Dispatch
 
 extension FileSystem {
     /// Creates each of `files` where nothing is yet, as ``replace(_:with:ifItHolds:mode:)`` does
@@ -21,28 +22,44 @@ extension FileSystem {
     /// With `staging`, the temporaries are written there and renamed into their folders: a
     /// folder someone watches then sees each file arrive whole, in one event, instead of a
     /// temporary's creation, writes, close and rename. A file whose folder is on another file
-    /// system than `staging` is written again beside its target.
+    /// system than `staging` is written again beside its target. With several staging folders,
+    /// the files are split between them and each share's temporaries are written on a thread of
+    /// its own: creates in one folder queue on its lock, so each thread has its own folder.
     public static func createAll(
-        _ files: [(file: GatedFile, bytes: [UInt8], mtimeNs: Int64?)], mode: UInt32 = 0o644, staging: GatedFolder? = nil
+        _ files: [(file: GatedFile, bytes: [UInt8], mtimeNs: Int64?)], mode: UInt32 = 0o644, staging: [GatedFolder] = []
     ) -> [Result<(created: Bool, info: EntryInfo?), FileSystemError>] {
-        let temps = files.map { file in
+        let shares = staging.count > 1 && files.count >= 2 * staging.count ? staging.count : 1
+        let temps = inShares(files.count, shares) { i, share in
             Result { () throws(FileSystemError) in
-                let beside = try staging.map { folder throws(FileSystemError) in try GatedFile(folder, file.file.name) } ?? file.file
-                return try writeTemporary(file.bytes, beside: beside, mode: mode, sync: false, mtimeNs: file.mtimeNs)
+                let beside = try staging.isEmpty ? files[i].file : GatedFile(staging[share], files[i].file.name)
+                return try writeTemporary(files[i].bytes, beside: beside, mode: mode, sync: false, mtimeNs: files[i].mtimeNs)
             }
         }
         let unflushed = flushAll(temps.compactMap { try? $0.get().file })
-        return zip(files, temps).map { file, temp in
+        // Renamed one at a time: renames into one folder queue on its lock (and, across folders,
+        // on the file system's), so more threads only add switches.
+        return files.indices.map { i in
             Result { () throws(FileSystemError) -> (created: Bool, info: EntryInfo?) in
-                let (temp, info) = try temp.get()
+                let (temp, info) = try temps[i].get()
                 do throws(FileSystemError) {
-                    return (try place(temp, at: file.file, flushing: unflushed), info)
+                    return (try place(temp, at: files[i].file, flushing: unflushed), info)
                 } catch {
                     guard error.code == EXDEV else { throw error }
-                    return try createBeside(file, mode: mode)
+                    return try createBeside(files[i], mode: mode)
                 }
             }
         }
+    }
+
+    /// `body(i, share)` for each `i` in `0..<count`, the indices dealt out to `shares` threads
+    /// (on the caller's thread alone for one).
+    private static func inShares<T>(_ count: Int, _ shares: Int, _ body: @Sendable (Int, Int) -> T) -> [T] {
+        guard shares > 1 else { return (0..<count).map { body($0, 0) } }
+        let slots = Slots<T>(count: count)
+        DispatchQueue.concurrentPerform(iterations: shares) { share in
+            for i in stride(from: share, to: count, by: shares) { slots.set(i, body(i, share)) }
+        }
+        return slots.values
     }
 
     /// Renames `temp` to `target` unless something is there by then (flushing it first, on its
@@ -90,4 +107,24 @@ extension FileSystem {
         }
         return unflushed
     }
+}
+
+/// One result per index, each slot written by one thread only (``FileSystem/createAll``), read
+/// once all are done.
+private final class Slots<T>: @unchecked Sendable {
+    private let slots: UnsafeMutableBufferPointer<T?>
+
+    init(count: Int) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+
+    func set(_ i: Int, _ value: T) { slots[i] = value }
+
+    var values: [T] { slots.map { $0! } }
 }

@@ -178,11 +178,40 @@ import Testing
             (file: try gate.file("notes/one.json"), bytes: bytes("1"), mtimeNs: nil),
             (file: try gate.file("notes/taken.json"), bytes: bytes("ours"), mtimeNs: nil),
             (file: try gate.file("other/two.json", createFolders: true), bytes: bytes("2"), mtimeNs: 1_767_323_045_678_000_000),
-        ], staging: staging)
+        ], staging: [staging])
         #expect(results.map { try? $0.get().created } == [true, false, true])
         #expect(try folder.read("notes/one.json") == "1" && folder.read("other/two.json") == "2" && folder.read("notes/taken.json") == "theirs")
         #expect(FileSystem.info(folder.file("other/two.json"))?.mtimeNs == 1_767_323_045_678_000_000)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file(".state/staging")).isEmpty)
+    }
+
+    /// A page written through two staging folders (a thread each): every file lands at its own
+    /// target with its own bytes and time, a taken name is left as it is and reported in its
+    /// place, and neither staging folder keeps anything.
+    @Test func filesCreatedThroughTwoStagingFoldersLandWhereTheyBelong() throws {
+        let folder = try TempFolder("create-two-staged")
+        defer { folder.remove() }
+        try folder.write("notes/n7.json", "theirs")
+        let gate = try PathGate(root: folder.path)
+        let staging = [try gate.folder(".state/staging", create: true), try gate.folder(".state/staging-2", create: true)]
+        let time: Int64 = 1_767_323_045_678_000_000
+        let files = try (0..<101).map { i in
+            (file: try gate.file("notes/n\(i).json"), bytes: bytes("\(i)"), mtimeNs: i % 2 == 0 ? time + Int64(i) : nil)
+        }
+        let results = FileSystem.createAll(files, staging: staging)
+        #expect(results.count == 101)
+        for i in 0..<101 where i != 7 {
+            let made = try results[i].get()
+            #expect(made.created, "n\(i).json")
+            #expect(try folder.read("notes/n\(i).json") == "\(i)")
+            #expect(made.info == FileSystem.info(folder.file("notes/n\(i).json")))
+            if i % 2 == 0 { #expect(made.info?.mtimeNs == time + Int64(i)) }
+        }
+        #expect(try results[7].get().created == false)
+        #expect(try folder.read("notes/n7.json") == "theirs")
+        for path in [".state/staging", ".state/staging-2"] {
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file(path)).isEmpty, "\(path) is left empty")
+        }
     }
 
     /// A target on another file system than the staging folder (here tmpfs beside the tests'
@@ -195,7 +224,7 @@ import Testing
         defer { folder.remove(); other.remove() }
         let staging = try PathGate(root: folder.path).folder("staging", create: true)
         let target = try PathGate(root: other.path).file("one.json")
-        let results = FileSystem.createAll([(file: target, bytes: bytes("1"), mtimeNs: nil)], staging: staging)
+        let results = FileSystem.createAll([(file: target, bytes: bytes("1"), mtimeNs: nil)], staging: [staging])
         #expect(try results[0].get().created)
         #expect(try other.read("one.json") == "1")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("staging")).isEmpty)
