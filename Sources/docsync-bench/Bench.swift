@@ -262,14 +262,16 @@ struct Bench: AsyncParsableCommand {
     }
 
     /// Every document on the server, page by page through `/api/sync`, written to
-    /// `<folder>/<docType>/<id>.json` as the agent writes new files (a page's files made durable
-    /// together, then renamed into place); returns how many.
+    /// `<folder>/<docType>/<id>.json` as the agent writes new files (a page's temporaries written
+    /// by two threads into two staging folders, made durable together, then renamed into place);
+    /// returns how many.
     func pullAll(api: APIClient, into folder: String) async throws -> Int {
         var cursor: Int64 = 0
         var written = 0
         var folders: [String: GatedFolder] = [:]
         try FileSystem.makeDirectories(folder)
         let gate = try PathGate(root: folder)
+        let staging = [try gate.folder(".staging", create: true), try gate.folder(".staging-2", create: true)]
         while true {
             let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[]}"#)
             guard reply.status == 200, let object = reply.json?.object, case .number(let c)? = object["cursor"], let next = Int64(c),
@@ -283,7 +285,7 @@ struct Bench: AsyncParsableCommand {
                 folders[docType] = dir
                 files.append((try GatedFile(dir, "\(id).json"), JSONWriter.fileBytes(.object(doc))))
             }
-            for result in FileSystem.createAll(files) where try result.get() { written += 1 }
+            for result in FileSystem.createAll(files.map { ($0.file, $0.bytes, nil) }, staging: staging) where try result.get().created { written += 1 }
             cursor = next
             if object["more"] != .bool(true) { return written }
         }
