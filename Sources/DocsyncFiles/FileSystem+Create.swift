@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import CGlibcExtras
-import Dispatch
 
 extension FileSystem {
     /// Creates each of `files` where nothing is yet, as ``replace(_:with:ifItHolds:mode:)`` does
@@ -51,17 +50,6 @@ extension FileSystem {
         }
     }
 
-    /// `body(i, share)` for each `i` in `0..<count`, the indices dealt out to `shares` threads
-    /// (on the caller's thread alone for one).
-    private static func inShares<T>(_ count: Int, _ shares: Int, _ body: @Sendable (Int, Int) -> T) -> [T] {
-        guard shares > 1 else { return (0..<count).map { body($0, 0) } }
-        let slots = Slots<T>(count: count)
-        DispatchQueue.concurrentPerform(iterations: shares) { share in
-            for i in stride(from: share, to: count, by: shares) { slots.set(i, body(i, share)) }
-        }
-        return slots.values
-    }
-
     /// Renames `temp` to `target` unless something is there by then (flushing it first, on its
     /// own, with `flushing`); whether it was renamed. A temporary not renamed is removed.
     private static func place(_ temp: GatedFile, at target: GatedFile, flushing: Bool) throws(FileSystemError) -> Bool {
@@ -107,24 +95,4 @@ extension FileSystem {
         }
         return unflushed
     }
-}
-
-/// One result per index, each slot written by one thread only (``FileSystem/createAll``), read
-/// once all are done.
-private final class Slots<T>: @unchecked Sendable {
-    private let slots: UnsafeMutableBufferPointer<T?>
-
-    init(count: Int) {
-        slots = .allocate(capacity: count)
-        slots.initialize(repeating: nil)
-    }
-
-    deinit {
-        slots.deinitialize()
-        slots.deallocate()
-    }
-
-    func set(_ i: Int, _ value: T) { slots[i] = value }
-
-    var values: [T] { slots.map { $0! } }
 }

@@ -1,9 +1,7 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
 import DocsyncModel
-import Synchronization
 
 extension TreeWalker {
     /// The tree's files in the byte order of their paths: the order SQLite's BINARY collation
@@ -69,16 +67,9 @@ extension TreeWalker {
                 }
             }
             let folders = batch
-            let results = Mutex([[Entry]](repeating: [], count: folders.count))
-            let workers = Swift.max(1, Swift.min(threads, folders.count))
             let walk = self
-            DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                for i in stride(from: worker, to: folders.count, by: workers) {
-                    let one = walk.entries(of: folders[i])
-                    results.withLock { $0[i] = one }
-                }
-            }
-            for (path, entries) in zip(batch, results.withLock { $0 }) { listed[path] = entries }
+            let results = inShares(folders.count, Swift.max(1, Swift.min(threads, folders.count))) { i, _ in walk.entries(of: folders[i]) }
+            for (path, entries) in zip(batch, results) { listed[path] = entries }
         }
 
         /// A folder's files and subfolders, the first in path order last.
