@@ -115,7 +115,7 @@ extension ChangeApplier {
         let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content)), mtimeNs: Self.dated($0.new.stamp, before: writeStart)) }
         let news = creating.map(\.new), bytes = files.map(\.bytes)
         // The texts the index records (hashes, the body) are made on another thread while the
-        // files are written: pure work on the content, a twentieth of a pull's CPU.
+        // files are written: pure work on the content, off the applier's one path.
         async let texts = zip(news, bytes).map { new, bytes in
             Written.Texts(fileBytes: bytes, docType: new.docType, content: new.content, base: new.content)
         }
