@@ -56,11 +56,21 @@ public enum RawHTTP {
     /// Sends `head` (and `body`) on a new connection and returns what the server answered (its
     /// head at least), without sending anything more.
     public static func exchange(port: Int, head: String, body: String = "", receiveTimeout: Duration = .seconds(10)) async throws -> String {
-        try await Task.detached {
-            guard let fd = connect(port: port, receiveTimeout: receiveTimeout) else { throw ProcessFailure("cannot connect to port \(port)") }
+        try await offPool { () -> Result<String, ProcessFailure> in
+            guard let fd = connect(port: port, receiveTimeout: receiveTimeout) else { return .failure(ProcessFailure("cannot connect to port \(port)")) }
             defer { close(fd) }
             send(fd, head + body)
-            return receive(fd)
-        }.value
+            return .success(receive(fd))
+        }.get()
+    }
+
+    /// Runs `body` (blocking socket calls) on a thread of its own, and waits for it without
+    /// holding one of Swift's cooperative threads. A `recv` blocked there holds one of as many
+    /// threads as the machine has cores: two such tests at once on two cores left the servers
+    /// running in the test process no thread to answer on, and both waited out their timeouts.
+    public static func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: body()) }.start()
+        }
     }
 }

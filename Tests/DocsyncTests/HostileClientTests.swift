@@ -66,21 +66,26 @@ extension HeavySuites {
         // One endless body holds 800 KiB of the 1 MiB budget...
         let first = try #require(RawHTTP.connect(port: server.port))
         defer { close(first) }
-        RawHTTP.send(first, head + "1\r\n{\r\n")
-        for _ in 0..<8 { RawHTTP.send(first, piece) }
+        await RawHTTP.offPool {
+            RawHTTP.send(first, head + "1\r\n{\r\n")
+            for _ in 0..<8 { RawHTTP.send(first, piece) }
+        }
         #expect(await eventually { budget.inUse >= 800 << 10 }, "the first body is being held")
         // ...so a second one is refused once it would pass the budget, not read on.
-        let second = await Task.detached {
+        let second = await RawHTTP.offPool {
             guard let fd = RawHTTP.connect(port: server.port) else { return "" }
             defer { close(fd) }
             RawHTTP.send(fd, head + "1\r\n{\r\n")
             for _ in 0..<4 { RawHTTP.send(fd, piece) }
             return RawHTTP.receive(fd)
-        }.value
+        }
         #expect(second.hasPrefix("HTTP/1.1 503"), "\(second.prefix(80))")
         // The first ends; what it held is given back, and a normal call goes through.
-        RawHTTP.send(first, "1\r\n}\r\n0\r\n\r\n")
-        #expect(RawHTTP.receive(first).hasPrefix("HTTP/1.1 200"))
+        let ended = await RawHTTP.offPool {
+            RawHTTP.send(first, "1\r\n}\r\n0\r\n\r\n")
+            return RawHTTP.receive(first)
+        }
+        #expect(ended.hasPrefix("HTTP/1.1 200"))
         #expect(await eventually { budget.inUse == 0 })
         #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0}"#).status == 200)
         await server.stop()
@@ -102,16 +107,16 @@ extension HeavySuites {
         let partial = try #require(RawHTTP.connect(port: server.port))
         defer { close(partial) }
         RawHTTP.send(partial, "GET /api/stats HTTP/1.1\r\nHost: x\r\n")
-        #expect(RawHTTP.receive(partial).isEmpty, "closed without a reply")
+        #expect(await RawHTTP.offPool { RawHTTP.receive(partial) }.isEmpty, "closed without a reply")
         #expect(ContinuousClock.now - start < .seconds(5))
         // An idle keep-alive connection after a request.
         let idle = try #require(RawHTTP.connect(port: server.port))
         defer { close(idle) }
         RawHTTP.send(idle, "GET /api/time HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\(server.token)\r\n\r\n")
-        let reply = RawHTTP.receive(idle) { $0.contains("SyncDuration") }
+        let reply = await RawHTTP.offPool { RawHTTP.receive(idle) { $0.contains("SyncDuration") } }
         #expect(reply.hasPrefix("HTTP/1.1 200"))
         let idleStart = ContinuousClock.now
-        #expect(RawHTTP.receive(idle).isEmpty, "closed once idle")
+        #expect(await RawHTTP.offPool { RawHTTP.receive(idle) }.isEmpty, "closed once idle")
         #expect(ContinuousClock.now - idleStart < .seconds(5))
         await server.stop()
     }
@@ -123,7 +128,7 @@ extension HeavySuites {
             $0.connections.minimumBodyRate = 1_000
         })
         let body = #"{"id":"slow","docType":"t","pad":"\#(String(repeating: "p", count: 60))"}"#
-        let answer = await Task.detached { () -> String in
+        let answer = await RawHTTP.offPool { () -> String in
             guard let fd = RawHTTP.connect(port: server.port) else { return "" }
             defer { close(fd) }
             RawHTTP.send(fd, "PUT /api/document HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\(server.token)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
@@ -134,7 +139,7 @@ extension HeavySuites {
                 if Glibc.poll(&poll, 1, 0) > 0 { break }  // answered early
             }
             return RawHTTP.receive(fd)
-        }.value
+        }
         #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(100))")
         #expect(try await server.api.documents(type: "t").isEmpty)
         await server.stop()
