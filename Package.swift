@@ -39,6 +39,8 @@ let package = Package(
         ]),
         // glibc calls the Glibc module leaves out: renameat2 (swap or create without replacing), mallopt.
         .systemLibrary(name: "CGlibcExtras", path: "Sources/CGlibcExtras"),
+        // PCRE2 (Debian's libpcre2-dev): schema patterns matched with a limit on each match's work.
+        .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
         // sqlite3_config, variadic in C: process-wide SQLite settings.
         .systemLibrary(name: "CSQLiteExtras", path: "Sources/CSQLiteExtras"),
         // Files through one gate: paths from outside never leave the root; reads, atomic replaces,
@@ -93,7 +95,7 @@ let package = Package(
         ]),
         // JSON Schema draft 2020-12 on our JSON value: compiled once, checked exactly (numbers as
         // literals), bounded against hostile schemas. No maintained Swift library is in our mirror.
-        .target(name: "DocsyncSchema", dependencies: ["DocsyncModel"]),
+        .target(name: "DocsyncSchema", dependencies: ["DocsyncModel", "CPCRE2"]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
         .target(name: "DocsyncGit"),

@@ -46,7 +46,7 @@ Package: docsync
 Version: $version
 Architecture: $arch
 Maintainer: docsync developers <docsync@localhost>
-Depends: libc6, libsqlite3-0, libstdc++6, zlib1g
+Depends: libc6, libsqlite3-0, libpcre2-8-0, libstdc++6, zlib1g
 Recommends: inotify-tools
 Installed-Size: $size
 Section: utils

@@ -31,12 +31,22 @@ public struct CompiledSchemas: Sendable {
     public func contains(_ uri: String) -> Bool { roots[uri] != nil }
 
     /// How `instance` fails the schema compiled under `uri` (empty when it conforms), at most
-    /// `maxViolations` of them. A `uri` that was not compiled is a programming error.
+    /// `maxViolations` of them, with a whole ``CheckBudget``. A `uri` that was not compiled is a
+    /// programming error.
     public func violations(of instance: JSONValue, against uri: String, maxViolations: Int = 100) -> [SchemaViolation] {
+        var budget = CheckBudget()
+        return violations(of: instance, against: uri, maxViolations: maxViolations, budget: &budget)
+    }
+
+    /// As above, paid from `budget`, which is left with what the check did not use. A check that
+    /// runs out reports that alone (`SchemaViolation.overBudgetKeyword`).
+    public func violations(of instance: JSONValue, against uri: String, maxViolations: Int = 100, budget: inout CheckBudget) -> [SchemaViolation] {
         guard let root = roots[uri] else { preconditionFailure("no schema was compiled as \(uri)") }
-        var evaluator = SchemaEvaluator(self, maxViolations: max(1, maxViolations))
+        var evaluator = SchemaEvaluator(self, maxViolations: max(1, maxViolations), budget: budget)
         var ignored = Annotations()
         let valid = evaluator.evaluate(root, instance, annotate: false, into: &ignored)
+        budget = evaluator.budget
+        if evaluator.overBudget { return [SchemaEvaluator.overBudgetViolation] }
         if !valid && evaluator.violations.isEmpty {
             // Every failure was inside a probe; the document still fails, and says so.
             return [SchemaViolation(instance: "", keyword: "schema", message: "does not conform to the schema")]
@@ -47,9 +57,9 @@ public struct CompiledSchemas: Sendable {
     /// Whether `instance` conforms, without building any message.
     public func conforms(_ instance: JSONValue, to uri: String) -> Bool {
         guard let root = roots[uri] else { preconditionFailure("no schema was compiled as \(uri)") }
-        var evaluator = SchemaEvaluator(self, maxViolations: 1)
+        var evaluator = SchemaEvaluator(self, maxViolations: 1, budget: CheckBudget())
         evaluator.quiet = 1
         var ignored = Annotations()
-        return evaluator.evaluate(root, instance, annotate: false, into: &ignored) && !evaluator.tooDeep
+        return evaluator.evaluate(root, instance, annotate: false, into: &ignored) && !evaluator.tooDeep && !evaluator.overBudget
     }
 }

@@ -60,8 +60,14 @@ public struct DocTypeSchemas: Sendable {
     /// How `document` (of `docType`) fails its schema: nil when the docType has none, empty when
     /// it conforms.
     public func violations(of document: JSONObject, docType: String, limit: Int = 20) -> [SchemaViolation]? {
+        var budget = CheckBudget()
+        return violations(of: document, docType: docType, limit: limit, budget: &budget)
+    }
+
+    /// As above, paid from `budget` (``CheckBudget``), which keeps what the check left.
+    public func violations(of document: JSONObject, docType: String, limit: Int = 20, budget: inout CheckBudget) -> [SchemaViolation]? {
         guard let uri = uris[docType], let compiled else { return nil }
-        return compiled.violations(of: .object(Self.content(of: document)), against: uri, maxViolations: limit)
+        return compiled.violations(of: .object(Self.content(of: document)), against: uri, maxViolations: limit, budget: &budget)
     }
 
     /// Whether `document` conforms (true when its docType has no schema), without messages.
@@ -93,11 +99,26 @@ public struct DocTypeSchemas: Sendable {
     /// As ``problem(ofSchemaDocument:_:)``, each as a violation whose instance is the place in the
     /// schema document (empty when it conforms).
     public static func violations(ofSchemaDocument id: String, _ body: JSONObject) -> [SchemaViolation] {
+        var budget = CheckBudget()
+        return violations(ofSchemaDocument: id, body, budget: &budget)
+    }
+
+    /// As above, paid from `budget`. A schema over ``maxSchemaValues`` values is refused before
+    /// it is read further: compiling it and loading it with the others would cost in proportion.
+    public static func violations(ofSchemaDocument id: String, _ body: JSONObject, budget: inout CheckBudget) -> [SchemaViolation] {
         if let why = DocumentRules.docTypeProblem(id) {
             return [SchemaViolation(instance: "/id", keyword: "id", message: "its id \(Quote.text(id)) is not a docType: \(why)")]
         }
-        return metaSchema.violations(of: .object(content(of: body)), against: CompiledSchemas.draft202012, maxViolations: 20)
+        let content = content(of: body)
+        if let count = SchemaSize.valuesPast(maxSchemaValues, in: .object(content)) {
+            return [SchemaViolation(instance: "", keyword: "schema", message: "a schema of more than \(count - 1) values (at most \(maxSchemaValues)); split it into schemas that refer to each other")]
+        }
+        return metaSchema.violations(of: .object(content), against: CompiledSchemas.draft202012, maxViolations: 20, budget: &budget)
     }
+
+    /// The most JSON values (objects, arrays, strings, numbers…) one schema document may hold:
+    /// far beyond a hand-written schema, and small enough that compiling one takes milliseconds.
+    public static let maxSchemaValues = 50_000
 
     /// The meta-schemas alone, compiled once per process.
     static let metaSchema: CompiledSchemas = {

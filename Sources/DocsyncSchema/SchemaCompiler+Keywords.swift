@@ -80,7 +80,7 @@ extension SchemaCompiler {
         node.properties = Dictionary(try map("properties"), uniquingKeysWith: { first, _ in first })
         node.dependentSchemas = try map("dependentSchemas").map { (key: $0.0, node: $0.1) }
         node.patternProperties = try map("patternProperties").map { entry throws(SchemaProblem.Reason) in
-            (pattern: try SchemaPattern(entry.0), node: entry.1)
+            (pattern: try self.pattern(entry.0), node: entry.1)
         }
     }
 }

@@ -14,7 +14,7 @@ extension SchemaCompiler {
         node.maxLength = try Self.count(object, "maxLength")
         if let pattern = object["pattern"] {
             guard case .string(let text) = pattern else { throw .badValue("pattern must be a string") }
-            node.pattern = try SchemaPattern(text)
+            node.pattern = try self.pattern(text)
         }
         node.minItems = try Self.count(object, "minItems")
         node.maxItems = try Self.count(object, "maxItems")

@@ -34,6 +34,9 @@ final class SchemaCompiler {
 
     /// Subschemas over all documents; past this the schemas are refused as too large.
     static let maxNodes = 200_000
+    /// Bytes of patterns over all documents; past this the schemas are refused as too large
+    /// (each is compiled by PCRE2, whose time grows with the length).
+    static let maxPatternBytes = 256 << 10
 
     let documents: [SchemaDocument]
     let assertFormats: Bool
@@ -43,10 +46,20 @@ final class SchemaCompiler {
     var resourceByURI: [String: Int] = [:]
     var nodeByPath: [String: Int] = [:]
     var vocabularies: [Int: Set<String>?] = [:]
+    var patternBytes = 0
 
     init(documents: [SchemaDocument], assertFormats: Bool) {
         self.documents = documents
         self.assertFormats = assertFormats
+    }
+
+    /// A pattern of the schemas, compiled, its bytes counted against ``maxPatternBytes``.
+    func pattern(_ source: String) throws(SchemaProblem.Reason) -> SchemaPattern {
+        patternBytes += source.utf8.count
+        guard patternBytes <= Self.maxPatternBytes else {
+            throw .tooLarge("more than \(Self.maxPatternBytes) bytes of patterns")
+        }
+        return try SchemaPattern(source)
     }
 
     func compile() throws(SchemaProblem) -> CompiledSchemas {

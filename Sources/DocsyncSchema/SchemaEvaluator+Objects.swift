@@ -43,7 +43,7 @@ extension SchemaEvaluator {
                 matched = true
                 valid = evaluate(child, member.value, at: .key(member.key)) && valid
             }
-            for (pattern, child) in node.patternProperties where pattern.matches(member.key) {
+            for (pattern, child) in node.patternProperties where matches(pattern, member.key) {
                 matched = true
                 valid = evaluate(child, member.value, at: .key(member.key)) && valid
             }
@@ -52,7 +52,7 @@ extension SchemaEvaluator {
             } else if let additional = node.additionalProperties {
                 valid = checkLeftOver(additional, member, keyword: "additionalProperties") && valid
             }
-            if !valid && quiet > 0 { return false }
+            if (!valid && quiet > 0) || overBudget { return false }
         }
         if node.additionalProperties != nil { local.allProperties = true }
         return valid

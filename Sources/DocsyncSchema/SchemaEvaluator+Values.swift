@@ -76,7 +76,8 @@ extension SchemaEvaluator {
                 }
             }
         }
-        if let pattern = node.pattern, !pattern.matches(text) {
+        if let pattern = node.pattern, !matches(pattern, text) {
+            if overBudget { return false }
             fail("pattern", "\(Quote.text(text)) does not match the pattern \(pattern.source)")
             valid = false
         }

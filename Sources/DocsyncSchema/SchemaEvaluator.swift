@@ -38,11 +38,39 @@ struct SchemaEvaluator {
     var quiet = 0
     var depth = 0
     var tooDeep = false
+    /// What the check may still do (``CheckBudget``); once spent, every evaluation fails at once.
+    var budget: CheckBudget
+    var overBudget = false
+    let scratch = MatchScratch()
 
-    init(_ schemas: CompiledSchemas, maxViolations: Int) {
+    init(_ schemas: CompiledSchemas, maxViolations: Int, budget: CheckBudget) {
         nodes = schemas.nodes
         resources = schemas.resources
         self.maxViolations = maxViolations
+        self.budget = budget
+    }
+
+    /// The violation a check that ran out of budget ends with: the only one it reports, since
+    /// what it found before may be a part of the story.
+    static let overBudgetViolation = SchemaViolation(
+        instance: "", keyword: SchemaViolation.overBudgetKeyword,
+        message: "checking this document against its schema took more work than a check may do (\(CheckBudget.perDocument) steps); "
+            + "simplify the schema's patterns (nested or alternated repetition backtracks) or split the document")
+
+    /// Marks the check as out of budget; false, for the caller to return.
+    mutating func spend() -> Bool {
+        overBudget = true
+        return false
+    }
+
+    /// Whether `pattern` matches `text`, paid from the budget; false once it is spent.
+    mutating func matches(_ pattern: SchemaPattern, _ text: String) -> Bool {
+        guard !overBudget else { return false }
+        switch pattern.match(text, scratch: scratch, budget: &budget) {
+        case .matched: return true
+        case .unmatched: return false
+        case .overBudget: return spend()
+        }
     }
 
     var pointer: String {
@@ -70,6 +98,8 @@ struct SchemaEvaluator {
             return false
         case .keywords: break
         }
+        budget.charge(CheckBudget.perEvaluation)
+        guard !overBudget, !budget.isSpent else { return spend() }
         guard depth < Self.maxDepth else {
             tooDeep = true
             fail("$ref", "the schema refers to itself more than \(Self.maxDepth) levels deep here")

@@ -40,6 +40,9 @@ public struct SchemaViolation: Sendable, Hashable, Codable, CustomStringConverti
     public var keyword: String
     public var message: String
 
+    /// The keyword of the violation a check ends with when it ran out of ``CheckBudget``.
+    public static let overBudgetKeyword = "budget"
+
     public init(instance: String, keyword: String, message: String) {
         self.instance = instance
         self.keyword = keyword

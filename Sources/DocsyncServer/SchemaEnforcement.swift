@@ -20,13 +20,20 @@ final class SchemaEnforcement: Sendable {
         var loadedAt: ContinuousClock.Instant?
     }
 
+    /// What the checks of one request may do together: a batch of documents that each spend
+    /// their whole budget ends in about a second; past it, its other documents are refused with
+    /// that reason (an ordinary batch uses a small part of one document's budget).
+    static let requestBudget = 10 * CheckBudget.perDocument
+
     private let store: any DocumentStore
     private let assertFormats: Bool
     private let state = Mutex(State())
+    private let pool: CheckPool
 
-    init(store: any DocumentStore, assertFormats: Bool) {
+    init(store: any DocumentStore, assertFormats: Bool, pool: CheckPool = CheckPool()) {
         self.store = store
         self.assertFormats = assertFormats
+        self.pool = pool
     }
 
     /// Called after a write of `docType`: a schema written makes the next check read them again.
@@ -37,14 +44,33 @@ final class SchemaEnforcement: Sendable {
 
     /// Throws 422 with the violations when `object` fails.
     func check(_ object: JSONObject) async throws {
-        if let errors = try await violations(of: object) { throw Self.refusal(errors, of: object) }
+        let schemas = try await schemas()
+        let errors = try await pool.run {
+            var budget = CheckBudget()
+            return Self.violations(of: object, schemas, budget: &budget)
+        }
+        if let errors { throw Self.refusal(errors, of: object) }
     }
 
-    /// The batch's documents that may be written, and an error entry for each refused one.
+    /// The batch's documents that may be written, and an error entry for each refused one. Each
+    /// document takes its own turn in the pool, so other requests' checks go between them.
     func partition(_ documents: [JSONValue]) async throws -> (accepted: [JSONValue], refused: [JSONObject]) {
+        let schemas = try await schemas()
         var accepted: [JSONValue] = [], refused: [JSONObject] = []
+        var left = Self.requestBudget
         for document in documents {
-            guard case .object(let object) = document, let errors = try await violations(of: object) else {
+            guard case .object(let object) = document, Self.needsCheck(object) else {
+                accepted.append(document)
+                continue
+            }
+            let units = min(CheckBudget.perDocument, left)
+            let (errors, spent) = try await pool.run { () -> ([SchemaViolation]?, Int) in
+                var budget = CheckBudget(units)
+                let before = budget.remaining
+                return (Self.violations(of: object, schemas, budget: &budget), before - budget.remaining)
+            }
+            left -= spent
+            guard let errors else {
                 accepted.append(document)
                 continue
             }
@@ -56,15 +82,19 @@ final class SchemaEnforcement: Sendable {
         return (accepted, refused)
     }
 
-    /// Why `object` may not be written, or nil. Tombstones are never refused.
-    private func violations(of object: JSONObject) async throws -> [SchemaViolation]? {
-        guard object[DocumentRules.deletedAtKey] == nil || object[DocumentRules.deletedAtKey] == .null,
-              case .string(let docType)? = object["docType"] else { return nil }
+    /// Tombstones and documents without a docType are never refused.
+    private static func needsCheck(_ object: JSONObject) -> Bool {
+        (object[DocumentRules.deletedAtKey] == nil || object[DocumentRules.deletedAtKey] == .null) && object["docType"]?.string != nil
+    }
+
+    /// Why `object` may not be written, or nil.
+    private static func violations(of object: JSONObject, _ schemas: DocTypeSchemas, budget: inout CheckBudget) -> [SchemaViolation]? {
+        guard needsCheck(object), case .string(let docType)? = object["docType"] else { return nil }
         if docType == DocTypeSchemas.docType {
-            let errors = DocTypeSchemas.violations(ofSchemaDocument: object["id"]?.string ?? "", object)
+            let errors = DocTypeSchemas.violations(ofSchemaDocument: object["id"]?.string ?? "", object, budget: &budget)
             return errors.isEmpty ? nil : errors
         }
-        let errors = try await schemas().violations(of: object, docType: docType)
+        let errors = schemas.violations(of: object, docType: docType, budget: &budget)
         return errors?.isEmpty == false ? errors : nil
     }
 
@@ -81,7 +111,10 @@ final class SchemaEnforcement: Sendable {
             return store.followsExternalChanges && now - loadedAt > Self.externalRecheck ? nil : state.schemas
         }
         if let current { return current }
-        let loaded = DocTypeSchemas(try await load(), assertFormats: assertFormats)
+        let bodies = try await load()
+        let assertFormats = self.assertFormats
+        // Compiling is work of the same kind as checking, and is bounded by the schemas' sizes.
+        let loaded = try await pool.run { DocTypeSchemas(bodies, assertFormats: assertFormats) }
         state.withLock { $0 = State(schemas: loaded, loadedAt: now) }
         return loaded
     }

@@ -77,4 +77,46 @@ import Testing
         #expect(removed.0 == 200)
         #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: document).0 == 200, "the schema is gone: stored again")
     }
+
+    /// Trust finding (fourth round, 1): a schema whose pattern backtracks without end, and four
+    /// documents that make it do so, held every other request for over a minute and kept the
+    /// server from ending on SIGTERM. Each check now has a budget and runs on threads of its own:
+    /// the costly documents are refused with that reason, a request that needs no check is
+    /// answered meanwhile, and SIGTERM in the middle of a batch of them ends the server.
+    @Test func aCostlySchemaHoldsNoOtherRequestAndSIGTERMStillEndsTheServer() async throws {
+        let work = try TempFolder("enforce")
+        defer { work.remove() }
+        let (server, url) = try await Self.serve(in: work)
+        defer { Task { await server.stop() } }
+        let schema = #"{"id": "trap", "docType": "schema", "properties": {"s": {"type": "string", "pattern": "^(a|a)+$"}}}"#
+        #expect(try curl("PUT", url + "/api/document", token: "tok-enforce", body: schema).0 == 200)
+        let costly: @Sendable (Int) -> String = { n in #"{"id": "t-\#(n)", "docType": "trap", "s": "\#(String(repeating: "a", count: 40))!"}"# }
+        let api = APIClient(baseURL: url, token: "tok-enforce")
+        let batch = "{\"since\": 0, \"documents\": [" + (0..<400).map(costly).joined(separator: ",") + "]}"
+        async let flood: [Int] = withThrowingTaskGroup(of: Int.self) { group in
+            for n in 0..<4 { group.addTask { try await api.request("PUT", "/api/document", body: costly(1000 + n)).status } }
+            for _ in 0..<2 { group.addTask { try await api.request("POST", "/api/sync", body: batch).status } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        // Answered while the flood is checked: a note has no schema to be checked against.
+        let started = ContinuousClock.now
+        let note = try await api.request("PUT", "/api/document", body: #"{"id": "n1", "docType": "note", "text": "hello"}"#)
+        #expect(note.status == 200)
+        #expect(ContinuousClock.now - started < .seconds(5), "a request that needs no check waited \(ContinuousClock.now - started)")
+        let statuses = try await flood
+        #expect(statuses.filter { $0 == 422 }.count == 4, "\(statuses)")
+        let refused = try curl("PUT", url + "/api/document", token: "tok-enforce", body: costly(7))
+        #expect(refused.0 == 422)
+        #expect(refused.1?.object?["errors"]?.elements?.first?.object?["keyword"] == .string("budget"))
+
+        // SIGTERM while batches of costly documents are being checked.
+        let inFlight = Task { try? await api.request("POST", "/api/sync", body: batch) }
+        try await Task.sleep(for: .milliseconds(300))
+        let signalled = ContinuousClock.now
+        server.signal(SIGTERM)
+        let code = await server.wait(timeout: .seconds(10))
+        #expect(code != nil, "the server did not end on SIGTERM")
+        #expect(ContinuousClock.now - signalled < .seconds(5))
+        inFlight.cancel()
+    }
 }

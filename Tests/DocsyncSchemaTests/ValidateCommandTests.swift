@@ -47,4 +47,17 @@ import Testing
         #expect(first?["keyword"] == .string("type"))
         #expect(first?["message"] == .string(#"expected a number, got the string "12.50""#))
     }
+
+    /// Trust finding (fourth round, 1): `docsync validate` hung on `^(.*a){25}$`. The document
+    /// is reported with the budget's reason, the others are checked, and the command ends.
+    @Test func aPatternThatBacktracksWithoutEndIsReportedNotAHang() async throws {
+        let docs = try folder()
+        defer { docs.remove() }
+        try docs.write("schema/trap.json", #"{"id": "trap", "properties": {"s": {"type": "string", "pattern": "^(.*a){25}$"}}}"#)
+        try docs.write("traps/t1.json", #"{"id": "t1", "docType": "trap", "s": "\#(String(repeating: "a", count: 60))b"}"#)
+        let (status, out, _) = try await runDocsync(["validate", docs.path], logDirectory: docs.path)
+        #expect(status == 1)
+        #expect(out.contains("traps/t1.json: checking this document against its schema took more work than a check may do"), "\(out)")
+        #expect(!out.contains("inv-8"))
+    }
 }
