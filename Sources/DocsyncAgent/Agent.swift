@@ -92,7 +92,7 @@ public actor Agent {
         let scanner = Scanner(
             root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
             filesPerDocument: endpoint.capabilities.filesPerDocument, maxUploadBytes: options.maxUploadBytes, selection: options.selection,
-            schemas: schemaCheck.book, movePairing: options.movePairing, hashes: hashes, queued: { pushWork.signal() })
+            schemas: schemaCheck.book, movePairing: options.movePairing, hashes: hashes, deletionGuard: options.deletionGuard) { pushWork.signal() }
         self.scanner = scanner
         let uploading = DocumentSet()
         self.uploading = uploading
@@ -107,7 +107,7 @@ public actor Agent {
         self.applier = applier
         var changes = ServerChanges(
             endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger, metrics: metrics,
-            pushWork: pushWork, deletionGuard: options.deletionGuard, schemas: schemaCheck)
+            pushWork: pushWork, deletionGuard: options.deletionGuard, localDeletions: scanner.deletions, schemas: schemaCheck)
         (changes.git, self.committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
         self.serverChanges = changes
         self.pusher = Pusher(
@@ -159,7 +159,11 @@ public actor Agent {
         // A stored estimate stamps the scan's changes at once and is refreshed alongside it; only
         // a folder that never saw the endpoint waits for a first sample (a refused connect fails fast).
         if !restored { await refreshCalibration() }
-        let pushing = Task { await pusher.run() }
+        let pushing = Task {
+            await pusher.run()
+            // The pusher found the folder gone before sending a deletion.
+            if await pusher.folderGone { self.folderWentAway() }
+        }
         let uploading = Task { await uploader.run() }
         let downloader = self.downloader
         let downloading = Task { await downloader.run() }
@@ -224,6 +228,13 @@ public actor Agent {
     /// watcher's batches and the documents of files hashed in the background come through here.
     func scan(_ batch: ChangeBatch) async {
         let (scanner, pusher, uploader) = (self.scanner, self.pusher, self.uploader)
+        // An `rm -rf` reaches the watcher as the deletion of every file before the folder's own
+        // (which an open descriptor keeps from being reported), and a folder made again at the
+        // path is not the one watched: neither is scanned, and the agent stops.
+        if scanner.gate.rootIsGone {
+            folderWentAway()
+            return
+        }
         do {
             if batch.overflow { metrics.rescan("overflow") }
             let lock = self.lock

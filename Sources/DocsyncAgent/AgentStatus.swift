@@ -33,6 +33,9 @@ public struct AgentStatus: Sendable {
     /// Deletions from the server held for the user's word (see ``DeletionGuard``), and why.
     public var heldDeletions: Int
     public var heldBecause: String?
+    /// The folder's own deletions held by the same guard (see ``LocalDeletionGuard``), and why.
+    public var heldLocalDeletions = 0
+    public var heldLocalBecause: String?
     /// Commits of pulled changes, with `--git-commit` or `--git-branch`.
     public var git = GitStatus()
     /// Saves held back by their docType's schema, and synced documents that do not conform.
@@ -42,7 +45,7 @@ public struct AgentStatus: Sendable {
     /// (`status`, the page, `/status`). `conflictCopies`: copies found in the tree.
     public func inSync(conflictCopies: Int = 0) -> Bool {
         counts.pending == 0 && counts.invalid == 0 && counts.rejected == 0 && offlineSince == nil && paused == nil
-            && pullFailureCount == 0 && pullError == nil && pullWaiting == nil && heldDeletions == 0 && conflictCopies == 0
+            && pullFailureCount == 0 && pullError == nil && pullWaiting == nil && heldDeletions == 0 && heldLocalBecause == nil && conflictCopies == 0
     }
 
     public static func read(root: String) async throws -> AgentStatus {
@@ -74,6 +77,8 @@ public struct AgentStatus: Sendable {
                 downloads: try tx.downloadsForStatus().map(DownloadStatus.init),
                 clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first,
                 heldDeletions: try tx.heldDeletionCount(), heldBecause: try tx.meta(.deletionsHeld))
+            status.heldLocalBecause = try tx.meta(.localDeletionsHeld)
+            status.heldLocalDeletions = status.heldLocalBecause == nil ? 0 : try tx.heldLocalDeletionCount()
             status.git = try GitStatus.read(tx)
             status.schemas = try SchemaStatus.read(tx)
             return status
@@ -118,6 +123,8 @@ public struct AgentStatus: Sendable {
         object["pull_failures"] = .number(String(pullFailureCount))
         object["pull_failed"] = pullFailedJSON
         object["held_deletions"] = .number(String(heldDeletions))
+        object["held_local_deletions"] = .number(String(heldLocalDeletions))
+        if let heldLocalBecause { object["held_local_because"] = .string(heldLocalBecause) }
         if git.isUsed { object["git"] = git.json }
         object["nonconforming"] = .number(String(schemas.nonconformingCount))
         object["nonconforming_documents"] = schemas.nonconformingJSON
@@ -165,6 +172,10 @@ public struct AgentStatus: Sendable {
             lines.append("  docsync resolve --deletions apply DIR moves those files to .docsync/trash; --deletions restore DIR sends them back to the server")
         } else if heldDeletions > 0 {
             lines.append("\(heldDeletions) deletions from the server wait for the rest of their pull (the guard counts the whole pull)")
+        }
+        if let heldLocalBecause {
+            lines.append("\(heldLocalDeletions) deletions of this folder's files are held, not sent (\(heldLocalBecause)):")
+            lines.append("  docsync resolve --deletions apply DIR sends them; --deletions restore DIR writes the files back")
         }
         if pullFailureCount > 0 {
             lines.append("\(pullFailureCount) changes from the server could not be written into the folder; retrying:")

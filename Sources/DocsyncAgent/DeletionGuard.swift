@@ -103,6 +103,8 @@ extension ServerChanges {
     /// Carries out the user's word on held deletions (`resolve --deletions`), if there is one.
     func settleHeldDeletions() async throws {
         guard let decision = try await index.read({ try $0.meta(.deletionsDecision) }) else { return }
+        try await localDeletions?.settle(decision, index: index, gate: applier.gate, lock: lock, logger: logger)
+        pushWork.signal()
         var settled = 0
         while true {
             let batch = try await index.read { try $0.heldDeletions(limit: 500) }

@@ -38,6 +38,12 @@ extension Pusher {
     /// Sends `entries` in one push call. Changes from others that come back with the reply are
     /// applied to the folder.
     func push(_ entries: [OutboxEntry], revisions: [String: Int64], mappings: [String: AttachmentMapping]) async -> [Sent] {
+        // A deletion is sent only while the folder at the path is still the one synced: after an
+        // `rm -rf` (or a folder moved away), its files' deletions are an accident, not an edit.
+        if entries.contains(where: \.isDeletion) && applier.gate.rootIsGone {
+            noteFolderGone()
+            return entries.map { ($0, .failed(.localFile("the synced folder \(applier.root) was deleted or moved away"))) }
+        }
         let changes = entries.map { e in
             OutgoingChange(
                 id: e.docID, docType: e.docType ?? "", body: Self.wirePayload(e, mapping: mappings[e.docID]), baseRevision: revisions[e.docID])

@@ -47,6 +47,8 @@ actor Pusher: Worker {
     var nextTry: ContinuousClock.Instant?
     var paused: String?
     var lastError: String?
+    /// Set when the folder was found gone before a deletion was sent: the agent stops.
+    private(set) var folderGone = false
 
     let metrics: AgentMetrics
 
@@ -73,6 +75,13 @@ actor Pusher: Worker {
     func stop() {
         stopping = true
         signal.signal()
+    }
+
+    /// The folder is gone: pushing ends, and ``run()``'s caller stops the agent.
+    func noteFolderGone() {
+        logger.error("the synced folder was deleted or moved away; no deletion of its files is sent")
+        folderGone = true
+        stop()
     }
 
     /// Pushes until stopped, sleeping while there is nothing due.

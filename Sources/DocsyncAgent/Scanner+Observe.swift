@@ -103,6 +103,7 @@ extension Scanner {
     /// `deletionsNotBefore`: when the deletions this records may leave (boot-clock ms; 0: at once).
     func apply(seen: [Seen], vanished: Set<String>, summary: inout ScanSummary, deletionsNotBefore: Int64 = 0) async throws {
         var vanished = vanished
+        let deletedBefore = summary.deleted
         // Files whose index row already holds their id go first, so that of an original and its
         // copy, the original keeps the id.
         let ordered = seen.sorted { $0.path < $1.path }
@@ -138,6 +139,7 @@ extension Scanner {
             summary.schemasChanged = summary.schemasChanged || result.schemasChanged
             vanished.subtract(result.claimed)
         } while start < ordered.count
+        if deletedBefore < summary.deleted { try await deletions?.judge(index: index, logger: logger) }
     }
 
     func observe(_ s: Seen, keepObject: Bool) -> Observed {

@@ -162,6 +162,8 @@ extension Scanner {
     /// the tombstone, or nil when there was nothing to delete.
     private static func recordTombstone(id: String, stamp: Int64, notBefore: Int64, tx: IndexTransaction) throws -> DocumentRow? {
         guard try tx.file(forDocument: id) == nil, var row = try tx.document(id: id), row.deletedAt == nil else { return nil }
+        // Where the file was: a held mass deletion is undone by writing it back there.
+        if let path = row.path { try tx.noteLocalDeletion(id: id, path: path) }
         row.path = nil
         row.deletedAt = stamp
         row.updatedAt = stamp

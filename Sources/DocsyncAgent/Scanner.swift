@@ -65,6 +65,8 @@ struct Scanner: Sendable {
     /// the file may reappear in a later batch with the same id (a move the watcher saw in two
     /// pieces under load), and the pair is then one move, not a deletion and a new revision.
     let movePairingMs: Int64
+    /// Judges the deletions a scan recorded: a burst leaves once whole, a mass deletion is held.
+    let deletions: LocalDeletionGuard?
 
     /// Files read and committed per transaction: large enough to amortise the commit, small enough
     /// that an import of 100k files shows progress and keeps memory flat.
@@ -76,9 +78,10 @@ struct Scanner: Sendable {
         root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
         filesPerDocument: Int? = nil, maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes, selection: TypeSelection = .all,
         schemas: SchemaBook = SchemaBook(), movePairing: Duration = .zero, hashes: BackgroundHashes? = nil,
-        queued: @escaping @Sendable () -> Void = {}
+        deletionGuard: DeletionGuard? = nil, queued: @escaping @Sendable () -> Void = {}
     ) {
         self.movePairingMs = movePairing.wholeMilliseconds
+        self.deletions = LocalDeletionGuard(rule: deletionGuard, pairing: movePairing)
         self.schemas = schemas
         self.selection = selection
         self.queued = queued

@@ -26,6 +26,8 @@ struct ServerChanges: Sendable {
     let pushWork: WakeSignal
     /// Holds a mass deletion for the user's word (`nil`: off).
     let deletionGuard: DeletionGuard?
+    /// The folder's own deletions held by the same rule: the user's word settles both.
+    let localDeletions: LocalDeletionGuard?
     /// Checks what was written against the docTypes' schemas.
     let schemas: SchemaCheck
     /// Records what was written for the git history (`nil`: no git mode).

@@ -292,6 +292,16 @@ extension Index {
                 CREATE INDEX schema_violation_type ON schema_violation(doc_type);
                 """)
         }
+        migrator.registerMigration("v18-local-deletions") { db in
+            // Where each file deleted in the folder was, while its deletion waits in the outbox:
+            // a mass deletion held by the guard is undone by writing the files back there.
+            try db.execute(sql: """
+                CREATE TABLE local_deletion (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    path TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

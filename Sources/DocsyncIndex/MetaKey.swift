@@ -41,6 +41,8 @@ public struct MetaKey: Sendable, Hashable {
     public static let deletionsDecision = MetaKey("deletions_decision")
     /// Why deletions are held (the counts the guard saw), while some are.
     public static let deletionsHeld = MetaKey("deletions_held")
+    /// Why the folder's own deletions are held (files deleted here, not yet sent), while they are.
+    public static let localDeletionsHeld = MetaKey("local_deletions_held")
 
     /// The last commit of pulled changes made to git (`<sha> <unix ms>`), and why commits are
     /// held back while they are (a rebase in progress, a lock held).

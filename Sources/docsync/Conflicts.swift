@@ -113,14 +113,16 @@ struct Resolve: AsyncParsableCommand {
         let root = absolutePath(file)
         guard Index.exists(root: root) else { throw ValidationError("\(root) has no docsync index") }
         let index = try Index.open(root: root)
-        let held = try await index.read { try $0.heldDeletionCount() }
+        let held = try await index.read { tx in
+            try tx.heldDeletionCount() + (try tx.meta(.localDeletionsHeld) == nil ? 0 : try tx.heldLocalDeletionCount())
+        }
         guard held > 0 else {
             emit("no deletions are held in \(root)")
             return
         }
         try await index.write { try $0.setMeta(.deletionsDecision, decision.rawValue) }
         emit(decision == .apply
-            ? "\(held) held deletions will be applied (their files go to .docsync/trash)"
-            : "\(held) held deletions will be refused (the documents go back to the server)")
+            ? "\(held) held deletions will be applied (files deleted on the server go to .docsync/trash; files deleted here are deleted on the server)"
+            : "\(held) held deletions will be refused (documents deleted on the server go back to it; files deleted here are written back)")
     }
 }

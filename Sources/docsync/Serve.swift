@@ -92,8 +92,7 @@ struct Serve: AsyncParsableCommand {
         var services: [any Service] = [app]
         let systemd = SystemdNotifier()
         if systemd.isActive { services.append(SystemdServeService(notifier: systemd, listening: listening)) }
-        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        try await group.run()
+        try await signalledGroup(services.map { .init(service: $0) }, logger: logger).run()
     }
 }
 

@@ -47,8 +47,7 @@ struct Up: AsyncParsableCommand {
             tuning.apply(to: &options)
             return try Agent(options: options, endpoint: EndpointChoice(PingPongAdapter(bases: [url])).factory(client: client), logger: logger)
         }
-        let group = ServiceGroup(
-            configuration: .init(services: [.init(service: app), .init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = signalledGroup([.init(service: app), .init(service: service)], logger: logger)
         do {
             try await group.run()
         } catch {

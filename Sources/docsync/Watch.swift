@@ -51,6 +51,7 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         let plan = try plan()
         let logger = bootstrapLogging(plan.level, format: plan.format)
+        for skipped in plan.skipped { logger.error("\(skipped); the other folders go on") }
         if plan.metricsAddr != nil { MetricsExport.bootstrap() }
         FileSystem.raiseFileLimit()  // every folder holds its index's files, its lock and its connections
         if Index.Footprint.forFolders(plan.folders.count) == .lean { LeanMemory.preferMappedBlocks() }
@@ -62,11 +63,17 @@ struct Watch: AsyncParsableCommand {
                 let (root, clock) = (await agent.options.root, await agent.clock)
                 folders.append(LiveStatus(name: agent.metrics.folder, root: root, clock: clock, metrics: agent.metrics, index: agent.index))
             }
-            var services: [any Service] = agents.map { AgentService(agent: $0) }
-            if systemd.isActive { services.append(SystemdAgentService(notifier: systemd, folders: folders, ready: ready)) }
-            if Index.Footprint.forFolders(agents.count) == .lean { services.append(LeanMemory(indexes: agents.map(\.index))) }
-            if let address = plan.metricsAddr { services.append(try MetricsListener.application(address: address, folders: folders, logger: logger)) }
-            let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            // With several folders, one that ends leaves the others running (``AgentService``).
+            let running = agents.count > 1 ? RunningFolders(agents.count) : nil
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = agents.map {
+                .init(service: AgentService(agent: $0, folders: running, logger: logger), successTerminationBehavior: running == nil ? .cancelGroup : .ignore)
+            }
+            var others: [any Service] = []
+            if systemd.isActive { others.append(SystemdAgentService(notifier: systemd, folders: folders, ready: ready)) }
+            if Index.Footprint.forFolders(agents.count) == .lean { others.append(LeanMemory(indexes: agents.map(\.index))) }
+            if let address = plan.metricsAddr { others.append(try MetricsListener.application(address: address, folders: folders, logger: logger)) }
+            services += others.map { .init(service: $0) }
+            let group = signalledGroup(services, logger: logger)
             let progress = Task {
                 await withDiscardingTaskGroup { tickers in
                     for folder in folders { tickers.addTask { await ProgressTicker(index: folder.index).run() } }

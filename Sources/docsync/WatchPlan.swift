@@ -22,6 +22,8 @@ struct WatchPlan {
     var level: Logger.Level
     var format: LogFormat
     var metricsAddr: String?
+    /// Folders of a config file left out, and why (a folder that is not there): logged at start.
+    var skipped: [String] = []
 
     /// One folder, from the command line.
     static func single(
@@ -46,9 +48,20 @@ struct WatchPlan {
             throw ValidationError(error.description)
         }
         let (level, format) = try tuning.logging(file: (config.logLevel, config.logFormat), environment: environment)
-        let folders = try config.folders.map { try folder($0, file: config.file, tuning: tuning) }
+        // A folder that is gone (deleted, a disk not mounted) is left out and said; the others
+        // run, so a restart does not fail for all of them. Any other mistake refuses the file.
+        var folders: [Folder] = []
+        var skipped: [String] = []
+        for entry in config.folders {
+            guard isFolder(entry.path) else {
+                skipped.append("\(config.file): folder \"\(entry.name)\": \(entry.path) is not a folder (create it, or correct `path:`)")
+                continue
+            }
+            folders.append(try folder(entry, file: config.file, tuning: tuning))
+        }
+        guard !folders.isEmpty else { throw ValidationError(skipped.joined(separator: "\n")) }
         let address = try metricsAddress(flag: metricsAddr, environment: environment, file: config.metricsAddr.map { ($0, config.file) })
-        return WatchPlan(folders: folders, level: level, format: format, metricsAddr: address)
+        return WatchPlan(folders: folders, level: level, format: format, metricsAddr: address, skipped: skipped)
     }
 
     /// The listener's address: the flag's, else `DOCSYNC_METRICS_ADDR`, else the config file's
@@ -67,6 +80,11 @@ struct WatchPlan {
         return file.address
     }
 
+    static func isFolder(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
     /// One entry of the file, checked as the command line's folder would be: its endpoint, that
     /// the folder exists, and its token.
     static func folder(_ entry: AgentConfig.Folder, file: String, tuning: AgentTuning) throws -> Folder {
@@ -76,10 +94,7 @@ struct WatchPlan {
         } catch {
             throw ValidationError("\(place): \(error)")
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: entry.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ValidationError("\(place): \(entry.path) is not a folder (create it, or correct `path:`)")
-        }
+        guard isFolder(entry.path) else { throw ValidationError("\(place): \(entry.path) is not a folder (create it, or correct `path:`)") }
         let token: String
         do {
             token = try resolveToken(file: entry.tokenFile)

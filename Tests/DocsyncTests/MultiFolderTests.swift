@@ -79,5 +79,39 @@ extension HeavySuites {
         #expect(refused != 0 && why.contains("is left as it was") && why.contains("by hand"), "\(why)")
         #expect(try work.read("odd.yaml") == before)
     }
+
+    /// Trust finding (fourth round, 3): a folder of a config that is gone refused the whole config
+    /// at a restart, so systemd restarts failed for every other folder. A folder missing at start
+    /// is said and left out; one deleted while running stops alone; SIGTERM still ends the rest.
+    @Test func aFolderGoneAtStartOrWhileRunningIsSaidAndTheOthersRun() async throws {
+        let setup = try await EndToEndTests.Setup.start()
+        let work = try TempFolder("multi-gone")
+        let config = work.file("docsync.yaml")
+        for name in ["alpha", "beta", "gamma"] {
+            let (code, out, err) = try await runDocsync(
+                ["init", work.file(name), "--endpoint", setup.url, "--config", config, "--token-file", setup.tokenFile], logDirectory: work.path)
+            #expect(code == 0, "\(out) \(err)")
+        }
+        try work.write("beta/notes/b1.json", #"{"id": "b1", "docType": "note"}"#)
+        try FileManager.default.removeItem(atPath: work.file("gamma"))
+        let agent = try DocsyncProcess(["watch", "--config", config], logDirectory: work.path, name: "watch")
+        defer { Task { await agent.stop(); await setup.finish(); work.remove() } }
+        #expect(await eventually { agent.stderr.contains("folder \"gamma\": \(work.file("gamma")) is not a folder") && agent.stderr.contains("the other folders go on") })
+        #expect(await eventually { (try? await setup.api.documents(type: "note"))?["b1"] != nil }, "\(agent.stderr)")
+
+        let rm = Process()
+        rm.executableURL = URL(fileURLWithPath: "/bin/rm")
+        rm.arguments = ["-rf", work.file("beta")]
+        try rm.run()
+        rm.waitUntilExit()
+        #expect(await eventually { agent.stderr.contains("this folder stopped") }, "\(agent.stderr)")
+        try work.write("alpha/notes/a1.json", #"{"id": "a1", "docType": "note"}"#)
+        #expect(await eventually { (try? await setup.api.documents(type: "note"))?["a1"] != nil }, "\(agent.stderr)")
+        let b1 = try await setup.api.documents(type: "note")["b1"]
+        #expect(b1?["deleted_at"] == nil || b1?["deleted_at"] == .null, "beta's deletion reached the server")
+        #expect(agent.isRunning)
+        agent.signal(SIGTERM)
+        #expect(await agent.wait(timeout: .seconds(5)) != nil)
+    }
 }
 }
