@@ -86,7 +86,7 @@ public actor Agent {
         let credential = Credential(token: options.token, file: options.tokenFile)
         // The parts meet through these signals and values, each made before any part that uses it.
         let (pushWork, uploadWork) = (WakeSignal(), WakeSignal())
-        let gate = try PathGate(root: root)
+        let gate = try PathGate(root: root, staging: ChangeApplier.stagingFolders[0])
         let schemaCheck = SchemaCheck(index: index, book: SchemaBook(), logger: logger, changed: WakeSignal(), assertFormats: options.assertFormats)
         self.schemaCheck = schemaCheck
         let scanner = Scanner(

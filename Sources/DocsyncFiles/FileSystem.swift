@@ -142,27 +142,27 @@ public enum FileSystem {
             consumed = try move(temp, to: file)
             return consumed
         }
-        let dir = file.folder.fd
-        guard docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange) == 0 else {
+        let (dir, tempDir) = (file.folder.fd, temp.folder.fd)
+        guard docsync_renameat2(tempDir, temp.name, dir, file.name, docsync_rename_exchange) == 0 else {
             if errno == ENOENT { return false }  // moved or deleted meanwhile
             guard errno == EINVAL || errno == ENOSYS else { throw FileSystemError("rename", path: file.path) }
             guard expected(file) else { return false }
-            guard renameat(dir, temp.name, dir, file.name) == 0 else { throw FileSystemError("rename", path: file.path) }
+            guard renameat(tempDir, temp.name, dir, file.name) == 0 else { throw FileSystemError("rename", path: file.path) }
             consumed = true
             return true
         }
         // `temp` now names what was at `file` an instant ago.
         if expected(temp) { return true }
-        if stillOurs(file) { _ = docsync_renameat2(dir, temp.name, dir, file.name, docsync_rename_exchange) }
+        if stillOurs(file) { _ = docsync_renameat2(tempDir, temp.name, dir, file.name, docsync_rename_exchange) }
         return false
     }
 
-    /// A hidden name beside `file` for its next version while it is written
-    /// (see ``isStaleTemporary(_:)``).
+    /// A hidden name for `file`'s next version while it is written (see ``isStaleTemporary(_:)``):
+    /// in its folder's staging folder (``GatedFolder/staging``), else beside it.
     static func temporary(beside file: GatedFile) throws(FileSystemError) -> GatedFile {
         let suffix = ".docsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         // Within NAME_MAX whatever the file's name: the name is cut (on a character boundary) to fit.
-        return try file.sibling("." + prefix(of: file.name, bytes: Int(NAME_MAX) - 1 - suffix.utf8.count) + suffix)
+        return try GatedFile(file.folder.staging ?? file.folder, "." + prefix(of: file.name, bytes: Int(NAME_MAX) - 1 - suffix.utf8.count) + suffix)
     }
 
     /// The longest start of `name` that is at most `bytes` long in UTF-8, cut between characters.

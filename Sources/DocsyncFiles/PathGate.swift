@@ -15,12 +15,30 @@ public final class PathGate: Sendable {
     /// The synced root as the user named it.
     public let root: String
     private let rootFD: Int32
+    /// Where the temporaries of files written through the gate are made (see ``GatedFolder/staging``).
+    private let staging: (folder: GatedFolder, device: UInt64)?
 
-    public init(root: String) throws(FileSystemError) {
+    /// - Parameter staging: a folder below the root (the agent's `.docsync/staging`) that holds
+    ///   every temporary of a file written through the gate while it is written, so that none is
+    ///   ever in the tree where `git add -A` or another watcher would see it.
+    public init(root: String, staging: String? = nil) throws(FileSystemError) {
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw FileSystemError("open", path: root) }
         self.root = root
         self.rootFD = fd
+        guard let staging else {
+            self.staging = nil
+            return
+        }
+        do throws(FileSystemError) {
+            let (opened, walked) = try Self.walk(staging, from: fd, root: root, create: true)
+            var st = stat()
+            let folder = GatedFolder(fd: opened, path: walked)
+            self.staging = fstat(opened, &st) == 0 ? (folder, UInt64(st.st_dev)) : nil
+        } catch {
+            close(fd)
+            throw error
+        }
     }
 
     deinit { close(rootFD) }
@@ -39,6 +57,13 @@ public final class PathGate: Sendable {
     /// The folder `relative` below the root (`""` is the root), made (with its parents) when
     /// `create` is set. Throws for a symlink, a file or `..` on the way.
     public func folder(_ relative: some StringProtocol, create: Bool) throws(FileSystemError) -> GatedFolder {
+        let (fd, walked) = try Self.walk(relative, from: rootFD, root: root, create: create)
+        return GatedFolder(fd: fd, path: walked, staging: stagingFor(fd))
+    }
+
+    /// Opens `relative` from the root's descriptor one component at a time; the folder's
+    /// descriptor and its path.
+    private static func walk(_ relative: some StringProtocol, from rootFD: Int32, root: String, create: Bool) throws(FileSystemError) -> (Int32, String) {
         var fd = dup(rootFD)
         guard fd >= 0 else { throw FileSystemError("dup", path: root) }
         var walked = root
@@ -70,7 +95,14 @@ public final class PathGate: Sendable {
             close(fd)
             fd = next
         }
-        return GatedFolder(fd: fd, path: walked)
+        return (fd, walked)
+    }
+
+    /// The staging folder, for a folder on the same file system (a rename cannot cross one).
+    private func stagingFor(_ fd: Int32) -> GatedFolder? {
+        guard let staging else { return nil }
+        var st = stat()
+        return fstat(fd, &st) == 0 && UInt64(st.st_dev) == staging.device && st.st_ino != staging.folder.inode ? staging.folder : nil
     }
 
     /// The file `relative` below the root: its folder opened through ``folder(_:create:)``.
@@ -87,10 +119,17 @@ public final class GatedFolder: Sendable {
     public let fd: Int32
     /// Its path, for messages.
     public let path: String
+    /// Where temporaries of files written into this folder are made (on the same file system);
+    /// `nil`: beside the file.
+    public let staging: GatedFolder?
+    let inode: UInt64
 
-    init(fd: Int32, path: String) {
+    init(fd: Int32, path: String, staging: GatedFolder? = nil) {
         self.fd = fd
         self.path = path
+        self.staging = staging
+        var st = stat()
+        inode = fstat(fd, &st) == 0 ? UInt64(st.st_ino) : 0
     }
 
     /// Opens `path` as it is, symlinks followed: for a path the user named on the command line,

@@ -209,6 +209,47 @@ extension HeavySuites {
         #expect(await eventually { (try? git(["status", "--porcelain"], in: repo))?.isEmpty == true }, "\((try? git(["status"], in: repo)) ?? "")")
     }
 
+    /// Trust finding (fourth round, 4): a user's `git add -A; git commit` loop beside
+    /// `--git-commit` failed 200 times on docsync's temporaries ("unable to stat …tmp") and
+    /// committed 84 of them. Every temporary is now made under `.docsync/`, which excludes itself
+    /// from git (its own `.gitignore`; this repository has no rule for it).
+    @Test func theUsersAddAllLoopNeverSeesATemporaryOfDocsyncs() async throws {
+        let rig = try await Rig(target: .checkedOut)
+        defer { Task { await rig.finish() } }
+        let repo = rig.repo.path
+        try git(["rm", "-q", ".gitignore"], in: repo)
+        try git(["commit", "-qm", "no rule for .docsync"], in: repo)
+        let done = Mutex(false)
+        let user = Task.detached { () -> (failures: [String], rounds: Int) in
+            var (failures, rounds) = ([String](), 0)
+            while !done.withLock({ $0 }) {
+                do {
+                    try rig.repo.write("mine.txt", "edit \(rounds)\n")
+                    try git(["add", "-A"], in: repo)
+                    try git(["commit", "-q", "--allow-empty", "-m", "user \(rounds)"], in: repo)
+                } catch {
+                    failures.append("\(error)")
+                }
+                rounds += 1
+            }
+            return (failures, rounds)
+        }
+        for i in 0..<60 {
+            try rig.a.write("note/n\(i % 10).json", #"{"id":"n\#(i % 10)","v":\#(i)}"#)
+            try await Task.sleep(for: .milliseconds(Int.random(in: 5...30)))  // a user's pace, not a synchronisation
+        }
+        let complete = await eventually(timeout: .seconds(30)) {
+            (0..<10).allSatisfy { n in (try? String(contentsOfFile: rig.repo.file("note/n\(n).json"), encoding: .utf8))?.contains("\"v\": \(50 + n)") == true }
+        }
+        done.withLock { $0 = true }
+        let (failures, rounds) = await user.value
+        #expect(complete)
+        let lockMeetings = failures.filter { $0.contains(".lock") }
+        #expect(failures.count - lockMeetings.count == 0, "\(failures.prefix(3)) in \(rounds) rounds")
+        let committed = try git(["log", "--all", "--name-only", "--format="], in: repo).split(separator: "\n")
+        #expect(!committed.contains { $0.contains(".docsync") || $0.hasSuffix(".tmp") }, "\(committed.filter { $0.contains(".docsync") || $0.hasSuffix(".tmp") }.prefix(5))")
+    }
+
     /// The one-shot `sync` commits what it pulled before it returns.
     @Test func aOneShotSyncCommitsWhatItPulled() async throws {
         let rig = try await Rig(target: .checkedOut)
