@@ -159,7 +159,8 @@ actor GitCommitter: Worker {
 
     /// `note/a: title, tags` for one document; for several, a count and a line each.
     static func message(_ group: [IndexTransaction.GitChange]) -> String {
-        let lines = group.map { "\($0.docType)/\($0.docID): \($0.what)" }
+        // Every part comes from the server: one line each, nothing hidden (``GitText``).
+        let lines = group.map { "\(GitText.line($0.docType))/\(GitText.line($0.docID)): \(GitText.line($0.what, maxBytes: 1000))" }
         if lines.count == 1 { return lines[0] + "\n" }
         let shown = lines.prefix(1000).joined(separator: "\n")
         let more = lines.count > 1000 ? "\n… and \(lines.count - 1000) more" : ""

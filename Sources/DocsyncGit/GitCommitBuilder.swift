@@ -23,9 +23,10 @@ public struct GitIdentity: Sendable, Hashable {
 
     public static let docsync = GitIdentity(name: "docsync", email: "docsync@localhost")
 
-    /// Without `<`, `>` and control characters, at most 200 bytes, never empty.
+    /// Without `<`, `>`, control characters and bidirectional controls (``GitText``), at most
+    /// 200 bytes, never empty.
     static func clean(_ text: String, fallback: String) -> String {
-        let kept = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F && $0 != "<" && $0 != ">" }.map(Character.init))
+        let kept = String(text.unicodeScalars.filter { !GitText.isHidden($0) && $0 != "<" && $0 != ">" }.map(Character.init))
         var out = kept.trimmingCharacters(in: .whitespaces)
         while out.utf8.count > 200 { out.removeLast() }
         return out.isEmpty ? fallback : out

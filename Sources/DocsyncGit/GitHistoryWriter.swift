@@ -36,6 +36,11 @@ public struct GitHistoryWriter: Sendable {
     }
 
     private func commitOnBranch(_ ref: String, _ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
+        // Moving the checked-out branch would leave the index and the work tree behind it: the
+        // user's next commit would undo every pulled change.
+        if try await repository.checkedOutBranch() == ref {
+            return .held("\(ref.dropFirst("refs/heads/".count)) is the checked-out branch; pick another for --git-branch, or use --git-commit")
+        }
         let builder = GitCommitBuilder(repository: repository)
         for _ in 0..<Self.attempts {
             let old = try await repository.commit(of: ref)

@@ -30,11 +30,21 @@ struct GitFlags: ParsableArguments {
         return git
     }
 
-    /// A branch name git takes, asked of git's own rules where they are simple to say.
+    /// A branch name as `git check-ref-format --branch` takes it, and not one that would make a
+    /// ref the user never meant: `HEAD` (a `refs/heads/HEAD` beside HEAD) or a full ref name
+    /// (`refs/heads/main` would become `refs/heads/refs/heads/main`).
     static func checkBranch(_ name: String, _ place: String) throws {
-        let bad = name.isEmpty || name.hasPrefix("-") || name.hasPrefix("/") || name.hasSuffix("/") || name.hasSuffix(".lock") || name.contains("..")
-            || name.contains("@{") || name.unicodeScalars.contains { $0.value < 0x21 || $0.value == 0x7F || "~^:?*[\\".unicodeScalars.contains($0) }
-        if bad { throw ValidationError("\(place): \"\(name)\" is not a branch name git takes") }
+        if let why = branchProblem(name) { throw ValidationError("\(place): \"\(name)\" \(why)") }
+    }
+
+    static func branchProblem(_ name: String) -> String? {
+        if name == "HEAD" || name == "@" { return "names HEAD, not a branch" }
+        if name.hasPrefix("refs/") { return "is a full ref name: give the branch's name alone (\(name.split(separator: "/").dropFirst(2).joined(separator: "/")))" }
+        let components = name.split(separator: "/", omittingEmptySubsequences: false)
+        let bad = name.isEmpty || name.hasPrefix("-") || name.hasSuffix(".") || name.contains("..") || name.contains("@{")
+            || components.contains { $0.isEmpty || $0.hasPrefix(".") || $0.hasSuffix(".lock") }
+            || name.unicodeScalars.contains { $0.value < 0x21 || $0.value == 0x7F || "~^:?*[\\".unicodeScalars.contains($0) }
+        return bad ? "is not a branch name git takes (git check-ref-format --branch)" : nil
     }
 
     /// `NAME Full Name <email>` per line; `#` starts a comment line.

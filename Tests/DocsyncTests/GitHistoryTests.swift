@@ -1,5 +1,6 @@
 @testable import DocsyncAgent
 import DocsyncGit
+import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
@@ -40,6 +41,26 @@ func git(_ arguments: [String], in folder: String) throws -> String {
         #expect(GitIdentity.author(nil, authors: [:]).name == "unknown")
         #expect(GitIdentity.author("alice", authors: ["alice": "Alice Liddell <alice@example.org>"]) == GitIdentity(name: "Alice Liddell", email: "alice@example.org"))
         #expect(GitIdentity.author("bob", authors: [:]) == GitIdentity(name: "bob", email: "bob@docsync"))
+    }
+
+    /// Trust finding (fourth round, 6): a field named `"x\n\nCo-authored-by: …\nSigned-off-by: …"`
+    /// put both trailers into docsync's commit, and an author name kept U+202E. As git itself
+    /// reads the message: no trailer; as a reader sees the author: no reordering control.
+    @Test func aFieldNameCannotForgeATrailerNorAnAuthorReorderWhatIsRead() throws {
+        let forged = "x\n\nCo-authored-by: Mallory <m@x>\nSigned-off-by: Mallory <m@x>"
+        let change = IndexTransaction.GitChange(
+            path: "note/a.json", oldPath: nil, fileHash: nil, docType: "note", docID: "a\u{202E}b", author: "eve", changedAt: 0, what: forged)
+        for message in [GitCommitter.message([change]), GitCommitter.message([change, change])] {
+            let folder = try TempFolder("trailers")
+            defer { folder.remove() }
+            try folder.write("message", message)
+            let trailers = try git(["interpret-trailers", "--parse", folder.file("message")], in: folder.path)
+            #expect(trailers.isEmpty, "git reads trailers in \(message): \(trailers)")
+            #expect(!message.unicodeScalars.contains("\u{202E}"))
+        }
+        #expect(GitCommitter.message([change]) == "note/a\\u{202e}b: x\\u{a}\\u{a}Co-authored-by: Mallory <m@x>\\u{a}Signed-off-by: Mallory <m@x>\n")
+        #expect(GitIdentity.author("eve\u{202E}lin", authors: [:]).name == "evelin")
+        #expect(GitIdentity.author("a\u{2066}b\u{2069}\u{200F}", authors: [:]).name == "ab")
     }
 }
 
@@ -264,6 +285,32 @@ extension HeavySuites {
         #expect(status == 0, "\(err.suffix(1500))")
         let newest = try rig.log().first ?? ""
         #expect(newest.hasPrefix("alice|") && newest.contains("note/s: new"), "without --authors, the token's name: \(newest)")
+    }
+
+    /// Trust finding (fourth round, 5): `--git-branch main` while `main` was checked out moved the
+    /// branch under the user's index, and their next commit deleted the pulled files. The
+    /// checked-out branch is never moved: commits are held and `status` says why.
+    @Test func theCheckedOutBranchIsNeverTheBranchOfItsOwn() async throws {
+        let rig = try await Rig(target: .branch("main"))
+        defer { Task { await rig.finish() } }
+        let head = try git(["rev-parse", "HEAD"], in: rig.repo.path)
+        try rig.a.write("note/x.json", #"{"id":"x","title":"first"}"#)
+        #expect(await eventually { rig.repo.exists("note/x.json") })
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.repo.path))?.text(now: 0).contains("main is the checked-out branch") == true })
+        #expect(try git(["rev-parse", "HEAD"], in: rig.repo.path) == head, "main did not move")
+    }
+
+    /// Branch names as `git check-ref-format --branch` takes them, and none that makes a ref
+    /// nobody meant (`refs/heads/HEAD`, `refs/heads/refs/heads/main`).
+    @Test func aBranchNameGitWouldRefuseOrThatNamesARefIsRefused() async throws {
+        let work = try TempFolder("branch-names")
+        defer { work.remove() }
+        for (name, why) in [("HEAD", "names HEAD"), ("refs/heads/main", "give the branch's name alone (main)"), ("a..b", "check-ref-format"),
+                            (".hidden", "check-ref-format"), ("x.lock", "check-ref-format"), ("a//b", "check-ref-format"), ("end.", "check-ref-format")] {
+            let (code, _, err) = try await runDocsync(
+                ["sync", work.path, "--endpoint", "http://127.0.0.1:9", "--git-branch", name], environment: ["DOCSYNC_TOKEN": "t"], logDirectory: work.path)
+            #expect(code != 0 && err.contains("--git-branch: \"\(name)\"") && err.contains(why), "\(name): \(err)")
+        }
     }
 
     @Test func aBranchOfItsOwnLeavesHeadTheIndexAndTheWorkTreesStatusAlone() async throws {
