@@ -92,6 +92,7 @@ let package = Package(
             "DocsyncModel", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncClock",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
         // JSON Schema draft 2020-12 on our JSON value: compiled once, checked exactly (numbers as
         // literals), bounded against hostile schemas. No maintained Swift library is in our mirror.
@@ -152,6 +153,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "docsync-bench", dependencies: [
             "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncFiles", "DocsyncSchema",

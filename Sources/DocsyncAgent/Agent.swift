@@ -295,6 +295,13 @@ public actor Agent {
         stop()
     }
 
+    /// SIGHUP: a new token in the token file is taken now, and what the old one was not allowed
+    /// to send goes again with it.
+    public func tokenFileMayHaveChanged() async {
+        await pusher.takeNewToken(force: true)
+        pusher.wake()
+    }
+
     /// Asks ``run()`` to finish: the watcher stops, the push round in flight completes.
     public func stop() {
         stopRequested = true

@@ -65,9 +65,11 @@ public struct AgentMetrics: Sendable {
     /// from this machine's wall clock and its bound. One read transaction, counts only.
     public func refresh(_ index: Index, clock: ServerClock) async throws {
         let now = clock.now()
-        let (counts, unwatched, pending, oldest) = try await index.read { tx in
-            (try tx.statusCounts(), try tx.meta(.unwatchedFolders).flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt())
+        let (counts, unwatched, pending, oldest, notAllowed) = try await index.read { tx in
+            (try tx.statusCounts(), try tx.meta(.unwatchedFolders).flatMap { Int($0) } ?? 0, try tx.pendingCount(), try tx.oldestQueuedAt(),
+             try tx.notAllowed(limit: 0).count)
         }
+        Gauge(label: "docsync_documents", dimensions: labels(("state", "not_allowed"))).record(notAllowed)
         for (state, n) in [("synced", counts.synced), ("pending", counts.pending), ("invalid", counts.invalid), ("rejected", counts.rejected),
                               ("excluded", counts.excluded), ("nonconforming", counts.nonconforming)] {
             Gauge(label: "docsync_documents", dimensions: labels(("state", state))).record(n)

@@ -36,6 +36,10 @@ public struct AgentStatus: Sendable {
     /// The folder's own deletions held by the same guard (see ``LocalDeletionGuard``), and why.
     public var heldLocalDeletions = 0
     public var heldLocalBecause: String?
+    /// Edits the token may not send (HTTP 403): how many, and the first few with why. Kept in
+    /// their files, sent again when the file or the token changes.
+    public var notAllowedCount = 0
+    public var notAllowed: [(what: String, reason: String)] = []
     /// Commits of pulled changes, with `--git-commit` or `--git-branch`.
     public var git = GitStatus()
     /// Saves held back by their docType's schema, and synced documents that do not conform.
@@ -45,7 +49,8 @@ public struct AgentStatus: Sendable {
     /// (`status`, the page, `/status`). `conflictCopies`: copies found in the tree.
     public func inSync(conflictCopies: Int = 0) -> Bool {
         counts.pending == 0 && counts.invalid == 0 && counts.rejected == 0 && offlineSince == nil && paused == nil
-            && pullFailureCount == 0 && pullError == nil && pullWaiting == nil && heldDeletions == 0 && heldLocalBecause == nil && conflictCopies == 0
+            && pullFailureCount == 0 && pullError == nil && pullWaiting == nil && heldDeletions == 0 && heldLocalBecause == nil && notAllowedCount == 0
+            && conflictCopies == 0
     }
 
     public static func read(root: String) async throws -> AgentStatus {
@@ -77,6 +82,7 @@ public struct AgentStatus: Sendable {
                 downloads: try tx.downloadsForStatus().map(DownloadStatus.init),
                 clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first,
                 heldDeletions: try tx.heldDeletionCount(), heldBecause: try tx.meta(.deletionsHeld))
+            (status.notAllowedCount, status.notAllowed) = try tx.notAllowed(limit: 20)
             status.heldLocalBecause = try tx.meta(.localDeletionsHeld)
             status.heldLocalDeletions = status.heldLocalBecause == nil ? 0 : try tx.heldLocalDeletionCount()
             status.git = try GitStatus.read(tx)
@@ -124,6 +130,8 @@ public struct AgentStatus: Sendable {
         object["pull_failed"] = pullFailedJSON
         object["held_deletions"] = .number(String(heldDeletions))
         object["held_local_deletions"] = .number(String(heldLocalDeletions))
+        object["not_allowed"] = .number(String(notAllowedCount))
+        object["not_allowed_documents"] = .array(notAllowed.map { .object(JSONObject([(key: "path", value: .string($0.what)), (key: "reason", value: .string($0.reason))])) })
         if let heldLocalBecause { object["held_local_because"] = .string(heldLocalBecause) }
         if git.isUsed { object["git"] = git.json }
         object["nonconforming"] = .number(String(schemas.nonconformingCount))
@@ -157,16 +165,9 @@ public struct AgentStatus: Sendable {
         ].map { (key: $0.0, value: $0.1) }))
     }
 
-    /// The human form.
-    public func text(now: Int64) -> String {
-        var lines = ["synced: \(counts.synced), pending: \(counts.pending), invalid: \(counts.invalid), rejected: \(counts.rejected), tombstones: \(counts.tombstones)"]
-        if counts.excluded > 0 { lines.append("\(counts.excluded) files of docTypes this folder does not sync (--types, --exclude-types): not sent") }
-        if let paused { lines.append("paused: \(paused)") }
-        if let scanError { lines.append("scan failed, retrying: \(scanError)") }
-        if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
-        if let pullWaiting {
-            lines.append("pulled changes wait for their files (moved or changed on disk, not yet seen by the watcher), tried again with each pull: \(pullWaiting)")
-        }
+    /// What waits for the user's word or for another token: held deletions, edits not allowed.
+    var heldLines: [String] {
+        var lines: [String] = []
         if heldDeletions > 0, let heldBecause {
             lines.append("\(heldDeletions) deletions from the server are held (\(heldBecause)):")
             lines.append("  docsync resolve --deletions apply DIR moves those files to .docsync/trash; --deletions restore DIR sends them back to the server")
@@ -177,6 +178,24 @@ public struct AgentStatus: Sendable {
             lines.append("\(heldLocalDeletions) deletions of this folder's files are held, not sent (\(heldLocalBecause)):")
             lines.append("  docsync resolve --deletions apply DIR sends them; --deletions restore DIR writes the files back")
         }
+        if notAllowedCount > 0 {
+            lines.append("\(notAllowedCount) edits this token may not send (kept in their files; sent again when the file or the token changes):")
+            lines += notAllowed.prefix(10).map { "  \($0.what): \($0.reason)" }
+        }
+        return lines
+    }
+
+    /// The human form.
+    public func text(now: Int64) -> String {
+        var lines = ["synced: \(counts.synced), pending: \(counts.pending), invalid: \(counts.invalid), rejected: \(counts.rejected), tombstones: \(counts.tombstones)"]
+        if counts.excluded > 0 { lines.append("\(counts.excluded) files of docTypes this folder does not sync (--types, --exclude-types): not sent") }
+        if let paused { lines.append("paused: \(paused)") }
+        if let scanError { lines.append("scan failed, retrying: \(scanError)") }
+        if let pullError { lines.append("pulling fails, retrying: \(pullError)") }
+        if let pullWaiting {
+            lines.append("pulled changes wait for their files (moved or changed on disk, not yet seen by the watcher), tried again with each pull: \(pullWaiting)")
+        }
+        lines += heldLines
         if pullFailureCount > 0 {
             lines.append("\(pullFailureCount) changes from the server could not be written into the folder; retrying:")
             lines += pullFailures.map { "  \($0.id): \($0.reason) (\($0.attempts) attempts)" }

@@ -14,7 +14,11 @@ public final class Credential: Sendable {
     private struct State {
         var current: String
         var refused: Set<String> = []
+        var lastLook: ContinuousClock.Instant?
     }
+
+    /// How often ``changedInFile(force:)`` reads the file.
+    static let lookEvery: Duration = .seconds(5)
 
     private let file: String?
     private let state: Mutex<State>
@@ -44,6 +48,20 @@ public final class Credential: Sendable {
     public func usable() -> String? {
         let current = state.withLock { $0.refused.contains($0.current) ? nil : $0.current }
         return current ?? replacement()
+    }
+
+    /// A new token in the file (read at most every ``lookEvery``, or now with `force`): in use from
+    /// now on; nil when the file holds the token in use, a refused one, or cannot be read. Writes
+    /// the token was not allowed to make are tried again with it.
+    public func changedInFile(force: Bool = false) -> String? {
+        guard file != nil else { return nil }
+        let now = ContinuousClock.now
+        let due = state.withLock { s -> Bool in
+            guard force || s.lastLook.map({ now - $0 >= Self.lookEvery }) ?? true else { return false }
+            s.lastLook = now
+            return true
+        }
+        return due ? replacement() : nil
     }
 
     /// A token from the file that is not in use and was not refused, which is in use from now on;

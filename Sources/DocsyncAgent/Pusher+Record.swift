@@ -53,9 +53,9 @@ extension Pusher {
             backoffMs: backoff.wholeMilliseconds,
             wentOffline: report.wentOffline, cameBack: report.successes > 0 && offlineSince != nil,
             offlineSince: report.wentOffline ? (offlineSince ?? clock.now()) : nil, endpoint: endpoint.location)
-        let rejected: [(String, String)]
+        let (rejected, notAllowed): ([(String, String)], [(String, String)])
         do {
-            rejected = try await writeOutcomes(results, report: report, state: state)
+            (rejected, notAllowed) = try await writeOutcomes(results, report: report, state: state)
         } catch {
             logger.error("cannot record push results in the index", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
@@ -77,11 +77,22 @@ extension Pusher {
         for (path, message) in rejected {
             logger.error("document rejected by the endpoint; fix the file to retry: \(message)", metadata: ["file.path": "\(path)"])
         }
+        for (path, message) in notAllowed {
+            logger.warning(
+                "\(message); the edit stays in the file and is sent again when the file or the token changes (or in an hour)",
+                metadata: ["file.path": "\(path)"])
+        }
         return settle(report, state: state, backoff: backoff, oneShot: oneShot)
     }
 
-    /// The round's transaction; returns the documents rejected (path or id, reason).
-    private func writeOutcomes(_ results: [Sent], report: RoundReport, state: RoundState) async throws -> [(String, String)] {
+    /// How long a write the token may not make waits before it is tried again unchanged.
+    static let notAllowedWait: Duration = .seconds(3600)
+
+    /// The round's transaction; returns the documents rejected and those newly not allowed (path
+    /// or id, reason).
+    private func writeOutcomes(
+        _ results: [Sent], report: RoundReport, state: RoundState
+    ) async throws -> (rejected: [(String, String)], notAllowed: [(String, String)]) {
         // What each acknowledgement records is worked out before the transaction: the index has
         // one writer, and the folder's scanner waits for it.
         let acknowledged = results.map { entry, outcome -> Acknowledgement? in
@@ -91,6 +102,7 @@ extension Pusher {
         count(results)
         return try await index.write { tx in
             var rejected: [(String, String)] = []
+            var notAllowed: [(String, String)] = []
             let anyUploads = try tx.hasUploads()
             var stored: [String] = []
             for ((entry, outcome), ack) in zip(results, acknowledged) {
@@ -108,6 +120,15 @@ extension Pusher {
                     }
                 case .failed(.unauthorized), .failed(.conflict), .failed(.conflictWithOwnWrite):
                     break  // stays queued: paused, or merged (or based anew) after the transaction
+                case .failed(.forbidden(let right, let reason)):
+                    // Kept, not retried in a loop: again when the file or the token changes, or
+                    // after a long wait (rights on the server may change meanwhile).
+                    let text = OutboxEntry.notAllowedMark + " " + reason + (right.map { " (the token needs \($0))" } ?? "")
+                    try tx.recordFailure(key: entry.key, version: entry.version, error: text, nextAttemptAt: state.deadlineNow + Self.notAllowedWait.wholeMilliseconds)
+                    if entry.attempts == 0 || entry.lastError?.hasPrefix(OutboxEntry.notAllowedMark) != true {
+                        let path = try tx.file(forDocument: entry.docID)?.path ?? entry.docID
+                        notAllowed.append((path, text))
+                    }
                 case .failed(let error):
                     let next = state.wentOffline ? 0 : state.deadlineNow + state.backoffMs
                     try tx.recordFailure(key: entry.key, version: entry.version, error: error.description, nextAttemptAt: next)
@@ -121,7 +142,7 @@ extension Pusher {
                 try tx.setMeta(.paused, "token rejected by \(state.endpoint): \(unauthorized)")
             }
             try tx.setMeta(.lastError, report.transient.first.map { $0.1.description } ?? report.unauthorized?.description)
-            return rejected
+            return (rejected, notAllowed)
         }
     }
 
@@ -133,6 +154,7 @@ extension Pusher {
             case .stored, .storedAsSent: "stored"
             case .failed(.conflict), .failed(.conflictWithOwnWrite): "conflict"
             case .failed(.rejected), .failed(.unsupported): "rejected"
+            case .failed(.forbidden): "not_allowed"
             case .failed(.unauthorized): "unauthorized"
             case .failed: "retried"
             }

@@ -71,6 +71,15 @@ actor Pusher: Worker {
 
     nonisolated func wake() { signal.signal() }
 
+    /// A new token in the token file is used from now on, and the writes the old one was not
+    /// allowed to make go again with it.
+    func takeNewToken(force: Bool = false) async {
+        guard let token = credential.changedInFile(force: force) else { return }
+        endpoint.useCredential(token)
+        logger.info("the token file holds a new token; using it")
+        _ = try? await index.write { try $0.rescheduleNotAllowed(at: 0) }  // a failure leaves them to their hour
+    }
+
     /// Ends `run` after the round in flight: requests already sent are answered and recorded.
     func stop() {
         stopping = true
@@ -149,6 +158,7 @@ actor Pusher: Worker {
     }
 
     private func pushRound(oneShot: Bool = false) async -> WorkerOutcome {
+        await takeNewToken()
         if paused != nil {
             if let token = credential.usable() {
                 endpoint.useCredential(token)

@@ -12,6 +12,10 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
     case unauthorized(String)
     /// The server refuses this document for `reason`. Retrying unchanged content cannot help.
     case rejected(String)
+    /// The token is good but may not do this (HTTP 403): `right` names what it lacks, when the
+    /// server says. The document is held as "not allowed", its edit kept in the file; asked again
+    /// when the file or the token changes, or after a long wait (the server's rights may change).
+    case forbidden(right: String?, reason: String)
     /// The write was based on a revision that is no longer current; `current` is the server's
     /// document when the reply carried it.
     case conflict(current: JSONObject?)
@@ -29,7 +33,7 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
     public var isTransient: Bool {
         switch self {
         case .unreachable, .unavailable, .badReply, .localFile: true
-        case .unauthorized, .rejected, .conflict, .conflictWithOwnWrite, .unsupported: false
+        case .unauthorized, .rejected, .forbidden, .conflict, .conflictWithOwnWrite, .unsupported: false
         }
     }
 
@@ -39,6 +43,7 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
         case .unavailable(let why, _): "endpoint answered \(why)"
         case .unauthorized(let why): "token rejected (\(why))"
         case .rejected(let reason): "rejected by the endpoint (\(reason))"
+        case .forbidden(let right, let reason): "not allowed: \(reason)" + (right.map { " (the token needs \($0))" } ?? "")
         case .conflict: "revision conflict"
         case .conflictWithOwnWrite: "revision conflict with this folder's own earlier write"
         case .badReply(let why): "unexpected reply from the endpoint: \(why)"

@@ -30,7 +30,8 @@ extension HTTPTransport {
         let status = Int(response.status.code)
         switch status {
         case 200: break
-        case 401, 403: throw .unauthorized("\(status) for \(url)")
+        case 401: throw .unauthorized("\(status) for \(url)")
+        case 403: throw .forbidden(right: nil, reason: "403 for \(url)")
         case 429, 500...599: throw .unavailable("\(status) for \(url)", retryAfter: nil)
         default: throw .rejected("\(status): the server does not serve \(url)")
         }

@@ -121,7 +121,10 @@ public final class HTTPTransport: Sendable {
             return reply
         }
         switch status {
-        case 401, 403: throw .unauthorized("\(status): \(reply.message)")
+        case 401: throw .unauthorized("\(status): \(reply.message)")
+        // The token is known but lacks a right: that request's, not every request's (a token
+        // that may not write one docType still writes the others).
+        case 403: throw .forbidden(right: reply.json.object?["right"]?.string, reason: reply.message)
         case 429, 500...599:
             // A server's wait, believed up to a day (a hostile number must not hold the agent forever).
             let retryAfter = reply.headers.first(name: "Retry-After").flatMap(Int.init).flatMap { (0...86_400).contains($0) ? Duration.seconds($0) : nil }

@@ -197,7 +197,28 @@ extension IndexTransaction {
 
     /// Makes every waiting entry due at `at` (the endpoint came back, or pushing resumed).
     public func rescheduleAll(at: Int64) throws {
-        try db.cachedStatement(sql: "UPDATE outbox SET next_attempt_at = ? WHERE next_attempt_at > ?").execute(arguments: [at, at])
+        // Not what waits for a reason of its own: a deletion held for the user's word, a write the
+        // token may not make (``rescheduleNotAllowed(at:)``).
+        try db.cachedStatement(sql: """
+            UPDATE outbox SET next_attempt_at = ? WHERE next_attempt_at > ? AND next_attempt_at < ?
+                AND (last_error IS NULL OR last_error NOT LIKE 'not allowed:%')
+            """).execute(arguments: [at, at, Self.heldForDecision])
+    }
+
+    /// Writes the token was not allowed to make go again at `at` (the token file changed).
+    public func rescheduleNotAllowed(at: Int64) throws {
+        try db.execute(sql: "UPDATE outbox SET next_attempt_at = ? WHERE last_error LIKE 'not allowed:%' AND next_attempt_at > ?", arguments: [at, at])
+    }
+
+    /// The entries the token was not allowed to send: the document's path (or id) and why.
+    public func notAllowed(limit: Int) throws -> (count: Int, first: [(what: String, reason: String)]) {
+        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE last_error LIKE 'not allowed:%'") ?? 0
+        guard count > 0 else { return (0, []) }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT COALESCE(f.path, o.doc_id), o.last_error FROM outbox o LEFT JOIN file f ON f.doc_id = o.doc_id
+            WHERE o.last_error LIKE 'not allowed:%' ORDER BY o.seq LIMIT ?
+            """, arguments: [limit])
+        return (count, rows.map { ($0[0], $0[1]) })
     }
 
     /// Entries waiting, of one kind or (`nil`) all.

@@ -132,6 +132,10 @@ public final class OutboxEntry: Sendable {
     public static func bodyHash(_ documentHash: String, deleted: Bool) -> String { deleted ? deletionMark + documentHash : documentHash }
     static let deletionMark = "deleted:"
 
+    /// The start of `lastError` for a write the token may not make (HTTP 403): such an entry waits
+    /// for its file or the token to change, or a long while, and `status` lists it as not allowed.
+    public static let notAllowedMark = "not allowed:"
+
     /// Whether this entry sends a deletion.
     public var isDeletion: Bool { bodyHash.hasPrefix(Self.deletionMark) }
     /// The document's body hash the entry was made from, without a deletion's mark.

@@ -34,7 +34,7 @@ extension KintoEndpoint {
         }
         let record = "\(bucketPath)/collections/\(docType)/records/\(id)"
         let multipart = MultipartUpload(fields: [], fileField: Self.attachmentMember, upload: request, progress: progress)
-        let reply = try await http.send(
+        let reply = try await call(
             .POST, record + "/attachment", body: multipart.body, contentType: multipart.contentType,
             timeout: http.requestTimeout + multipart.extraTime, failover: false)
         // The record is not there yet (its own write is still on the way): later.
@@ -47,7 +47,7 @@ extension KintoEndpoint {
         }
         let url = Self.absolute(stored, base: plugin.baseURL)
         let patch = JSONWriter.string(.object(JSONObject([(key: "data", value: .object(JSONObject([(key: property, value: .string(url))])))])))
-        let patched = try await http.send(.PATCH, record, body: .bytes(ByteBuffer(string: patch)))
+        let patched = try await call(.PATCH, record, body: .bytes(ByteBuffer(string: patch)))
         guard patched.ok, let data = patched.json.object?["data"]?.object else { throw Self.refusal(patched) }
         return KintoForm.document(data, collection: docType)
     }

@@ -15,7 +15,7 @@ extension KintoEndpoint {
         // cover every record of the page.
         var path = "\(bucketPath)/history?resource_name=record&collection_id=\(collection)&_sort=last_modified&_limit=\(Self.historyLimit)"
         if let since { path += "&_since=\(since)" }
-        let reply = try await http.send(.GET, path)
+        let reply = try await call(.GET, path)
         guard reply.ok, case .array(let entries)? = reply.json.object?["data"] else { return [:] }
         var writers: [KintoForm.Version: String] = [:]
         for case .object(let entry) in entries {

@@ -1,3 +1,5 @@
+import AsyncHTTPClient
+import NIOHTTP1
 import DocsyncEndpoint
 import DocsyncHTTP
 import DocsyncModel
@@ -25,7 +27,7 @@ extension KintoEndpoint {
             var path = "\(bucketPath)/collections/\(collection)/records?_sort=last_modified&_limit=\(Self.pageSize)"
             // Tombstones come only with `_since`: a first pull takes the live records alone.
             if let since = position.since[collection] { path += "&_since=\(since)" }
-            let reply = try await http.send(.GET, path)
+            let reply = try await call(.GET, path)
             if reply.status == 404 { continue }  // gone meanwhile
             guard reply.ok, case .array(let records)? = reply.json.object?["data"] else { throw Self.refusal(reply) }
             refused += reply.isolated
@@ -84,7 +86,7 @@ extension KintoEndpoint {
     private func collectionIDs() async throws(EndpointError) -> [String]? {
         let reply: HTTPTransport.Reply
         do throws(EndpointError) {
-            reply = try await http.send(.GET, "\(bucketPath)/collections?_limit=10000")
+            reply = try await call(.GET, "\(bucketPath)/collections?_limit=10000")
         } catch .unauthorized(let why) {
             // Kinto answers 403 for a bucket that does not exist as for one that is not ours:
             // made here, it was missing; refused, the credential is wrong.
@@ -98,7 +100,7 @@ extension KintoEndpoint {
 
     public func fetch(id: String, docType: String) async throws(EndpointError) -> JSONObject? {
         guard KintoForm.isKintoID(id), KintoForm.isKintoID(docType) else { return nil }
-        let reply = try await http.send(.GET, "\(bucketPath)/collections/\(docType)/records/\(id)")
+        let reply = try await call(.GET, "\(bucketPath)/collections/\(docType)/records/\(id)")
         if reply.status == 404 { return nil }
         guard reply.ok, let record = reply.json.object?["data"]?.object else { throw Self.refusal(reply) }
         return KintoForm.document(record, collection: docType)
@@ -106,7 +108,7 @@ extension KintoEndpoint {
 
     /// `GET /v1/`: Kinto has no time route; its `Date` header is sampled (one-second resolution).
     public func sampleClock() async throws(EndpointError) {
-        _ = try await http.send(.GET, "/")
+        _ = try await call(.GET, "/")
     }
 
     /// The server's batch size, the bucket and `collections`, each made once (`If-None-Match: *`:
@@ -126,7 +128,7 @@ extension KintoEndpoint {
     /// `GET /v1/`: the batch size (`settings.batch_max_requests`) and the attachment plugin
     /// (`capabilities.attachments`, with the `base_url` its files are served from).
     func hello() async throws(EndpointError) {
-        let hello = try await http.send(.GET, "/").json.object
+        let hello = try await call(.GET, "/").json.object
         let max = hello?["settings"]?.object?["batch_max_requests"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } }
         let plugin = hello?["capabilities"]?.object?["attachments"]?.object
         setHello(
@@ -136,6 +138,31 @@ extension KintoEndpoint {
     }
 
     /// Whether the bucket had to be made again (the server lost it); forgets what was prepared.
+    /// A request to Kinto. A 403 for a whole request is a credential refused: Kinto answers so to a
+    /// wrong basicauth password (another principal, with no permission). A right lacking on one
+    /// record is read from a batch's sub-response instead (``KintoEndpoint/push(_:pullingAfter:)``).
+    func call(
+        _ method: HTTPMethod, _ path: String, url: String? = nil, body: HTTPClientRequest.Body? = nil, contentType: String = "application/json",
+        headers: [(String, String)] = [], timeout: TimeAmount? = nil, failover: Bool = true
+    ) async throws(EndpointError) -> HTTPTransport.Reply {
+        do throws(EndpointError) {
+            return try await http.send(
+                method, path, url: url, body: body, contentType: contentType, headers: headers, timeout: timeout, failover: failover)
+        } catch .forbidden(_, let why) {
+            throw .unauthorized("403: \(why)")
+        }
+    }
+
+    /// Whether this principal may read the bucket: a 403 on a write is then a right it lacks,
+    /// not a credential the server does not know.
+    func mayReadBucket() async throws(EndpointError) -> Bool {
+        do throws(EndpointError) {
+            return try await call(.GET, bucketPath).ok
+        } catch .unauthorized {
+            return false
+        }
+    }
+
     func bucketWasMissing() async throws(EndpointError) -> Bool {
         forgetPrepared()
         let created = (try? await create(bucketPath)) ?? false
@@ -149,7 +176,14 @@ extension KintoEndpoint {
     /// Makes `path` unless it exists; true when it was made.
     @discardableResult
     private func create(_ path: String) async throws(EndpointError) -> Bool {
-        let reply = try await http.send(.PUT, path, body: .bytes(ByteBuffer(string: #"{"data":{}}"#)), headers: [("If-None-Match", "*")])
+        let reply: HTTPTransport.Reply
+        do throws(EndpointError) {
+            reply = try await http.send(.PUT, path, body: .bytes(ByteBuffer(string: #"{"data":{}}"#)), headers: [("If-None-Match", "*")])
+        } catch .forbidden(_, let why) {
+            // A principal that may read but not make it: there it is, when it can be read.
+            if try await call(.GET, path).ok { return false }
+            throw .unauthorized("403: \(why)")
+        }
         guard reply.ok || reply.status == 412 else { throw Self.refusal(reply) }
         return reply.status == 201
     }

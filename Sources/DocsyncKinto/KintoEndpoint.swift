@@ -121,8 +121,14 @@ public final class KintoEndpoint: DocumentEndpoint {
             try await prepare(Set(sending.map(\.change.docType)))
             responses = try await batch(sending.map(\.request))
         }
-        // A credential is the call's, not a document's: refused for one, refused for all.
-        if let refused = responses.first(where: { [401, 403].contains(Self.status($0)) }) {
+        // A credential is the call's, not a document's: refused for one, refused for all. A 403
+        // is a permission the principal lacks on that record or collection, that document's
+        // alone, when the principal may read the bucket; a principal that may not (a wrong
+        // basicauth password is another principal) is a credential refused.
+        if let refused = responses.first(where: { Self.status($0) == 401 }) {
+            throw .unauthorized("\(Self.status(refused)): \(Self.message(refused["body"]?.object))")
+        }
+        if let refused = responses.first(where: { Self.status($0) == 403 }), try await !mayReadBucket() {
             throw .unauthorized("\(Self.status(refused)): \(Self.message(refused["body"]?.object))")
         }
         for (item, response) in zip(sending, responses) {
@@ -174,7 +180,8 @@ public final class KintoEndpoint: DocumentEndpoint {
                 (key: "id", value: .string(change.id)), (key: "docType", value: .string(change.docType)),
                 (key: DocumentRules.deletedAtKey, value: .string(Timestamp(unixMilliseconds: 0).rfc3339)),
             ])))
-        case 401, 403: return .failed(.unauthorized("\(status): \(Self.message(body))"))
+        case 401: return .failed(.unauthorized("\(status): \(Self.message(body))"))
+        case 403: return .failed(.forbidden(right: "write on the collection \(change.docType)", reason: "403: \(Self.message(body))"))
         case 429, 500...599: return .failed(.unavailable("\(status): \(Self.message(body))", retryAfter: nil))
         default: return .failed(.rejected("\(status): \(Self.message(body))"))
         }
@@ -190,7 +197,7 @@ public final class KintoEndpoint: DocumentEndpoint {
     private func batch(_ requests: [JSONValue]) async throws(EndpointError) -> [JSONObject] {
         let body = JSONWriter.string(.object(JSONObject([(key: "requests", value: .array(requests))])))
         let sentAt = http.clock?.seam.bootNanoseconds()
-        let reply = try await http.send(.POST, "/batch", body: .bytes(ByteBuffer(string: body)))
+        let reply = try await call(.POST, "/batch", body: .bytes(ByteBuffer(string: body)))
         guard reply.ok else { throw Self.refusal(reply) }
         guard case .array(let list)? = reply.json.object?["responses"] else { throw .badReply("no \"responses\" in the batch reply") }
         let responses = list.compactMap(\.object)

@@ -9,7 +9,7 @@ extension PingPongEndpoint {
         /// Stored versions of what was sent, and what changed on the server since the cursor.
         var success: [JSONObject]
         /// `yours`: the current version was written by this client (the reference endpoint says so).
-        var errors: [(id: String?, message: String, current: JSONObject?, yours: Bool)]
+        var errors: [(id: String?, message: String, current: JSONObject?, yours: Bool, forbidden: String??)]
         var cursor: Int64
         var more: Bool
         /// The server's purge horizon and time (0: nothing purged).
@@ -57,9 +57,13 @@ extension PingPongEndpoint {
         else { throw .badReply("not a sync reply") }
         var success: [JSONObject] = []
         if case .array(let list)? = documents["success"] { for case .object(let o) in list { success.append(o) } }
-        var errors: [(String?, String, JSONObject?, Bool)] = []
+        var errors: [(String?, String, JSONObject?, Bool, String??)] = []
         if case .array(let list)? = documents["error"] {
-            for case .object(let e) in list { errors.append((e["id"]?.string, e["message"]?.string ?? "error", e["current"]?.object, e["yours"] == .bool(true))) }
+            for case .object(let e) in list {
+                // `"status": 403` (and the right it lacks): the reference endpoint's refusal of rights.
+                let forbidden: String?? = e["status"] == .number("403") ? .some(e["right"]?.string) : .none
+                errors.append((e["id"]?.string, e["message"]?.string ?? "error", e["current"]?.object, e["yours"] == .bool(true), forbidden))
+            }
         }
         func number(_ key: String) -> Int64 { if case .number(let n)? = object[key] { Int64(n) ?? 0 } else { 0 } }
         return SyncReply(

@@ -110,6 +110,10 @@ public final class PingPongEndpoint: DocumentEndpoint {
         }
         for e in reply.errors {
             guard let id = e.id, sent.contains(id) else { continue }
+            if case .some(let right) = e.forbidden {
+                outcomes[id] = .failed(.forbidden(right: right, reason: e.message))
+                continue
+            }
             // The reference endpoint words a stale base revision "revision …" and sends the current
             // document, saying when this client wrote it itself.
             outcomes[id] = .failed(

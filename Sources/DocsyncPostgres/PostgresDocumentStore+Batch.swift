@@ -20,19 +20,21 @@ extension PostgresDocumentStore {
     /// Writes `entries` in order (a later entry of the same id sees the earlier one's revision);
     /// returns, in the same order, what was stored or why not.
     static func putBatch(
-        _ entries: [BatchEntry], now: Int64, writer: String?, maxBytes: Int, on connection: PostgresConnection, logger: Logger
+        _ entries: [BatchEntry], now: Int64, writer: String?, maxBytes: Int, access: Access = .everything, on connection: PostgresConnection,
+        logger: Logger
     ) async throws -> [Result<JSONObject, StoreError>] {
         guard !entries.isEmpty else { return [] }
         let ids = entries.map { $0.object["id"]?.string ?? "" }
         try await lockDocuments(ids, connection, logger: logger)
-        var revisions = try await revisions(of: ids, connection, logger: logger)
+        var revisions = try await existing(ids, connection, logger: logger)
         var written: [String: StoreRules.Version] = [:]
         var order: [String] = []
         var results: [Result<JSONObject, StoreError>] = []
         for (id, entry) in zip(ids, entries) {
             do {
-                let version = try StoreRules.write(entry.object, existingRev: revisions[id], ifMatch: entry.base, mustCreate: false, now: now, maxBytes: maxBytes)
-                revisions[id] = version.rev
+                let version = try StoreRules.write(
+                    entry.object, existing: revisions[id], ifMatch: entry.base, mustCreate: false, now: now, maxBytes: maxBytes, access: access)
+                revisions[id] = StoreRules.Existing(rev: version.rev, docType: version.docType)
                 // Numbered at its last write, as one write after another would have it.
                 if written.updateValue(version, forKey: id) != nil { order.removeAll { $0 == id } }
                 order.append(id)
@@ -43,18 +45,18 @@ extension PostgresDocumentStore {
                     continue
                 }
                 let current = try await stored(id, earlier: written[id], writer: writer, connection, logger: logger)
-                results.append(.failure(error.holding(current.body, writtenBy: current.writer, asking: writer)))
+                results.append(.failure(error.holding(current.body, writtenBy: current.writer, asking: writer, access: access)))
             }
         }
         try await insert(order.compactMap { written[$0] }, now: now, writer: writer, connection, logger: logger)
         return results
     }
 
-    /// The revisions stored for `ids` (those without a row are missing).
-    private static func revisions(of ids: [String], _ connection: PostgresConnection, logger: Logger) async throws -> [String: Int64] {
-        var found: [String: Int64] = [:]
-        let rows = try await connection.query("SELECT id, rev FROM document WHERE id = ANY(\(ids)::text[])", logger: logger)
-        for try await (id, rev) in rows.decode((String, Int64).self) { found[id] = rev }
+    /// The revisions and docTypes stored for `ids` (those without a row are missing).
+    private static func existing(_ ids: [String], _ connection: PostgresConnection, logger: Logger) async throws -> [String: StoreRules.Existing] {
+        var found: [String: StoreRules.Existing] = [:]
+        let rows = try await connection.query("SELECT id, rev, doc_type FROM document WHERE id = ANY(\(ids)::text[])", logger: logger)
+        for try await (id, rev, type) in rows.decode((String, Int64, String).self) { found[id] = StoreRules.Existing(rev: rev, docType: type) }
         return found
     }
 

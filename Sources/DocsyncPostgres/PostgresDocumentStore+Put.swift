@@ -15,22 +15,25 @@ import PostgresNIO
 /// another then runs as a transaction holding the document's lock from its read to its commit,
 /// which no other write of that document can overtake.
 extension PostgresDocumentStore {
-    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client writer: String?) async throws -> JSONObject {
+    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client writer: String?, access: Access) async throws -> JSONObject {
         let maxBytes = maxDocumentBytes
         let written = try await client.withConnection { connection -> JSONObject? in
-            if let guessed = try await Self.putGuessing(
+            // A guess does not read the stored docType: a token with rights reads it first.
+            if access.isEverything, let guessed = try await Self.putGuessing(
                 object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
             {
                 return guessed
             }
             return try await Self.put(
-                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
+                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, access: access, on: connection,
+                logger: self.logger)
         }
         if let written { return written }
         return try await transaction { connection in
             try await Self.lockDocuments([object["id"]?.string ?? ""], connection, logger: self.logger)
             return try await Self.putHoldingLock(
-                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
+                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, access: access, on: connection,
+                logger: self.logger)
         }
     }
 
@@ -53,30 +56,31 @@ extension PostgresDocumentStore {
     /// One write: the revision, the rules, then the storing statement. `nil`: another write came
     /// first; the caller runs this again (outside a transaction) or the transaction again.
     static func put(
-        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int,
+        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int, access: Access = .everything,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> JSONObject? {
         let id = input["id"]?.string ?? ""
-        let existing = try await revision(id, connection, logger: logger)
+        let existing = try await Self.existing(id, connection, logger: logger)
         let version: StoreRules.Version
         do {
-            version = try StoreRules.write(input, existingRev: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
+            version = try StoreRules.write(
+                input, existing: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes, access: access)
         } catch {
             guard error.kind == .conflict else { throw error }
             let current = try await stored(id, earlier: nil, writer: writer, connection, logger: logger)
-            throw error.holding(current.body, writtenBy: current.writer, asking: writer)
+            throw error.holding(current.body, writtenBy: current.writer, asking: writer, access: access)
         }
-        return try await store(version, over: existing, now: now, writer: writer, connection, logger: logger) ? version.object : nil
+        return try await store(version, over: existing?.rev, now: now, writer: writer, connection, logger: logger) ? version.object : nil
     }
 
     /// ``put`` in a transaction that holds the document's lock, which no write of the document
     /// overtakes: should one have, the transaction runs again.
     static func putHoldingLock(
-        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int,
+        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, writer: String?, maxBytes: Int, access: Access = .everything,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> JSONObject {
         guard let written = try await put(
-            input, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, on: connection, logger: logger)
+            input, now: now, ifMatch: ifMatch, mustCreate: mustCreate, writer: writer, maxBytes: maxBytes, access: access, on: connection, logger: logger)
         else { throw WriteRace() }
         return written
     }

@@ -8,9 +8,9 @@ extension PostgresDocumentStore {
     /// one, in three statements: the counter, the rows up to it, the purge horizon.
     public func sync(
         since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client writer: String?, selection: TypeSelection,
-        measureDepth: Bool
+        measureDepth: Bool, access: Access
     ) async throws -> SyncOutcome {
-        let request = PageRequest(since: since, limit: limit, maxBytes: maxBytes, writer: writer, selection: selection)
+        let request = PageRequest(since: since, limit: limit, maxBytes: maxBytes, writer: writer, selection: access.readable(selection))
         guard !documents.isEmpty else {
             return try await client.withConnection { connection in
                 var outcome = SyncOutcome()
@@ -35,7 +35,8 @@ extension PostgresDocumentStore {
                     refused[position] = StoreRules.batchError(id: id, error)
                 }
             }
-            var written = try await Self.putBatch(entries, now: now, writer: writer, maxBytes: maxDocument, on: connection, logger: self.logger).makeIterator()
+            var written = try await Self.putBatch(
+                entries, now: now, writer: writer, maxBytes: maxDocument, access: access, on: connection, logger: self.logger).makeIterator()
             for position in documents.indices {
                 if let error = refused[position] {
                     outcome.errors.append(error)
@@ -121,8 +122,13 @@ extension PostgresDocumentStore {
 
     public func blob(sha256: String) async throws -> StoredBlob? {
         let rows = try await client.query("SELECT sha256, size, content_type FROM blob WHERE sha256 = \(sha256)", logger: logger)
-        for try await (sha, size, type) in rows.decode((String, Int64, String).self) { return StoredBlob(sha256: sha, size: size, contentType: type) }
-        return nil
+        var found: StoredBlob?
+        for try await (sha, size, type) in rows.decode((String, Int64, String).self) { found = StoredBlob(sha256: sha, size: size, contentType: type) }
+        guard var blob = found else { return nil }
+        for try await type in try await client.query("SELECT doc_type FROM blob_use WHERE sha256 = \(sha256)", logger: logger).decode(String.self) {
+            blob.docTypes.insert(type)
+        }
+        return blob
     }
 
     public func blobCount() async throws -> Int {
@@ -169,5 +175,7 @@ enum PostgresSchema {
         "CREATE INDEX IF NOT EXISTS document_type ON document (doc_type, id)",
         "CREATE INDEX IF NOT EXISTS document_type_seq ON document (doc_type, seq)",
         "CREATE TABLE IF NOT EXISTS blob (sha256 text PRIMARY KEY, size bigint NOT NULL, content_type text NOT NULL, stored_at bigint NOT NULL)",
+        // The docTypes each upload was attached to: who may fetch it (rights per token).
+        "CREATE TABLE IF NOT EXISTS blob_use (sha256 text NOT NULL, doc_type text NOT NULL, PRIMARY KEY (sha256, doc_type))",
     ]
 }

@@ -96,11 +96,10 @@ public final class PostgresDocumentStore: DocumentStore {
         for try await _ in try await connection.query(query, logger: logger) {}
     }
 
-    /// The document's revision (`nil` without a row); read once its lock is held, so it is current.
-    static func revision(_ id: String, _ connection: PostgresConnection, logger: Logger) async throws -> Int64? {
-        for try await rev in try await connection.query("SELECT rev FROM document WHERE id = \(id)", logger: logger).decode(Int64.self) {
-            return rev
-        }
+    /// The document's revision and docType (`nil` without a row); read once its lock is held, so it is current.
+    static func existing(_ id: String, _ connection: PostgresConnection, logger: Logger) async throws -> StoreRules.Existing? {
+        let rows = try await connection.query("SELECT rev, doc_type FROM document WHERE id = \(id)", logger: logger)
+        for try await (rev, type) in rows.decode((Int64, String).self) { return StoreRules.Existing(rev: rev, docType: type) }
         return nil
     }
 
@@ -136,7 +135,7 @@ public final class PostgresDocumentStore: DocumentStore {
         }
     }
 
-    public func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
+    public func delete(id: String, docType: String, now: Int64, author: String?, access: Access) async throws -> JSONObject {
         let maxBytes = maxDocumentBytes
         return try await transaction { connection in
             try await Self.lockDocuments([id], connection, logger: self.logger)
@@ -144,7 +143,8 @@ public final class PostgresDocumentStore: DocumentStore {
             for try await r in try await connection.query("SELECT body, doc_type FROM document WHERE id = \(id)", logger: self.logger)
                 .decode((String, String).self) { row = r }
             guard let (body, storedType) = row else { throw StoreError(.notFound, "no document with id \(id)") }
-            guard let object = try StoreRules.tombstone(of: body, storedType: storedType, id: id, docType: docType, now: now, author: author) else {
+            guard let object = try StoreRules.tombstone(
+                of: body, storedType: storedType, id: id, docType: docType, now: now, author: author, access: access) else {
                 guard case .object(let tombstone) = try JSONParser.parse(body) else { throw StoreError(.failed, "corrupt stored document") }
                 return tombstone
             }
@@ -154,7 +154,8 @@ public final class PostgresDocumentStore: DocumentStore {
     }
 
     public func attach(
-        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client writer: String?, author: String?
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client writer: String?, author: String?,
+        access: Access
     ) async throws -> JSONObject {
         let maxBytes = maxDocumentBytes
         return try await transaction { connection in
@@ -163,11 +164,14 @@ public final class PostgresDocumentStore: DocumentStore {
             for try await r in try await connection.query(
                 "SELECT body, doc_type, deleted_at FROM document WHERE id = \(id)", logger: self.logger).decode((String, String, Int64?).self) { row = r }
             guard let (body, storedType, deletedAt) = row else { throw StoreError(.notFound, "no document with id \(id) to attach the file to") }
-            let object = try StoreRules.attaching(url, as: property, to: body, storedType: storedType, deleted: deletedAt != nil, id: id, docType: docType, author: author)
+            let object = try StoreRules.attaching(
+                url, as: property, to: body, storedType: storedType, deleted: deletedAt != nil, id: id, docType: docType, author: author, access: access)
             try await connection.query("""
                 INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (\(blob.sha256), \(blob.size), \(blob.contentType), \(now))
                 ON CONFLICT (sha256) DO NOTHING
                 """, logger: self.logger)
+            try await connection.query(
+                "INSERT INTO blob_use (sha256, doc_type) VALUES (\(blob.sha256), \(storedType)) ON CONFLICT DO NOTHING", logger: self.logger)
             return try await Self.putHoldingLock(
                 object, now: now, ifMatch: nil, mustCreate: false, writer: writer, maxBytes: maxBytes, on: connection, logger: self.logger)
         }

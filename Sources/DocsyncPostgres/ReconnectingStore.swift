@@ -63,29 +63,31 @@ public final class ReconnectingStore: DocumentStore {
         return try await Deadline.race(deadline) { try await body(store) }
     }
 
-    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?) async throws -> JSONObject {
-        try await call { try await $0.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client) }
+    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?, access: Access) async throws -> JSONObject {
+        try await call { try await $0.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, access: access) }
     }
 
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        access: Access
     ) async throws -> SyncOutcome {
         try await call {
             try await $0.sync(
                 since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection,
-                measureDepth: measureDepth)
+                measureDepth: measureDepth, access: access)
         }
     }
 
-    public func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
-        try await call { try await $0.delete(id: id, docType: docType, now: now, author: author) }
+    public func delete(id: String, docType: String, now: Int64, author: String?, access: Access) async throws -> JSONObject {
+        try await call { try await $0.delete(id: id, docType: docType, now: now, author: author, access: access) }
     }
 
     public func attach(
-        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?, access: Access
     ) async throws -> JSONObject {
         try await call {
-            try await $0.attach(blob: blob, to: id, docType: docType, property: property, url: url, now: now, client: client, author: author)
+            try await $0.attach(
+                blob: blob, to: id, docType: docType, property: property, url: url, now: now, client: client, author: author, access: access)
         }
     }
 

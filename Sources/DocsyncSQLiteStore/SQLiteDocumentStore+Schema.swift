@@ -58,6 +58,18 @@ extension SQLiteDocumentStore {
                 CREATE INDEX document_type_seq_writer ON document(doc_type, seq, writer);
                 """)
         }
+        migrator.registerMigration("v7-blob-use") { db in
+            // The docTypes each upload was attached to: a token may fetch a file when it may read
+            // one of them (rights per token, docs/OPERATIONS.md). Uploads made before are every docType's.
+            try db.execute(sql: """
+                CREATE TABLE blob_use (
+                    sha256 TEXT NOT NULL,
+                    doc_type TEXT NOT NULL,
+                    PRIMARY KEY (sha256, doc_type)
+                ) WITHOUT ROWID;
+                INSERT INTO blob_use (sha256, doc_type) SELECT b.sha256, d.doc_type FROM blob b, (SELECT DISTINCT doc_type FROM document) d;
+                """)
+        }
         return migrator
     }
 }

@@ -50,10 +50,11 @@ public struct SQLiteDocumentStore: DocumentStore {
     }
 
     /// Upserts `object` by id. `ifMatch` (the revision the write was based on) makes it conditional.
-    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?) async throws -> JSONObject {
+    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?, access: Access) async throws -> JSONObject {
         try await write { db in
             try Self.put(
-                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes, db: db)
+                object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes,
+                access: access, db: db)
         }
     }
 
@@ -69,25 +70,26 @@ public struct SQLiteDocumentStore: DocumentStore {
     /// Stores `input` as change `seq` (one past the latest: a batch reads the latest once and counts on).
     static func put(
         _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String? = nil, seq: Int64,
-        maxBytes: Int = ProtocolLimits.maxDocumentBytes, db: Database
+        maxBytes: Int = ProtocolLimits.maxDocumentBytes, access: Access = .everything, db: Database
     ) throws -> JSONObject {
         let id = input["id"]?.string ?? ""
         // The statements of this path (once per document of a batch) bind and read through
         // SQLite's C API (see `RawStatement`).
-        let existingRev: Int64?
+        let existing: StoreRules.Existing?
         do {
-            let s = try RawStatement(db, cached: "SELECT rev FROM document WHERE id = ?")
+            let s = try RawStatement(db, cached: "SELECT rev, doc_type FROM document WHERE id = ?")
             s.bind(1, id)
-            existingRev = try s.step() ? s.int64(0) : nil
+            existing = try s.step() ? StoreRules.Existing(rev: s.int64(0) ?? 0, docType: s.string(1)) : nil
         }
         let version: StoreRules.Version
         do {
-            version = try StoreRules.write(input, existingRev: existingRev, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes)
+            version = try StoreRules.write(
+                input, existing: existing, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: maxBytes, access: access)
         } catch {
             guard error.kind == .conflict else { throw error }
             // The stored body is read only to report a conflict, and whether the caller wrote it.
             let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT body, writer FROM document WHERE id = ?"), arguments: [id])
-            throw error.holding(try row.map { try JSONParser.parse($0[0] as String) }, writtenBy: row?[1], asking: client)
+            throw error.holding(try row.map { try JSONParser.parse($0[0] as String) }, writtenBy: row?[1], asking: client, access: access)
         }
         try save(version, seq: seq, now: now, client: client, db: db)
         return version.object
@@ -116,9 +118,11 @@ public struct SQLiteDocumentStore: DocumentStore {
     }
 
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        access: Access
     ) async throws -> SyncOutcome {
-        try await write { db in
+        let selection = access.readable(selection)
+        return try await write { db in
             var outcome = SyncOutcome()
             var sent = Set<String>()
             var seq = try Self.latestSeq(db)
@@ -128,7 +132,8 @@ public struct SQLiteDocumentStore: DocumentStore {
                     let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
                     sent.insert(id!)
                     outcome.stored.append(try Self.put(
-                        object, now: now, ifMatch: base, mustCreate: false, client: client, seq: seq + 1, maxBytes: maxDocumentBytes, db: db))
+                        object, now: now, ifMatch: base, mustCreate: false, client: client, seq: seq + 1, maxBytes: maxDocumentBytes, access: access,
+                        db: db))
                     seq += 1
                 } catch let error as StoreError {
                     outcome.errors.append(StoreRules.batchError(id: id, error))
@@ -207,7 +212,7 @@ public struct SQLiteDocumentStore: DocumentStore {
     /// place; a crash before the commit leaves an unreferenced file that the next upload of the same
     /// bytes adopts.
     public func attach(
-        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?, access: Access
     ) async throws -> JSONObject {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type, deleted_at FROM document WHERE id = ?", arguments: [id]) else {
@@ -215,22 +220,24 @@ public struct SQLiteDocumentStore: DocumentStore {
             }
             let object = try StoreRules.attaching(
                 url, as: property, to: row["body"], storedType: row["doc_type"], deleted: row["deleted_at"] as Int64? != nil, id: id, docType: docType,
-                author: author)
+                author: author, access: access)
             try db.execute(
                 sql: "INSERT INTO blob (sha256, size, content_type, stored_at) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
                 arguments: [blob.sha256, blob.size, blob.contentType, now])
+            try db.execute(sql: "INSERT OR IGNORE INTO blob_use (sha256, doc_type) VALUES (?, ?)", arguments: [blob.sha256, row["doc_type"] as String])
             // The document's own change time stays; the revision and sequence move on.
             return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, client: client, seq: Self.latestSeq(db) + 1, maxBytes: maxDocumentBytes, db: db)
         }
     }
 
-    public func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
+    public func delete(id: String, docType: String, now: Int64, author: String?, access: Access) async throws -> JSONObject {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT body, doc_type FROM document WHERE id = ?", arguments: [id]) else {
                 throw StoreError(.notFound, "no document with id \(id)")
             }
             let stored: String = row["body"]
-            guard let object = try StoreRules.tombstone(of: stored, storedType: row["doc_type"], id: id, docType: docType, now: now, author: author) else {
+            guard let object = try StoreRules.tombstone(
+                of: stored, storedType: row["doc_type"], id: id, docType: docType, now: now, author: author, access: access) else {
                 guard case .object(let tombstone) = try JSONParser.parse(stored) else { throw StoreError(.failed, "corrupt stored document") }
                 return tombstone  // already a tombstone
             }
@@ -241,8 +248,10 @@ public struct SQLiteDocumentStore: DocumentStore {
     /// What the store knows of the blob with this address.
     public func blob(sha256: String) async throws -> StoredBlob? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT sha256, size, content_type FROM blob WHERE sha256 = ?", arguments: [sha256])
-                .map { StoredBlob(sha256: $0["sha256"], size: $0["size"], contentType: $0["content_type"]) }
+            guard var blob = try Row.fetchOne(db, sql: "SELECT sha256, size, content_type FROM blob WHERE sha256 = ?", arguments: [sha256])
+                .map({ StoredBlob(sha256: $0["sha256"], size: $0["size"], contentType: $0["content_type"]) }) else { return nil }
+            blob.docTypes = Set(try String.fetchAll(db, sql: "SELECT doc_type FROM blob_use WHERE sha256 = ?", arguments: [sha256]))
+            return blob
         }
     }
 

@@ -14,11 +14,12 @@ struct TokenMiddleware: RouterMiddleware {
         guard let header = request.headers[.authorization] else {
             return ReferenceServer.errorResponse(HTTPRefusal(401, "missing Authorization header (expected: Token token=…)"))
         }
-        guard let name = tokens.name(of: Array(header.utf8)) else {
+        guard let identity = tokens.identify(Array(header.utf8)) else {
             return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
         }
         var context = context
-        context.author = name
+        context.author = identity.name
+        context.access = identity.access
         return try await next(request, context)
     }
 }

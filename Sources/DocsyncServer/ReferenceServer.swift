@@ -85,6 +85,7 @@ public struct ReferenceServer: Sendable {
     /// Where the server listens, once it does: the base of upload URLs without `--public-url`.
     let listening = ListeningAddress()
     let tlsConfiguration: TLSConfiguration?
+    let tlsReloader = TLSReloader()
     let tokens: TokenStore
     /// `https` with `--tls-cert`, else `http`.
     public var scheme: String { tlsConfiguration == nil ? "http" : "https" }
@@ -103,8 +104,14 @@ public struct ReferenceServer: Sendable {
             ?? SQLiteDocumentStore(path: configuration.dataDirectory + "/documents.sqlite", maxDocumentBytes: configuration.maxDocumentBytes)
         self.blobs = try BlobDirectory(root: configuration.dataDirectory + "/uploads")
         self.wallClock = wallClock
-        self.tlsConfiguration = try configuration.tls?.configuration()
+        self.tlsConfiguration = try configuration.tls?.configuration(reloader: tlsReloader)
         self.tokens = try configuration.tokenFile.map { try TokenStore(file: $0) } ?? TokenStore(token: configuration.token)
+    }
+
+    /// SIGHUP: the token file and the TLS files read again. Returns what could not be reloaded.
+    public func reload() -> [String] {
+        tokens.reload()
+        return configuration.tls.flatMap { tlsReloader.reload($0) }.map { [$0] } ?? []
     }
 
     /// The Hummingbird application. `onRunning` receives the bound address (useful with port 0).

@@ -1,6 +1,7 @@
 import DocsyncStore
 import DocsyncModel
 import NIOSSL
+import Synchronization
 
 /// The certificate chain and private key `docsync serve` speaks TLS with (`--tls-cert`,
 /// `--tls-key`, both PEM). Loaded once at start: a file that cannot be read or parsed stops the
@@ -26,7 +27,8 @@ public struct TLSFiles: Sendable {
         return nil
     }
 
-    func configuration() throws -> TLSConfiguration {
+    /// The chain and key as the files hold them now.
+    func load() throws -> (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificate)
@@ -34,12 +36,48 @@ public struct TLSFiles: Sendable {
             throw StoreError(.failed, "cannot read the TLS certificate \(certificate): \(error)")
         }
         guard !chain.isEmpty else { throw StoreError(.failed, "no certificate in \(certificate)") }
-        let privateKey: NIOSSLPrivateKey
         do {
-            privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
+            return (chain, try NIOSSLPrivateKey(file: key, format: .pem))
         } catch {
             throw StoreError(.failed, "cannot read the TLS private key \(key): \(error)")
         }
-        return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey))
+    }
+
+    /// The server's TLS configuration: the files' chain and key, and, on every handshake, the
+    /// ones `reloader` holds now (a renewed certificate is taken on SIGHUP, without a restart).
+    func configuration(reloader: TLSReloader) throws -> TLSConfiguration {
+        let (chain, privateKey) = try load()
+        reloader.set(chain: chain, key: privateKey)
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey))
+        configuration.sslContextCallback = { _, promise in promise.succeed(reloader.override()) }
+        return configuration
+    }
+}
+
+/// The certificate chain and key new TLS connections are given, replaced by ``reload(_:)``.
+public final class TLSReloader: Sendable {
+    private let current = Mutex<(chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)?>(nil)
+
+    func set(chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) { current.withLock { $0 = (chain, key) } }
+
+    /// The files read again: a chain or key that cannot be read leaves the ones in use (the error
+    /// says why); nil when they were taken.
+    func reload(_ files: TLSFiles) -> String? {
+        do {
+            let (chain, key) = try files.load()
+            set(chain: chain, key: key)
+            return nil
+        } catch {
+            return "\(error); the certificate in use stays"
+        }
+    }
+
+    func override() -> NIOSSLContextConfigurationOverride {
+        var override = NIOSSLContextConfigurationOverride()
+        if let (chain, key) = current.withLock({ $0 }) {
+            override.certificateChain = chain.map { .certificate($0) }
+            override.privateKey = .privateKey(key)
+        }
+        return override
     }
 }

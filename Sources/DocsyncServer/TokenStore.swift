@@ -1,20 +1,32 @@
 #if canImport(Glibc)
-import DocsyncStore
 import Glibc
 #endif
+import Crypto
+import DocsyncStore
 import Foundation
+import Logging
 import Synchronization
 
+/// Who a request's token is: its name (the author its writes carry) and what it may do.
+public struct TokenIdentity: Sendable, Hashable {
+    public var name: String
+    public var access: Access
+}
+
 /// The tokens `docsync serve` accepts: one, or several named ones from a file that is read again
-/// when it changes, so a token is added or revoked without a restart.
+/// when it changes (or on SIGHUP), so a token is added, limited or revoked without a restart.
 ///
-/// The file has one token a line, `NAME TOKEN` or just `TOKEN` (the grammar: ``TokenFileParser``).
-/// It is looked at (one `stat`) at most once a second, on a request; a file that cannot be read,
-/// does not parse or holds no token leaves the tokens as they were (a half-written file must not
-/// lock everyone out). Tokens are never logged; their names may be.
+/// The file's grammar is ``TokenFileParser``. At start a line that does not parse stops the
+/// server with its number. Read again, the file is what it says: a token no longer in it is
+/// revoked at once, a line that does not parse grants nothing and is logged with its number, and
+/// an empty file (or one that cannot be read) leaves no token valid. Each reload is logged with the
+/// names added, removed and whose rights changed. Tokens are never logged; their names may be.
+///
+/// A presented token is looked up by its SHA-256, so the file may hold hashes instead of secrets
+/// and a lookup costs the same with a hundred tokens as with one.
 public final class TokenStore: Sendable {
     private struct State {
-        var tokens: [(name: String, bytes: [UInt8])]
+        var byDigest: [[UInt8]: TokenIdentity]
         var stamp: FileStamp?
         var lastLook: ContinuousClock.Instant
     }
@@ -24,34 +36,51 @@ public final class TokenStore: Sendable {
     }
 
     private let file: String?
+    private let logger: Logger
     private let state: Mutex<State>
 
-    /// A single token (from the environment, or generated).
-    public init(token: String) {
+    /// A single token (from the environment, or generated), with every right.
+    public init(token: String, logger: Logger = Logger(label: "docsync.tokens")) {
         file = nil
-        state = Mutex(State(tokens: [(TokenFileParser.anonymous, Self.header(token))], stamp: nil, lastLook: .now))
+        self.logger = logger
+        let identity = TokenIdentity(name: TokenFileParser.anonymous, access: .everything)
+        state = Mutex(State(byDigest: [TokenDigest.of(Array(token.utf8)): identity], stamp: nil, lastLook: .now))
     }
 
-    /// The tokens of `file`; throws if it holds none.
-    public init(file: String) throws {
+    /// The tokens of `file`; throws, naming the line, if one does not parse or none is there.
+    public init(file: String, logger: Logger = Logger(label: "docsync.tokens")) throws {
         self.file = file
-        let (tokens, stamp): ([(name: String, bytes: [UInt8])], FileStamp?)
-        switch Self.load(file) {
-        case .success(let loaded): (tokens, stamp) = loaded
-        case .failure(let problem): throw StoreError(.failed, "\(file): \(problem)")
+        self.logger = logger
+        let stamp = Self.stamp(file)
+        guard let data = FileManager.default.contents(atPath: file) else { throw StoreError(.failed, "\(file): cannot be read") }
+        let entries: [TokenFileParser.Entry]
+        do throws(TokenFileParser.Failure) {
+            entries = try TokenFileParser.parse(data)
+        } catch {
+            throw StoreError(.failed, "\(file): \(error); a line is NAME TOKEN [RIGHTS…] or TOKEN [RIGHTS…]")
         }
-        state = Mutex(State(tokens: tokens, stamp: stamp, lastLook: .now))
+        guard !entries.isEmpty else { throw StoreError(.failed, "\(file): no token (one a line: NAME TOKEN [RIGHTS…], or TOKEN)") }
+        state = Mutex(State(byDigest: Self.table(entries), stamp: stamp, lastLook: .now))
     }
 
-    /// The name of the token `authorization` (the whole header) presents, or nil. Compares with
-    /// every token without an early exit, so timing does not tell how much of a guess matched.
-    func name(of authorization: [UInt8]) -> String? {
+    /// Who the token that `authorization` (the whole header, `Token token=…`) presents is, or nil.
+    public func identify(_ authorization: [UInt8]) -> TokenIdentity? {
         reloadIfChanged()
-        var found: String?
-        for token in state.withLock({ $0.tokens }) where Self.constantTimeEquals(authorization, token.bytes) {
-            found = token.name
-        }
-        return found
+        let prefix = Self.scheme
+        guard authorization.count > prefix.count, authorization.starts(with: prefix) else { return nil }
+        let digest = TokenDigest.of(authorization[prefix.count...])
+        return state.withLock { $0.byDigest[digest] }
+    }
+
+    /// The name of the token `authorization` presents, or nil.
+    func name(of authorization: [UInt8]) -> String? { identify(authorization)?.name }
+
+    static let scheme = Array("Token token=".utf8)
+
+    /// Reads the file again now, changed or not (SIGHUP).
+    public func reload() {
+        guard let file else { return }
+        apply(Self.stamp(file), file: file)
     }
 
     private func reloadIfChanged() {
@@ -62,30 +91,42 @@ public final class TokenStore: Sendable {
             s.lastLook = now
             return true
         }
-        guard due, Self.stamp(file) != state.withLock({ $0.stamp }), case .success(let (tokens, stamp)) = Self.load(file) else { return }
-        state.withLock {
-            $0.tokens = tokens
-            $0.stamp = stamp
-        }
+        guard due else { return }
+        let stamp = Self.stamp(file)
+        guard stamp != state.withLock({ $0.stamp }) else { return }
+        apply(stamp, file: file)
     }
 
-    /// Why a token file cannot be used: it cannot be read, a line does not parse, or it holds no token.
-    struct LoadProblem: Error, CustomStringConvertible {
-        var description: String
+    /// The file as it is now, whatever it says: revocations take effect, bad lines grant nothing.
+    private func apply(_ stamp: FileStamp?, file: String) {
+        let data = FileManager.default.contents(atPath: file)
+        let (entries, failures) = data.map { TokenFileParser.parseLeniently($0) } ?? ([], [])
+        if data == nil { logger.error("the token file \(file) cannot be read: no token is valid until it can") }
+        for failure in failures { logger.error("the token file \(file), \(failure): that line grants nothing") }
+        let table = Self.table(entries)
+        let old = state.withLock { s -> [[UInt8]: TokenIdentity] in
+            let old = s.byDigest
+            (s.byDigest, s.stamp) = (table, stamp)
+            return old
+        }
+        logChanges(from: old, to: table, file: file)
     }
 
-    /// The file's tokens (see ``TokenFileParser``), or why there are none to use.
-    private static func load(_ file: String) -> Result<([(name: String, bytes: [UInt8])], FileStamp?), LoadProblem> {
-        let stamp = stamp(file)
-        guard let data = FileManager.default.contents(atPath: file) else { return .failure(LoadProblem(description: "cannot be read")) }
-        let entries: [TokenFileParser.Entry]
-        do throws(TokenFileParser.Failure) {
-            entries = try TokenFileParser.parse(data)
-        } catch {
-            return .failure(LoadProblem(description: "\(error); the line is NAME TOKEN or TOKEN"))
-        }
-        guard !entries.isEmpty else { return .failure(LoadProblem(description: "no token (one a line: NAME TOKEN, or TOKEN)")) }
-        return .success((entries.map { ($0.name, header($0.token)) }, stamp))
+    private func logChanges(from old: [[UInt8]: TokenIdentity], to new: [[UInt8]: TokenIdentity], file: String) {
+        let added = new.filter { old[$0.key] == nil }.map(\.value.name).sorted()
+        let removed = old.filter { new[$0.key] == nil }.map(\.value.name).sorted()
+        let changed = new.filter { entry in old[entry.key].map { $0 != entry.value } ?? false }.map(\.value.name).sorted()
+        logger.notice("the token file \(file) was read again", metadata: [
+            "tokens.count": "\(new.count)", "tokens.added": "\(added.joined(separator: ","))", "tokens.removed": "\(removed.joined(separator: ","))",
+            "tokens.rights_changed": "\(changed.joined(separator: ","))",
+        ])
+        if new.isEmpty { logger.warning("the token file \(file) holds no token: every request is refused") }
+    }
+
+    private static func table(_ entries: [TokenFileParser.Entry]) -> [[UInt8]: TokenIdentity] {
+        var table: [[UInt8]: TokenIdentity] = [:]
+        for entry in entries { table[entry.digest] = TokenIdentity(name: entry.name, access: entry.access) }
+        return table
     }
 
     private static func stamp(_ file: String) -> FileStamp? {
@@ -94,14 +135,35 @@ public final class TokenStore: Sendable {
         return FileStamp(
             inode: UInt64(st.st_ino), size: Int64(st.st_size), mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
     }
+}
 
-    private static func header(_ token: String) -> [UInt8] { Array("Token token=\(token)".utf8) }
+/// A token's SHA-256, as the token file may hold it (`sha256:<hex>`).
+public enum TokenDigest {
+    public static func of(_ token: some Sequence<UInt8>) -> [UInt8] { Array(SHA256.hash(data: Array(token))) }
 
-    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(a.count == b.count ? 0 : 1)
-        for i in 0..<max(a.count, b.count) {
-            difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+    public static func hex(_ digest: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(digest.count * 2)
+        for byte in digest { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func bytes(hex: [UInt8]) -> [UInt8]? {
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
         }
-        return difference == 0
+        guard hex.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: hex.count, by: 2) {
+            guard let high = nibble(hex[i]), let low = nibble(hex[i + 1]) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return out
     }
 }

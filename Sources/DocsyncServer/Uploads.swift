@@ -116,6 +116,10 @@ struct UploadRoutes: Sendable {
         guard let file = parts.file else { throw StoreError(.invalid, "the upload has no complete \"file\" part") }
         guard let targetBytes = parts.target else { throw StoreError(.invalid, "the upload has no \"targetDocument\" part") }
         let target = try Self.target(targetBytes)
+        // Refused before the file is kept (the store checks again against the stored document).
+        if !context.access.mayWrite(target.docType) {
+            throw StoreError(.forbidden, "this token may not change documents of docType \(target.docType)", right: "write:\(target.docType)")
+        }
         try blobs.adopt(temporary: file.temporaryPath, sha256: file.sha256)
         parts.adopted()
         let name = Self.sanitisedFileName(file.fileName)
@@ -123,7 +127,7 @@ struct UploadRoutes: Sendable {
         let blob = StoredBlob(sha256: file.sha256, size: file.size, contentType: Self.mediaType(declared: file.contentType, fileName: name))
         let stored = try await store.attach(
             blob: blob, to: target.id, docType: target.docType, property: target.property, url: url, now: now(),
-            client: ReferenceServer.client(request), author: context.author)
+            client: ReferenceServer.client(request, token: context.author), author: context.author, access: context.access)
         feed.published(try await store.latestSeq())
         context.logger.info("stored upload", metadata: ["doc.id": "\(target.id)", "property": "\(target.property)", "bytes": "\(file.size)"])
         var buffer = ByteBuffer(string: "{\"data\":")
@@ -213,7 +217,9 @@ struct UploadRoutes: Sendable {
     func download(_ context: ServerRequestContext) async throws -> Response {
         let sha = context.parameters.get("sha256") ?? ""
         guard sha.utf8.count == 64, sha.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
-              let blob = try await store.blob(sha256: sha)
+              let blob = try await store.blob(sha256: sha),
+              // A file of documents the token may not read is, to it, not there.
+              blob.isReadable(by: context.access)
         else {
             return ReferenceServer.errorResponse(StoreError(.notFound, "no such upload"))
         }

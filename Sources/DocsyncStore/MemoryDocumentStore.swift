@@ -35,21 +35,25 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
         self.maxDocumentBytes = maxDocumentBytes
     }
 
-    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?) async throws -> JSONObject {
-        try state.withLock { s in try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, max: maxDocumentBytes, &s) }
+    public func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?, access: Access) async throws -> JSONObject {
+        try state.withLock { s in
+            try Self.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, max: maxDocumentBytes, access: access, &s)
+        }
     }
 
     private static func put(
-        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?, max: Int, _ s: inout State
+        _ input: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?, max: Int, access: Access = .everything, _ s: inout State
     ) throws -> JSONObject {
         let id = input["id"]?.string ?? ""
         let existing = s.rows[id]
         let version: StoreRules.Version
         do {
-            version = try StoreRules.write(input, existingRev: existing?.rev, ifMatch: ifMatch, mustCreate: mustCreate, now: now, maxBytes: max)
+            version = try StoreRules.write(
+                input, existing: existing.map { StoreRules.Existing(rev: $0.rev, docType: $0.docType) }, ifMatch: ifMatch, mustCreate: mustCreate,
+                now: now, maxBytes: max, access: access)
         } catch {
             guard error.kind == .conflict else { throw error }
-            throw error.holding(existing.flatMap { try? JSONParser.parse($0.body) }, writtenBy: existing?.writer, asking: client)
+            throw error.holding(existing.flatMap { try? JSONParser.parse($0.body) }, writtenBy: existing?.writer, asking: client, access: access)
         }
         s.latest += 1
         if let existing { s.ids[existing.seq] = nil }
@@ -59,9 +63,11 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
     }
 
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        access: Access
     ) async throws -> SyncOutcome {
-        try state.withLock { s in
+        let selection = access.readable(selection)
+        return try state.withLock { s in
             var outcome = SyncOutcome()
             var sent = Set<String>()
             for value in documents {
@@ -69,7 +75,8 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
                 do {
                     let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
                     sent.insert(id ?? "")
-                    outcome.stored.append(try Self.put(object, now: now, ifMatch: base, mustCreate: false, client: client, max: maxDocumentBytes, &s))
+                    outcome.stored.append(try Self.put(
+                        object, now: now, ifMatch: base, mustCreate: false, client: client, max: maxDocumentBytes, access: access, &s))
                 } catch let error as StoreError {
                     outcome.errors.append(StoreRules.batchError(id: id, error))
                 }
@@ -89,10 +96,11 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
         }
     }
 
-    public func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
+    public func delete(id: String, docType: String, now: Int64, author: String?, access: Access) async throws -> JSONObject {
         try state.withLock { s in
             guard let row = s.rows[id] else { throw StoreError(.notFound, "no document with id \(id)") }
-            guard let object = try StoreRules.tombstone(of: row.body, storedType: row.docType, id: id, docType: docType, now: now, author: author) else {
+            guard let object = try StoreRules.tombstone(
+                of: row.body, storedType: row.docType, id: id, docType: docType, now: now, author: author, access: access) else {
                 guard case .object(let tombstone) = try JSONParser.parse(row.body) else { throw StoreError(.failed, "corrupt stored document") }
                 return tombstone  // already a tombstone
             }
@@ -101,13 +109,15 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
     }
 
     public func attach(
-        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?, access: Access
     ) async throws -> JSONObject {
         try state.withLock { s in
             guard let row = s.rows[id] else { throw StoreError(.notFound, "no document with id \(id) to attach the file to") }
             let object = try StoreRules.attaching(
-                url, as: property, to: row.body, storedType: row.docType, deleted: row.deletedAt != nil, id: id, docType: docType, author: author)
+                url, as: property, to: row.body, storedType: row.docType, deleted: row.deletedAt != nil, id: id, docType: docType, author: author,
+                access: access)
             if s.blobs[blob.sha256] == nil { s.blobs[blob.sha256] = blob }
+            s.blobs[blob.sha256]?.docTypes.insert(row.docType)
             return try Self.put(object, now: now, ifMatch: nil, mustCreate: false, client: client, max: maxDocumentBytes, &s)
         }
     }

@@ -38,14 +38,39 @@ public enum StoreRules {
         public var deletedAt: Int64?
     }
 
-    /// What writing `input` over a document at `existingRev` (`nil`: none) stores. Throws 409
-    /// (without the current document, which the store adds) when `mustCreate` finds one or
-    /// `ifMatch` is not the stored revision, 413 when the stored text is over `maxBytes`.
+    /// What a write finds stored under its id: the revision and the docType.
+    public struct Existing: Sendable, Hashable {
+        public var rev: Int64
+        public var docType: String
+
+        public init(rev: Int64, docType: String) {
+            self.rev = rev
+            self.docType = docType
+        }
+    }
+
+    /// What writing `input` over a document at `existingRev` (`nil`: none) stores, with every
+    /// right: the store has not read the stored docType (a write that guesses the revision).
     public static func write(
         _ input: JSONObject, existingRev: Int64?, ifMatch: Int64?, mustCreate: Bool, now: Int64, maxBytes: Int
     ) throws(StoreError) -> Version {
+        let docType = input["docType"]?.string ?? ""
+        return try write(
+            input, existing: existingRev.map { Existing(rev: $0, docType: docType) }, ifMatch: ifMatch, mustCreate: mustCreate, now: now,
+            maxBytes: maxBytes, access: .everything)
+    }
+
+    /// What writing `input` over `existing` (`nil`: none) stores. Throws 403 when `access` does
+    /// not give the right (checked first: a refused writer is not shown the current document),
+    /// 409 (without the current document, which the store adds) when `mustCreate` finds one or
+    /// `ifMatch` is not the stored revision, 413 when the stored text is over `maxBytes`.
+    public static func write(
+        _ input: JSONObject, existing: Existing?, ifMatch: Int64?, mustCreate: Bool, now: Int64, maxBytes: Int, access: Access
+    ) throws(StoreError) -> Version {
         var object = input
         let id = object["id"]?.string ?? ""
+        if let refusal = access.refusal(writing: object["docType"]?.string ?? "", id: id, over: existing) { throw refusal }
+        let existingRev = existing?.rev
         if mustCreate, existingRev != nil { throw StoreError(.conflict, "a document with id \(id) exists already; PUT updates it") }
         if let ifMatch, (existingRev ?? 0) != ifMatch {
             throw StoreError(.conflict, "revision \(ifMatch) is not current (current: \(existingRev ?? 0))")
@@ -93,11 +118,15 @@ public enum StoreRules {
         return t.unixMilliseconds <= now + 2000 ? min(t.unixMilliseconds, now) : nil
     }
 
-    /// The body a delete stores over `stored` (of `storedType`); `nil` when it is a tombstone already.
+    /// The body a delete stores over `stored` (of `storedType`); `nil` when it is a tombstone
+    /// already. A document the token may neither read nor write is answered as one that is not
+    /// there (``notFoundFor(_:storedType:access:)``).
     public static func tombstone(
-        of stored: String, storedType: String, id: String, docType: String, now: Int64, author: String?
+        of stored: String, storedType: String, id: String, docType: String, now: Int64, author: String?, access: Access = .everything
     ) throws -> JSONObject? {
+        try notFoundFor(id, storedType: storedType, access: access)
         guard storedType == docType else { throw StoreError(.invalid, "document \(id) has docType \(storedType), not \(docType)") }
+        if let refusal = access.refusal(writing: storedType, id: id, over: Existing(rev: 0, docType: storedType), deleting: true) { throw refusal }
         guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(.failed, "corrupt stored document") }
         if let d = object[DocumentRules.deletedAtKey], !d.isNull { return nil }
         object[DocumentRules.deletedAtKey] = .string(Timestamp(unixMilliseconds: now).rfc3339)
@@ -108,13 +137,22 @@ public enum StoreRules {
     /// The body an upload stores over `stored`: `property` set to the file's URL. Refused for a
     /// document of another docType or a tombstone.
     public static func attaching(
-        _ url: String, as property: String, to stored: String, storedType: String, deleted: Bool, id: String, docType: String, author: String?
+        _ url: String, as property: String, to stored: String, storedType: String, deleted: Bool, id: String, docType: String, author: String?,
+        access: Access = .everything
     ) throws -> JSONObject {
+        try notFoundFor(id, storedType: storedType, access: access)
         guard storedType == docType else { throw StoreError(.invalid, "document \(id) has docType \(storedType), not \(docType)") }
+        if let refusal = access.refusal(writing: storedType, id: id, over: Existing(rev: 0, docType: storedType)) { throw refusal }
         guard !deleted else { throw StoreError(.notFound, "document \(id) is deleted") }
         guard case .object(var object) = try JSONParser.parse(stored) else { throw StoreError(.failed, "corrupt stored document") }
         object[property] = .string(url)
         return authored(object, by: author)
+    }
+
+    /// A document of a docType the token may neither read nor write nor create is, to it, not
+    /// there: a delete or an upload of its id is answered as for an id that does not exist.
+    public static func notFoundFor(_ id: String, storedType: String, access: Access) throws(StoreError) {
+        if !access.mayRead(storedType) && !access.mayCreate(storedType) { throw StoreError(.notFound, "no document with id \(id)") }
     }
 
     /// One document of a batch call, validated, and the revision it is based on (its `rev`, if
@@ -130,6 +168,11 @@ public enum StoreRules {
         var entry = JSONObject([(key: "id", value: id.map { .string($0) } ?? .null), (key: "message", value: .string(error.message))])
         if let current = error.current { entry["current"] = current }
         if error.currentIsCallers { entry["yours"] = true }
+        // A refusal of rights says so, and which right: the agent holds that document, not the batch.
+        if error.kind == .forbidden {
+            entry["status"] = .number("403")
+            if let right = error.right { entry["right"] = .string(right) }
+        }
         return entry
     }
 }

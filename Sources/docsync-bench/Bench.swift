@@ -65,6 +65,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Documents per folder in the many-folders run.")
     var folderDocs = 200
 
+    @Option(help: "Only the rights run: this many documents written and pulled on a server with one token, and on one with 100 tokens with rights, --rounds times, alternating.")
+    var rights: Int?
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -161,6 +164,7 @@ struct Bench: AsyncParsableCommand {
         }
         if let schemaImport { return try await measureSchemaImport(count: schemaImport, work: work).table }
         if let folders { return try await measureFolders(count: folders, work: work) }
+        if let rights { return try await measureRights(count: rights, work: work).table }
         return nil
     }
 

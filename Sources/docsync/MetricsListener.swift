@@ -44,7 +44,9 @@ enum MetricsListener {
         let live = folders
         return Server(
             childChannelSetup: HTTP1Channel(responder: { request, writer, _ in
-                let (status, type, body) = await respond(to: request, live: live)
+                let (status, type, body) = isAllowed(host: request.head.authority, listening: host)
+                    ? await respond(to: request, live: live)
+                    : (.misdirectedRequest, "text/plain", ByteBuffer(string: "this listener answers to its own address and to localhost only\n"))
                 var head = HTTPResponse(status: status)
                 head.headerFields[.contentType] = type
                 head.headerFields[.contentLength] = String(body.readableBytes)
@@ -76,6 +78,22 @@ enum MetricsListener {
         } catch {
             return (.internalServerError, "text/plain", ByteBuffer(string: "\(error)\n"))
         }
+    }
+
+    /// Whether a request's `Host` names this listener: a loopback name or the configured address,
+    /// with any port. Anything else is refused (421), so a web page that rebinds its own DNS name
+    /// to 127.0.0.1 cannot read `/status` (which names the folders) from a browser.
+    static func isAllowed(host authority: String?, listening: String) -> Bool {
+        guard let authority, !authority.isEmpty else { return false }
+        var name = Substring(authority.lowercased())
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return false }
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.lastIndex(of: ":") {
+            name = name[..<colon]
+        }
+        let allowed: Set<Substring> = ["localhost", "127.0.0.1", "::1", Substring(listening.lowercased())]
+        return allowed.contains(name) || name.hasSuffix(".localhost") && name.count <= 253
     }
 
     /// `/status`: whether every folder is in sync, and each folder's status in the config's order.

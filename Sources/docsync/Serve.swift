@@ -4,6 +4,7 @@ import DocsyncServer
 import Foundation
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -89,10 +90,26 @@ struct Serve: AsyncParsableCommand {
             emit("\(scheme)://\(host):\(port)")
             listens.yield("\(scheme)://\(host):\(port)")
         }
-        var services: [any Service] = [app]
+        var services: [any Service] = [app, HangupReload(logger: logger) { server.reload() }]
         let systemd = SystemdNotifier()
         if systemd.isActive { services.append(SystemdServeService(notifier: systemd, listening: listening)) }
         try await signalledGroup(services.map { .init(service: $0) }, logger: logger).run()
+    }
+}
+
+/// SIGHUP reloads what can change while the server runs (the token file, the TLS certificate):
+/// `systemctl reload` (the units' `ExecReload`), or a certificate renewal's hook.
+struct HangupReload: Service {
+    let logger: Logger
+    var what = "the token file and the TLS files"
+    let reload: @Sendable () async -> [String]
+
+    func run() async throws {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in hangups.cancelOnGracefulShutdown() {
+            logger.notice("SIGHUP: reading \(what) again")
+            for problem in await reload() { logger.error("\(problem)") }
+        }
     }
 }
 

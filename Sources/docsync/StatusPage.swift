@@ -39,7 +39,7 @@ function rows(box, list, empty, cells) {
 }
 function state(s) {
   if (s.in_sync && !s.nonconforming) return ["in sync", "ok"];
-  if (s.nonconforming || s.invalid || s.rejected || s.paused || s.conflicts.length || s.pull_failures || s.held_deletions) return ["needs attention", "bad"];
+  if (s.nonconforming || s.invalid || s.rejected || s.not_allowed || s.paused || s.conflicts.length || s.pull_failures || s.held_deletions || s.held_local_deletions) return ["needs attention", "bad"];
   return [s.offline_since ? "offline: changes wait" : "syncing", "busy"];
 }
 function folder(s) {
@@ -58,6 +58,7 @@ function folder(s) {
   for (const f of s.invalid_files) failing.push([f.path, "invalid: " + f.reason]);
   for (const n of (s.nonconforming_documents || [])) failing.push([n.path, "does not conform to the schema of " + n.docType + ": " + n.errors.map((e) => (e.instance || "/") + ": " + e.message).join("; ")]);
   for (const r of s.rejected_documents) failing.push([r.path || r.id, "rejected by the endpoint: " + r.reason]);
+  for (const n of (s.not_allowed_documents || [])) failing.push([n.path, n.reason + " (kept in the file)"]);
   for (const u of s.uploads) if (u.error) failing.push([u.document + " " + u.property, u.state + ": " + u.error]);
   for (const d of (s.downloads || [])) if (d.error) failing.push([d.document + " " + d.property, d.state + ": " + d.error]);
   box.append(el("h3", "Failing")); rows(box, failing, "nothing", (f) => f);

@@ -68,7 +68,10 @@ struct Watch: AsyncParsableCommand {
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = agents.map {
                 .init(service: AgentService(agent: $0, folders: running, logger: logger), successTerminationBehavior: running == nil ? .cancelGroup : .ignore)
             }
-            var others: [any Service] = []
+            var others: [any Service] = [HangupReload(logger: logger, what: "the token files") {
+                for agent in agents { await agent.tokenFileMayHaveChanged() }
+                return []
+            }]
             if systemd.isActive { others.append(SystemdAgentService(notifier: systemd, folders: folders, ready: ready)) }
             if Index.Footprint.forFolders(agents.count) == .lean { others.append(LeanMemory(indexes: agents.map(\.index))) }
             if let address = plan.metricsAddr { others.append(try MetricsListener.application(address: address, folders: folders, logger: logger)) }

@@ -181,6 +181,32 @@ extension LongSuites {
         #expect(try await records(server, "note").isEmpty)
     }
 
+    /// Rights (issue 57) on a real Kinto: a principal that may read the bucket but not write it
+    /// pulls, and its edit is held as not allowed, kept in its file, not retried in a loop.
+    @Test func aReadOnlyPrincipalPullsAndItsEditIsHeldAsNotAllowed() async throws {
+        let server = try await KintoServer.start()
+        let folder = try TempFolder("kinto-reader")
+        let owner = try await agent(try TempFolder("kinto-owner"), server)
+        try owner.folder.write("notes/one.json", #"{"id":"one","docType":"note","title":"first"}"#)
+        #expect(await eventually { (try? await records(server, "note"))?["one"] != nil })
+        // bob's principal, then read permission on the bucket for it.
+        let (api, auth) = kintoAPI(server)
+        let bobAuth = [("Authorization", "Basic " + Data("bob:pw".utf8).base64EncodedString())]
+        let bob = try #require(try await api.request("GET", "/", token: .some(nil), headers: bobAuth).json?.object?["user"]?.object?["id"]?.string)
+        let granted = try await api.request(
+            "PATCH", "/buckets/folder", body: #"{"permissions":{"read":["\#(bob)"]}}"#, token: .some(nil), headers: auth)
+        #expect(granted.status == 200, "\(granted.text)")
+        let reader = try await agent(folder, server, credential: "bob:pw")
+        defer { Task { try? await reader.stop(); try? await owner.stop(); await server.stop(); folder.remove(); owner.folder.remove() } }
+        #expect(await eventually { object(of: "one", in: folder)?["title"] == "first" }, "\(reader.logs.all.suffix(5))")
+        let path = try #require(file(of: "one", in: folder))
+        try folder.write(path, #"{"id":"one","docType":"note","title":"mine"}"#)
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.notAllowedCount == 1 }, "\(reader.logs.all.suffix(5))")
+        #expect(try await AgentStatus.read(root: folder.path).paused == nil, "a right lacking is not a credential refused")
+        #expect(object(of: "one", in: folder)?["title"] == "mine")
+        #expect(try await records(server, "note")["one"]?["title"] == "first")
+    }
+
     @Test func anAttachmentRoundTripsByteIdenticalAndOneRecordHoldsOne() async throws {
         let server = try await KintoServer.start(attachments: true)
         let folder = try TempFolder("kinto-attach")

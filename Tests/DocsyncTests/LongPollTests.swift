@@ -56,23 +56,25 @@ final class LookRecordingStore: DocumentStore {
     var looks: [Int64] { recorded.withLock { $0 } }
 
     var storeID: String { inner.storeID }
-    func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?) async throws -> JSONObject {
-        try await inner.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client)
+    func put(_ object: JSONObject, now: Int64, ifMatch: Int64?, mustCreate: Bool, client: String?, access: Access) async throws -> JSONObject {
+        try await inner.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, access: access)
     }
     func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        access: Access
     ) async throws -> SyncOutcome {
         if documents.isEmpty { recorded.withLock { $0.append(since) } }
         return try await inner.sync(
-            since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection, measureDepth: measureDepth)
+            since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection, measureDepth: measureDepth,
+            access: access)
     }
-    func delete(id: String, docType: String, now: Int64, author: String?) async throws -> JSONObject {
-        try await inner.delete(id: id, docType: docType, now: now, author: author)
+    func delete(id: String, docType: String, now: Int64, author: String?, access: Access) async throws -> JSONObject {
+        try await inner.delete(id: id, docType: docType, now: now, author: author, access: access)
     }
-    func attach(blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?)
-        async throws -> JSONObject
-    {
-        try await inner.attach(blob: blob, to: id, docType: docType, property: property, url: url, now: now, client: client, author: author)
+    func attach(
+        blob: StoredBlob, to id: String, docType: String, property: String, url: String, now: Int64, client: String?, author: String?, access: Access
+    ) async throws -> JSONObject {
+        try await inner.attach(blob: blob, to: id, docType: docType, property: property, url: url, now: now, client: client, author: author, access: access)
     }
     func get(id: String) async throws -> JSONValue? { try await inner.get(id: id) }
     func list(docType: String, includeDeleted: Bool, after: String, limit: Int) async throws -> [(id: String, body: String)] {

@@ -72,6 +72,27 @@ extension HeavySuites {
         return base
     }
 
+    /// Trust finding (fourth round, 12): the listener answered any `Host`, so a page whose name
+    /// was rebound to 127.0.0.1 read `/status`, which names the folder. Loopback names and the
+    /// configured address only.
+    @Test func theListenerAnswersToItsOwnAddressAndLocalhostOnly() async throws {
+        let s = try await EndToEndTests.Setup.start()
+        let agent = try DocsyncProcess(
+            ["watch", s.docs.path, "--endpoint", s.url, "--token-file", s.tokenFile, "--metrics-addr", "127.0.0.1:0"],
+            logDirectory: s.work.path, name: "watch")
+        defer { Task { await agent.stop(); await s.finish() } }
+        let base = try #require(await metricsBase(agent), "\(agent.stderr)")
+        let port = base.split(separator: ":").last.map(String.init) ?? ""
+        let api = APIClient(baseURL: base, token: "")
+        for host in ["evil.example", "evil.example:\(port)", "192.168.1.7:\(port)", ""] {
+            let reply = try await api.request("GET", "/status", token: .some(nil), headers: [("Host", host)])
+            #expect(reply.status == 421 && !reply.text.contains(s.docs.path), "Host \(host): \(reply.status)")
+        }
+        for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST", "[::1]:\(port)"] {
+            #expect(try await api.request("GET", "/status", token: .some(nil), headers: [("Host", host)]).status == 200, "Host \(host)")
+        }
+    }
+
     @Test func metricsFollowDocumentsAsTheyAreCreatedFailAndSync() async throws {
         let s = try await EndToEndTests.Setup.start()
         let agent = try DocsyncProcess(

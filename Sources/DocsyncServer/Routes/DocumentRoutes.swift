@@ -28,6 +28,7 @@ struct DocumentRoutes: Sendable {
         router.put("/api/document") { request, context in
             try await ReferenceServer.respond {
                 let object = try StoreRules.validate(try await ReferenceServer.json(request, limit: limit, pace: pace), requireID: true)
+                try Self.mayWriteAtAll(object, context.access)
                 try await schemas?.check(object)
                 var ifMatch: Int64?
                 if let header = request.headers[.ifMatch] {
@@ -37,7 +38,8 @@ struct DocumentRoutes: Sendable {
                     ifMatch = rev
                 }
                 let stored = try await store.put(
-                    StoreRules.authored(object, by: context.author), now: now(), ifMatch: ifMatch, client: ReferenceServer.client(request))
+                    StoreRules.authored(object, by: context.author), now: now(), ifMatch: ifMatch, client: ReferenceServer.client(request, token: context.author),
+                    access: context.access)
                 schemas?.wrote(docType: object["docType"]?.string)
                 feed.published(try await store.latestSeq())
                 return .object(stored)
@@ -49,9 +51,11 @@ struct DocumentRoutes: Sendable {
                 if object["id"] == nil {
                     object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
                 }
+                try Self.mayWriteAtAll(object, context.access)
                 try await schemas?.check(object)
                 let stored = try await store.put(
-                    StoreRules.authored(object, by: context.author), now: now(), mustCreate: true, client: ReferenceServer.client(request))
+                    StoreRules.authored(object, by: context.author), now: now(), mustCreate: true, client: ReferenceServer.client(request, token: context.author),
+                    access: context.access)
                 schemas?.wrote(docType: object["docType"]?.string)
                 feed.published(try await store.latestSeq())
                 return .object(stored)
@@ -62,11 +66,20 @@ struct DocumentRoutes: Sendable {
                 guard case .object(let o) = try await ReferenceServer.json(request, limit: limit, pace: pace),
                       let id = o["id"]?.string, let docType = o["docType"]?.string
                 else { throw StoreError(.invalid, "DELETE needs a body {\"id\": …, \"docType\": …}") }
-                let stored = try await store.delete(id: id, docType: docType, now: now(), author: context.author)
+                let stored = try await store.delete(id: id, docType: docType, now: now(), author: context.author, access: context.access)
                 schemas?.wrote(docType: docType)
                 feed.published(try await store.latestSeq())
                 return .object(stored)
             }
+        }
+    }
+
+    /// A write of a docType the token may neither write nor create is refused before anything
+    /// else is done with it (a schema's check among them); the store judges the rest.
+    static func mayWriteAtAll(_ object: JSONObject, _ access: Access) throws {
+        let docType = object["docType"]?.string ?? ""
+        guard access.mayCreate(docType) else {
+            throw StoreError(.forbidden, "this token may not write documents of docType \(docType)", right: "write:\(docType)")
         }
     }
 
@@ -75,7 +88,8 @@ struct DocumentRoutes: Sendable {
         let store = self.store
         router.get("/api/document/type/{docType}") { request, context in
             do {
-                return try await TypeListing(store: store, request: request, docType: ReferenceServer.parameter("docType", context)).response()
+                return try await TypeListing(
+                    store: store, request: request, docType: ReferenceServer.parameter("docType", context), access: context.access).response()
             } catch {
                 return ReferenceServer.errorResponse(error)
             }
@@ -83,7 +97,8 @@ struct DocumentRoutes: Sendable {
         router.get("/api/document/{id}") { _, context in
             try await ReferenceServer.respond {
                 let id = ReferenceServer.parameter("id", context)
-                guard let doc = try await store.get(id: id) else { throw StoreError(.notFound, "no document with id \(id)") }
+                // One the token may not read answers as one that does not exist.
+                guard let doc = try await store.get(id: id, access: context.access) else { throw StoreError(.notFound, "no document with id \(id)") }
                 return doc
             }
         }

@@ -50,9 +50,13 @@ extension ReferenceServer {
     }
 
     /// The `X-Docsync-Client` id a request names (an agent's own, so its writes are not echoed).
-    static func client(_ request: Request) -> String? {
+    /// The writer a request's writes are stored under: its `X-Docsync-Client` id, bound to the
+    /// name of the token that sends it. A client id belongs to its token: another token sending the
+    /// same id is another writer, so its writes still reach the first client's pulls (trust
+    /// finding, fourth round, 9: they were left out, and that folder diverged in silence).
+    static func client(_ request: Request, token: String?) -> String? {
         guard let name = HTTPField.Name("X-Docsync-Client"), let value = request.headers[name], DocumentRules.isSafeIdentifier(value) else { return nil }
-        return value
+        return (token ?? "") + ":" + value
     }
 
     /// A JSON document route's body: at most one document (``ProtocolLimits``), no deeper than a
@@ -110,6 +114,7 @@ extension ReferenceServer {
         if let e = error as? StoreError {
             var object = JSONObject([(key: "error", value: .string(e.message))])
             if let current = e.current { object["data"] = current }
+            if let right = e.right { object["right"] = .string(right) }
             var reply = response(.init(code: status(of: e.kind)), ByteBuffer(bytes: JSONWriter.bytes(.object(object))))
             // Unavailable is for now (the database away, too many bodies at once): when to ask again.
             if e.kind == .unavailable { reply.headers[.retryAfter] = "2" }
@@ -134,6 +139,7 @@ extension ReferenceServer {
         case .unavailable: 503
         case .full: 507
         case .failed: 500
+        case .forbidden: 403
         }
     }
 

@@ -12,10 +12,16 @@ struct ServiceRoutes: Sendable {
     let wallClock: @Sendable () -> Int64
     let metricsText: (@Sendable () -> ByteBuffer)?
 
+    /// Counts are of every document: a token that may not read them all learns none of them.
+    static func countsRefusal(_ access: Access) -> StoreError? {
+        access.readsEverything ? nil : StoreError(.forbidden, "the store's counts are for tokens that may read every docType", right: "read:*")
+    }
+
     func add(to router: Router<ServerRequestContext>) {
         if let metricsText {
             let store = self.store
-            router.get("/metrics") { _, _ -> Response in
+            router.get("/metrics") { _, context -> Response in
+                if let refusal = Self.countsRefusal(context.access) { return ReferenceServer.errorResponse(refusal) }
                 let s = try await store.stats()
                 Gauge(label: "docsync_server_documents", dimensions: [("state", "live")]).record(s.documents - s.tombstones)
                 Gauge(label: "docsync_server_documents", dimensions: [("state", "tombstone")]).record(s.tombstones)
@@ -27,8 +33,9 @@ struct ServiceRoutes: Sendable {
             }
         }
         let (store, wallClock) = (self.store, self.wallClock)
-        router.get("/api/stats") { _, _ in
+        router.get("/api/stats") { _, context in
             try await ReferenceServer.respond {
+                if let refusal = Self.countsRefusal(context.access) { throw refusal }
                 let s = try await store.stats()
                 var object = JSONObject()
                 object["documents"] = .number(String(s.documents))

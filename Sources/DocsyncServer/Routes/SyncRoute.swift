@@ -26,7 +26,7 @@ struct SyncRoute: Sendable {
     func add(to router: Router<ServerRequestContext>) {
         router.post("/api/sync") { request, context in
             do {
-                return try await handle(request, author: context.author)
+                return try await handle(request, identity: TokenIdentity(name: context.author ?? "", access: context.access))
             } catch {
                 return ReferenceServer.errorResponse(error)
             }
@@ -50,14 +50,17 @@ struct SyncRoute: Sendable {
     /// Documents per reply.
     static let pageSize = 1000
 
-    private func handle(_ request: Request, author: String?) async throws -> Response {
+    private func handle(_ request: Request, identity: TokenIdentity) async throws -> Response {
         let call = try await Self.read(request, limit: batchLimit, pace: pace)
-        let client = ReferenceServer.client(request)
-        let (documents, refused) = try await schemas?.partition(call.documents) ?? (call.documents, [])
+        let client = ReferenceServer.client(request, token: identity.name)
+        let access = identity.access
+        // A docType the token may not write at all is refused before its schema is asked.
+        let (writable, unwritable) = Self.writable(call.documents, access)
+        let (documents, refused) = try await schemas?.partition(writable) ?? (writable, [])
         var outcome = try await store.sync(
-            since: call.since, documents: StoreRules.authored(documents, by: author), now: now(), limit: Self.pageSize, client: client, selection: call.selection,
-            measureDepth: call.measureDepth)
-        outcome.errors += refused
+            since: call.since, documents: StoreRules.authored(documents, by: identity.name), now: now(), limit: Self.pageSize, client: client,
+            selection: call.selection, measureDepth: call.measureDepth, access: access)
+        outcome.errors += unwritable + refused
         for stored in outcome.stored { schemas?.wrote(docType: stored["docType"]?.string) }
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {
@@ -68,26 +71,49 @@ struct SyncRoute: Sendable {
             // caller. (From the poll's own cursor, an agent importing while its poll was held
             // had each of its pushes read back everything it had pushed since the poll began.)
             repeat {
-                guard try await holdLongPoll(after: outcome.cursor, until: deadline, authorization: request.headers[.authorization]) else {
-                    return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
+                switch await holdLongPoll(after: outcome.cursor, until: deadline, authorization: request.headers[.authorization], identity: identity) {
+                case .revoked: return ReferenceServer.errorResponse(HTTPRefusal(401, "invalid token"))
+                case .rightsChanged: return ReferenceServer.response(.ok, Self.reply(outcome, echo: call.echo))
+                case .due: break
                 }
-                outcome = try await store.sync(since: outcome.cursor, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection)
+                outcome = try await store.sync(
+                    since: outcome.cursor, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection, access: access)
             } while outcome.changes.isEmpty && !outcome.more && ContinuousClock.now < deadline && !Task.isShuttingDownGracefully && !Task.isCancelled
         }
         return ReferenceServer.response(.ok, Self.reply(outcome, echo: call.echo))
     }
 
+    /// The documents of docTypes the token may write or create, and an error entry for each other.
+    static func writable(_ documents: [JSONValue], _ access: Access) -> (writable: [JSONValue], refused: [JSONObject]) {
+        guard !access.isEverything else { return (documents, []) }
+        var (writable, refused) = ([JSONValue](), [JSONObject]())
+        for document in documents {
+            let docType = document.object?["docType"]?.string ?? ""
+            if docType.isEmpty || access.mayCreate(docType) {
+                writable.append(document)
+            } else {
+                let refusal = StoreError(.forbidden, "this token may not write documents of docType \(docType)", right: "write:\(docType)")
+                refused.append(StoreRules.batchError(id: document.object?["id"]?.string, refusal))
+            }
+        }
+        return (writable, refused)
+    }
+
+    enum Held { case due, revoked, rightsChanged }
+
     /// Holds a long poll until something changes after `after`, or `deadline` passes, or the server
-    /// shuts down (a held request never delays a stop). Returns `false` when the token that opened
-    /// it was revoked meanwhile: checked every ``tokenRecheck`` and before answering, so a revoked
-    /// reader is not told of a change made after the revocation.
-    private func holdLongPoll(after: Int64, until deadline: ContinuousClock.Instant, authorization: String?) async throws -> Bool {
+    /// shuts down (a held request never delays a stop). The token that opened it is asked again
+    /// every ``tokenRecheck`` and before answering: a revoked one ends the poll with 401, one whose
+    /// rights changed ends it at once with what it had, so a reader is never told of a change it
+    /// may no longer read.
+    private func holdLongPoll(after: Int64, until deadline: ContinuousClock.Instant, authorization: String?, identity: TokenIdentity) async -> Held {
         let header = Array((authorization ?? "").utf8)
         while true {
             let slice = min(deadline - ContinuousClock.now, Self.tokenRecheck)
             if slice > .zero { await cancelWhenGracefulShutdown { [feed] in await feed.wait(after: after, timeout: slice) } }
-            guard tokens.name(of: header) != nil else { return false }
-            if feed.latest > after || ContinuousClock.now >= deadline || Task.isShuttingDownGracefully || Task.isCancelled { return true }
+            guard let now = tokens.identify(header) else { return .revoked }
+            if now.access != identity.access { return .rightsChanged }
+            if feed.latest > after || ContinuousClock.now >= deadline || Task.isShuttingDownGracefully || Task.isCancelled { return .due }
         }
     }
 

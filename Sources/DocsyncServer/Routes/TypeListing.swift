@@ -19,15 +19,17 @@ struct TypeListing: Sendable {
     let includeDeleted: Bool
     let limit: Int?
     let after: String
+    let access: Access
 
     /// Documents read from the store at once while streaming.
     static let streamPage = 1_000
     static let maxLimit = 10_000
 
-    init(store: any DocumentStore, request: Request, docType: String) throws {
+    init(store: any DocumentStore, request: Request, docType: String, access: Access) throws {
         let query = request.uri.queryParameters
         self.store = store
         self.docType = docType
+        self.access = access
         includeDeleted = query.get("deleted") != "false"
         after = query.get("after").map { String($0) } ?? ""
         if let text = query.get("limit").map({ String($0) }) {
@@ -42,7 +44,7 @@ struct TypeListing: Sendable {
 
     func response() async throws -> Response {
         guard let limit else { return try await streamed() }
-        let page = try await store.list(docType: docType, includeDeleted: includeDeleted, after: after, limit: limit)
+        let page = try await store.list(docType: docType, includeDeleted: includeDeleted, after: after, limit: limit, access: access)
         var buffer = ByteBuffer(string: "{\"data\":[")
         Self.append(page, to: &buffer, first: true)
         buffer.writeString("],\"next\":")
@@ -58,7 +60,7 @@ struct TypeListing: Sendable {
     /// Every document in one array, a page at a time. The first page is read before the reply
     /// starts, so a store that fails at once still gets an error status.
     private func streamed() async throws -> Response {
-        let first = try await store.list(docType: docType, includeDeleted: includeDeleted, after: after, limit: Self.streamPage)
+        let first = try await store.list(docType: docType, includeDeleted: includeDeleted, after: after, limit: Self.streamPage, access: access)
         let listing = self
         let body = ResponseBody { writer in
             var page = first
