@@ -148,20 +148,24 @@ actor Puller {
         // is unchanged, nothing can have come to wait, and the index (closed while idle among
         // hundreds of folders) is not opened to be told so.
         var unchanged: IndexStamp?
+        // A burst of pulled deletions waits to be applied until it is quiet: when it will be.
+        var burstEnds: Duration?
         while !stopping && !Task.isCancelled {
-            let wait: Duration?
+            var wait: Duration?
             do {
                 let before = index.stamp
                 var next: Int64?
-                if before != unchanged {
+                if before != unchanged || burstEnds != nil {
                     try await changes.settleHeldDeletions()
+                    burstEnds = try await changes.releaseWaitingDeletions()
                     next = try await changes.retryFailed()
-                    unchanged = next == nil ? before : nil
+                    unchanged = next == nil && burstEnds == nil ? before : nil
                 }
                 failures = 0
                 // With none due, it looks again within `cap`, at a random point of its second half: the
                 // folders of one process, started together, would otherwise all open their index at once.
                 wait = next.map { .milliseconds(max(0, $0 - RetryPolicy.deadlineNow())) } ?? policy.cap * Double.random(in: 0.5...1)
+                if let burstEnds { wait = min(wait ?? burstEnds, burstEnds + .milliseconds(20)) }
             } catch {
                 failures += 1
                 if failures == 1 { logger.error("cannot retry pulled changes", metadata: ["error": "\(error)"]) }
@@ -183,6 +187,8 @@ actor Puller {
             }
         }
         do {
+            // Everything is pulled: a burst of deletions is whole, and applied if under the rule.
+            try await changes.releaseWaitingDeletions(force: true)
             if try await changes.retryFailed() != nil { return "some pulled changes could not be written; see docsync status" }
         } catch {
             return "retrying pulled changes: \(error)"

@@ -84,7 +84,6 @@ struct ServerChanges: Sendable {
             try await applier.refuse(element.id ?? "(no id)", "the server sent it in a form that cannot be represented (\(element.reason))", summary: &summary)
         }
         let written = try await write(reply.changes, more: reply.more)
-        if !reply.more { deletionTally.reset() }
         if written.complete { try await noteWaiting([]) }
         guard written.complete, let cursor = reply.cursor else { return Taken(changed: written.changed) }
         try await index.write { [endpoint] tx in
