@@ -75,7 +75,7 @@ public actor Agent {
         self.options = options
         self.clock = clock
         self.logger = logger
-        self.index = try Index.open(root: root, footprint: options.indexFootprint)
+        self.index = try Index.openChecked(root: root, footprint: options.indexFootprint)
         let (ignore, metrics) = (TreeWalker.ignoreRules(root: root, extra: options.extraIgnore), AgentMetrics(folder: options.name ?? Self.defaultName(root: root)))
         (self.ignore, self.metrics) = (ignore, metrics)
         let context = EndpointContext(

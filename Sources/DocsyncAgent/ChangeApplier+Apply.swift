@@ -182,10 +182,35 @@ extension ChangeApplier {
             let path = freePath(for: id, docType: docType)
             try await writeFile(
                 path: path, id: id, docType: docType, content: remoteBody, base: remoteBody, rev: rev, pending: nil, stamp: incoming.stamp)
+        case (false, false) where base == nil:
+            try await takeServersOverUnagreed(incoming, doc: doc, local: localBody, remote: remoteBody, pending: pending, summary: &summary)
         case (false, false):
             _ = try await mergeAndWrite(
                 &summary, doc: doc, id: id, docType: docType, base: base, local: localBody, remote: remoteBody, rev: rev,
                 remoteStamp: incoming.stamp, pending: pending, forcePush: false)
         }
+    }
+
+    /// Changed on both sides with no version the two ever agreed on (a new or rebuilt index, a
+    /// folder copied in, a create whose reply was lost): nothing says which is newer, and the
+    /// file's stamp is only when it was read. The server's version goes into the file and what
+    /// the file held beside it as a conflict copy; nothing is sent over the server's version (a
+    /// stale copy took the later stamp and overwrote everyone's newer edit: trust finding, fourth
+    /// round, 10).
+    private func takeServersOverUnagreed(
+        _ incoming: Incoming, doc: DocumentRow, local: JSONObject, remote: JSONObject, pending: OutboxEntry?, summary: inout Summary
+    ) async throws {
+        let path = doc.path ?? freePath(for: incoming.id, docType: incoming.docType)
+        if !local.sameContent(as: remote) {
+            summary.conflicts += 1
+            try writeConflictCopy(of: path, local)
+            logger.warning(
+                "this file and the server's version were never in agreement; the server's version is in the file, this one beside it",
+                metadata: ["doc.id": "\(incoming.id)", "file.path": "\(path)"])
+        }
+        if let pending { _ = try await index.write { try $0.removeEntry(pending) } }
+        try await writeFile(
+            path: path, id: incoming.id, docType: incoming.docType, content: remote, base: remote, rev: incoming.rev, pending: nil,
+            stamp: incoming.stamp)
     }
 }

@@ -104,15 +104,45 @@ actor Downloader: Worker {
         return left == 0 ? nil : (lastFailure ?? "\(left) downloads could not be completed")
     }
 
+    /// Keeps ``concurrency`` jobs running while any is due: a slot freed by one job (done, or
+    /// cut as too slow) takes the next at once, not when the others of its round end, and jobs
+    /// never tried go before retries (``IndexTransaction/dueDownloads(now:limit:excluding:)``).
     private func round(ignoringBackoff: Bool) async -> WorkerOutcome {
+        var ran = false
+        let work = Task {
+            await withTaskGroup(of: String.self) { group in
+                var running: [String: String] = [:]  // key → content in flight
+                while !stopping {
+                    let picked = await pick(Self.concurrency - running.count, excluding: running, ignoringBackoff: ignoringBackoff)
+                    for (entry, job) in picked {
+                        running[entry.key] = job.sha256 ?? job.url
+                        ran = true
+                        group.addTask { await self.run(job, entry: entry); return entry.key }
+                    }
+                    guard let done = await group.next() else { break }
+                    running[done] = nil
+                }
+            }
+        }
+        inFlight = work
+        await work.value
+        inFlight = nil
+        if ran { return .progressed }
+        if ignoringBackoff { return .idle(nil) }
+        let next = try? await index.read { try $0.nextAttemptAt(kind: "download") }
+        return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
+    }
+
+    /// Up to `count` due jobs not in flight, marked downloading. One job per content at a time:
+    /// the others find it in the cache when their turn comes.
+    private func pick(_ count: Int, excluding running: [String: String], ignoringBackoff: Bool) async -> [(OutboxEntry, DownloadRow)] {
+        guard count > 0 else { return [] }
         let now = ignoringBackoff ? Int64.max : RetryPolicy.deadlineNow()
-        let picked: [(OutboxEntry, DownloadRow)]
         do {
-            picked = try await index.write { tx in
+            return try await index.write { tx in
                 var jobs: [(OutboxEntry, DownloadRow)] = []
-                // One job per content at a time: the others find it in the cache next round.
-                var contents = Set<String>()
-                for entry in try tx.dueEntries(now: now, limit: 64, kind: "download") {
+                var contents = Set(running.values)
+                for entry in try tx.dueDownloads(now: now, limit: 64, excluding: Set(running.keys)) {
                     let property = String(entry.key.dropFirst("download:\(entry.docID):".count))
                     guard var job = try tx.download(docID: entry.docID, property: property), job.state == .pending || job.state == .downloading else {
                         try tx.deleteEntry(key: entry.key)
@@ -123,29 +153,14 @@ actor Downloader: Worker {
                     job.bytesReceived = 0
                     try tx.upsertDownload(job)
                     jobs.append((entry, job))
-                    if jobs.count == Self.concurrency { break }
+                    if jobs.count == count { break }
                 }
                 return jobs
             }
         } catch {
             logger.error("cannot read the download queue", metadata: ["error": "\(error)"])
-            return .idle(.seconds(1))
+            return []
         }
-        if picked.isEmpty {
-            if ignoringBackoff { return .idle(nil) }
-            let next = try? await index.read { try $0.nextAttemptAt(kind: "download") }
-            return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
-        }
-        guard !stopping else { return .idle(nil) }
-        let work = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for (entry, job) in picked { group.addTask { await self.run(job, entry: entry) } }
-            }
-        }
-        inFlight = work
-        await work.value
-        inFlight = nil
-        return .progressed
     }
 
     private func run(_ job: DownloadRow, entry: OutboxEntry) async {

@@ -147,4 +147,22 @@ extension IndexTransaction {
             db.cachedStatement(sql: "SELECT * FROM upload WHERE sha256 = ? AND path IS NOT NULL AND state != 'removed'"), arguments: [sha256]
         ).map(UploadRow.init(row:))
     }
+
+    /// Download entries due at `now`, those never tried first, then retries by when they became
+    /// due: a file that keeps failing (a server trickling it) never holds a slot ahead of one not
+    /// tried yet. `excluding`: keys in flight.
+    public func dueDownloads(now: Int64, limit: Int, excluding: Set<String>) throws -> [OutboxEntry] {
+        let s = try RawStatement(self, """
+            SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
+            WHERE o.kind = 'download' AND o.next_attempt_at <= ? ORDER BY o.attempts > 0, o.next_attempt_at, o.seq LIMIT ?
+            """)
+        s.bind(1, now)
+        s.bind(2, Int64(limit + excluding.count))
+        var out: [OutboxEntry] = []
+        while out.count < limit, try s.step() {
+            let entry = OutboxEntry(s)
+            if !excluding.contains(entry.key) { out.append(entry) }
+        }
+        return out
+    }
 }

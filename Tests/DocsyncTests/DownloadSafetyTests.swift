@@ -122,6 +122,50 @@ import Testing
         await endpoint.stop()
     }
 
+    /// Trust finding (fourth round, 11): eight trickling attachments were cut, but their retries
+    /// kept the slots, and none of three fast attachments listed after them arrived. Files never
+    /// tried go before retries, and a freed slot is taken at once.
+    @Test func retriesOfSlowFilesNeverHoldSlotsAheadOfFilesNotTriedYet() async throws {
+        let endpoint = HostileEndpoint()
+        try await endpoint.start()
+        let slow = (0..<8).map { "/api/app/upload/" + ContentHash.sha256Hex("trickle \($0)".utf8) + "/slow.pdf" }
+        let bodies = (0..<3).map { Self.content + "\($0)" }
+        let fast: [String] = (0..<3).map { n in "/api/app/upload/" + ContentHash.sha256Hex(bodies[n].utf8) + "/fast\(n).pdf" }
+        let slowDocs: [String] = slow.enumerated().map { #"{"id":"slow\#($0.offset)","docType":"note","rev":1,"scan":"\#(endpoint.url + $0.element)"}"# }
+        let fastDocs: [String] = fast.enumerated().map { #"{"id":"fast\#($0.offset)","docType":"note","rev":1,"scan":"\#(endpoint.url + $0.element)"}"# }
+        let docs = slowDocs + fastDocs
+        endpoint.respond { _, path, _ in
+            if path == "/api/sync" {
+                return .init(body: #"{"documents":{"success":[\#(docs.joined(separator: ","))],"error":[]},"cursor":1,"more":false}"#)
+            }
+            if let n = fast.firstIndex(of: path) { return .init(body: bodies[n]) }
+            guard slow.contains(path) else { return nil }
+            return .init(headers: [("Content-Length", "1000000")], stream: {
+                AsyncThrowingStream { continuation in
+                    let task = Task {
+                        for _ in 0..<600 {
+                            continuation.yield(ByteBuffer(string: "x"))
+                            try? await Task.sleep(for: .milliseconds(100))
+                        }
+                        continuation.finish()
+                    }
+                    continuation.onTermination = { _ in task.cancel() }
+                }
+            })
+        }
+        let folder = try TempFolder("download-starve")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") {
+            $0.requestTimeout = .seconds(1)
+            $0.pollInterval = .milliseconds(200)
+        }
+        #expect(await eventually(timeout: .seconds(15)) {
+            (0..<3).allSatisfy { (try? folder.read("note/fast\($0).scan.pdf")) == bodies[$0] }
+        }, "\(agent.logs.all.suffix(5))")
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
     /// Regression: a NUL in a pulled property's name cut the download's outbox key when read
     /// back; the entry was never deleted and the downloader woke every millisecond, for ever.
     @Test func aFileUnderAPropertyNameWithANulIsNotFetched() async throws {

@@ -300,6 +300,10 @@ extension HeavySuites {
                 w += 1
                 return w
             }
+            // The create is stored (the two sides agree on a version); every later write meets yet another.
+            if n == 1 {
+                return .init(body: #"{"documents":{"success":[{"id":"loop","rev":1,"updated_at":"2026-01-01T00:00:00.000Z"}],"error":[]},"cursor":1}"#)
+            }
             let current = #"{"id":"loop","docType":"note","v":\#(n),"rev":\#(n + 1),"updated_at":"2026-01-01T00:00:00.000Z"}"#
             return .init(body: #"{"documents":{"success":[],"error":[{"id":"loop","message":"revision \#(n) is not current (current: \#(n + 1))","current":\#(current)}]},"cursor":1}"#)
         }
@@ -308,6 +312,11 @@ extension HeavySuites {
         defer { folder.remove() }
         try folder.write("note/loop.json", #"{"id":"loop","docType":"note","v":0}"#)
         let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually {
+            guard writes.withLock({ $0 }) >= 1 else { return false }
+            return (try? await AgentStatus.read(root: folder.path))?.counts.pending == 0
+        })
+        try folder.write("note/loop.json", #"{"id":"loop","docType":"note","v":0,"edited":true}"#)
         #expect(await eventually { writes.withLock { $0 } >= 3 })
         let grown = try await growth(over: .seconds(4)) { [writes.withLock { $0 }, pulls.withLock { $0 }] }
         let (moreWrites, morePulls) = (grown[0], grown[1])

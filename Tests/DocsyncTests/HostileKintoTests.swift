@@ -69,6 +69,10 @@ extension LongSuites {
                 return w
             }
             let existing = #"{"id":"loop","last_modified":\#(1_700_000_000_000 + n),"v":\#(n)}"#
+            // The create is stored (the two sides agree on a version); every later write meets yet another.
+            if n == 1 {
+                return .init(body: #"{"responses":[{"status":201,"path":"/v1/buckets/b/collections/note/records/loop","body":{"data":{"id":"loop","last_modified":1700000000000,"v":0}}}]}"#)
+            }
             return .init(body: #"{"responses":[{"status":412,"path":"/v1/buckets/b/collections/note/records/loop","body":{"details":{"existing":\#(existing)}}}]}"#)
         }
         try await endpoint.start()
@@ -76,6 +80,11 @@ extension LongSuites {
         defer { folder.remove() }
         try folder.write("note/loop.json", #"{"id":"loop","docType":"note","v":0}"#)
         let agent = try await Self.agent(folder, endpoint, poll: .seconds(2))
+        #expect(await eventually {
+            guard writes.withLock({ $0 }) >= 1 else { return false }
+            return (try? await AgentStatus.read(root: folder.path))?.counts.pending == 0
+        })
+        try folder.write("note/loop.json", #"{"id":"loop","docType":"note","v":0,"edited":true}"#)
         #expect(await eventually { writes.withLock { $0 } >= 3 }, "\(agent.logs.all.suffix(5))")
         let more = try await growth(over: .seconds(4)) { [writes.withLock { $0 }] }[0]
         // The test policy backs off 50 ms doubling to 500 ms: about a dozen calls in 4 s.
