@@ -3,8 +3,10 @@
 # neither the engine nor the endpoint seam imports an HTTP library or an adapter, and the engine's
 # parts are built with what they need (nothing linked after construction, no part holding another
 # part it only needs a signal from).
+#
+# Usage: scripts/check-seams.sh [ROOT]   (ROOT: a tree with Sources/ to check; default this repository)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "${1:-$(dirname "$0")/..}"
 status=0
 if leaks=$(grep -rln "PingPong" Sources/ | grep -v "^Sources/DocsyncPingPong/\|^Sources/docsync/"); then
   echo "PingPong named outside its adapter and the CLI's wiring:" >&2
@@ -41,5 +43,20 @@ if statuses=$(grep -rnE "StoreError\([0-9]" Sources); then
   echo "$statuses" >&2
   status=1
 fi
-[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP and no adapter in the engine; no part linked late; stores without the server or HTTP"
+# One writer into the folder: the applier's writes are called by the folder writer alone (and by
+# the download placement the writer hands its applier to), never by a part on the side.
+if doors=$(grep -rnE "applier\.(apply|writeFile|writeConflictCopy|trash|mergeAndWrite)\(" Sources/DocsyncAgent \
+    | grep -vE "^Sources/DocsyncAgent/(ChangeApplier[^/]*|FolderWriter|Downloader\+Place)\.swift:"); then
+  echo "a side door into the folder: the applier's writes go through FolderWriter:" >&2
+  echo "$doors" >&2
+  status=1
+fi
+# Built once: a part of the engine is a constant made with everything it needs, nothing is set
+# on it afterwards.
+if assigned=$(grep -rnE "^\s*(var (applier|changes|writer|scanner|pusher|puller|downloader|uploader) = |(applier|changes|writer|scanner|pusher|puller|downloader|uploader)\.[a-zA-Z]+ = )" Sources/DocsyncAgent); then
+  echo "a part of the engine is assigned after it was made (give it what it needs in its init):" >&2
+  echo "$assigned" >&2
+  status=1
+fi
+[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP and no adapter in the engine; no part linked late or set after init; one writer into the folder; stores without the server or HTTP"
 exit $status

@@ -27,7 +27,7 @@ extension Agent {
             if stopRequested { break }
             do {
                 metrics.rescan("retry")
-                let summary = try await lock.run { try await scanner.fullScan() }
+                let summary = try await writer.locked { try await scanner.fullScan() }
                 try? await index.write { try $0.setMeta(.scanError, nil) }
                 logger.notice("the folder scanned cleanly again", metadata: ["scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)"])
                 lastScanError = nil

@@ -9,7 +9,7 @@ extension Agent {
     /// (a schema kept elsewhere applies from the moment it is recorded).
     func fullScanSchemasFirst() async throws -> ScanSummary {
         let (scanner, schemaCheck, root) = (self.scanner, self.schemaCheck, options.root)
-        let summary = try await lock.run {
+        let summary = try await writer.locked {
             if FileSystem.info(root + "/" + DocTypeSchemas.docType)?.kind == .directory {
                 _ = try await scanner.scan(ChangeBatch(paths: [DocTypeSchemas.docType]))
             }

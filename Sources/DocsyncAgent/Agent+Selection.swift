@@ -31,7 +31,14 @@ extension Agent {
 
     private func catchUpOnSelectionOnce() async throws(EndpointError) {
         let current = options.selection
-        let (stored, cursor) = (try? await index.read { tx in (try tx.meta(.typeSelection), try tx.meta(.cursor)) }) ?? (nil, nil)
+        // Read as "nothing stored" when the index could not be read, the new selection was stored
+        // and its catch-up skipped for good: the failure is retried with backoff instead.
+        let stored: String?, cursor: String?
+        do {
+            (stored, cursor) = try await index.read { tx in (try tx.meta(.typeSelection), try tx.meta(.cursor)) }
+        } catch {
+            throw .localFile("reading the index: \(error)")
+        }
         let previous = stored.flatMap(TypeSelection.init(text:)) ?? .all
         // Without a cursor the next pull starts from the beginning anyway, for every selected type.
         if cursor != nil, previous != current, let added = current.added(since: previous) {

@@ -41,6 +41,8 @@ public actor Agent {
     let schemaCheck: SchemaCheck
     let applier: ChangeApplier
     let lock = TreeLock()
+    /// The one writer into the folder: pulls, conflicts and downloads go through it.
+    let writer: FolderWriter
     let ignore: IgnoreRules
     public nonisolated let metrics: AgentMetrics
     let endpoint: any DocumentEndpoint
@@ -99,22 +101,25 @@ public actor Agent {
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             uploading: uploading, credential: credential, metrics: metrics, signal: uploadWork, uploadEnded: { pushWork.signal() })
-        var applier = ChangeApplier(
+        let applier = ChangeApplier(
             root: root, gate: gate, index: index, clock: clock, walker: scanner.walker,
             rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: logger,
-            metrics: metrics, selection: options.selection, beforeRecording: options.beforeRecordingAPulledWrite)
-        applier.remoteFiles = { [endpoint] property, document in endpoint.remoteFile(in: property, of: document) }
+            metrics: metrics, selection: options.selection, remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) },
+            downloadsQueued: WakeSignal(), beforeRecording: options.beforeRecordingAPulledWrite)
         self.applier = applier
-        var changes = ServerChanges(
-            endpoint: endpoint, index: index, applier: applier, lock: lock, policy: options.retryPolicy, logger: logger, metrics: metrics,
-            pushWork: pushWork, deletionGuard: options.deletionGuard, localDeletions: scanner.deletions, schemas: schemaCheck)
-        (changes.git, self.committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
+        let (git, committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
+        self.committer = committer
+        let writer = FolderWriter(applier: applier, lock: lock, git: git, schemas: schemaCheck)
+        self.writer = writer
+        let changes = ServerChanges(
+            endpoint: endpoint, index: index, writer: writer, policy: options.retryPolicy, logger: logger, metrics: metrics,
+            pushWork: pushWork, deletionGuard: options.deletionGuard, localDeletions: scanner.deletions)
         self.serverChanges = changes
         self.pusher = Pusher(
             changes: changes, clock: clock, logger: logger, signal: pushWork, uploading: uploading, uploadWork: uploadWork,
             credential: credential)
         self.downloader = Downloader(
-            root: root, gate: gate, index: index, endpoint: endpoint, applier: applier, lock: lock, clock: clock, logger: logger,
+            root: root, gate: gate, index: index, endpoint: endpoint, writer: writer, clock: clock, logger: logger,
             policy: options.retryPolicy, metrics: metrics, maxBytes: options.maxDownloadBytes, signal: applier.downloadsQueued,
             credential: credential)
         let fresh = FreshPull(make: makeEndpoint, context: context, credential: credential)
@@ -237,12 +242,11 @@ public actor Agent {
         }
         do {
             if batch.overflow { metrics.rescan("overflow") }
-            let lock = self.lock
-            var (s, recorded) = try await lock.run {
+                        var (s, recorded) = try await writer.locked {
                 batch.overflow ? (try await scanner.fullScan(), []) : try await scanner.scanLeavingRecorded(batch)
             }
             // Confirmed outside the lock: a pull's writes go on meanwhile.
-            s.add(try await scanner.confirmThenJudge(recorded) { try await lock.run($0) })
+            s.add(try await scanner.confirmThenJudge(recorded) { try await writer.locked($0) })
             if s.queued + s.deleted > 0 { pusher.wake() }
             if s.schemasChanged { schemaCheck.changed.signal() }
             uploader.wake()
@@ -258,7 +262,7 @@ public actor Agent {
     /// batch that recorded it, so that a restart's rescan reads nothing. A save that the kernel
     /// stamped with the stat it already had is found here at the latest.
     private func keepStatsSettled() async {
-        let (index, scanner, lock) = (self.index, self.scanner, self.lock)
+        let (index, scanner, writer) = (self.index, self.scanner, self.writer)
         while !Task.isCancelled {
             await settlerWake.wait(timeout: nil)
             // Past the 50 ms margin of the files the batch just recorded.
@@ -271,7 +275,7 @@ public actor Agent {
                 do {
                     let (recorded, rest) = try await scanner.lookAgain(unsettled, readyBefore: FileSystem.realtimeNanoseconds())
                     if recorded.isEmpty && rest.isEmpty { continue }
-                    let s = try await scanner.confirmThenJudge(recorded, rest: rest) { try await lock.run($0) }
+                    let s = try await scanner.confirmThenJudge(recorded, rest: rest) { try await writer.locked($0) }
                     if s.schemasChanged { schemaCheck.changed.signal() }
                     if s.queued + s.deleted > 0 {
                         logger.info("found a save that left the file's stat as it was", metadata: ["scan.queued": "\(s.queued)"])

@@ -39,12 +39,12 @@ struct ChangeApplier: Sendable {
     var selection: TypeSelection
     /// Which properties of a pulled document hold files of the endpoint (fetched into the
     /// folder; see ``Downloader``): the adapter's ``DocumentEndpoint/remoteFile(in:of:)``.
-    var remoteFiles: @Sendable (String, JSONObject) -> RemoteFileMatch? = { _, _ in nil }
+    let remoteFiles: @Sendable (String, JSONObject) -> RemoteFileMatch?
     /// Told when download jobs were queued.
-    var downloadsQueued = WakeSignal()
+    let downloadsQueued: WakeSignal
     /// Called between a pulled change's write and its record in the index. Tests stand a user's
     /// save in here: the two are not one step, and nothing the agent records may hide that save.
-    var beforeRecording: (@Sendable (String) async -> Void)?
+    let beforeRecording: (@Sendable (String) async -> Void)?
     /// Conflict copies kept per document; older ones are removed.
     static let conflictCopiesKept = 5
 

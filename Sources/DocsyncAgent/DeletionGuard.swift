@@ -130,7 +130,7 @@ extension ServerChanges {
     /// Carries out the user's word on held deletions (`resolve --deletions`), if there is one.
     func settleHeldDeletions() async throws {
         guard let decision = try await index.read({ try $0.meta(.deletionsDecision) }) else { return }
-        try await localDeletions?.settle(decision, index: index, gate: applier.gate, lock: lock, logger: logger)
+        try await localDeletions?.settle(decision, index: index, gate: applier.gate, writer: writer, logger: logger)
         pushWork.signal()
         var settled = 0
         while true {

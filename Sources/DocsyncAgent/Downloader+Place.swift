@@ -17,11 +17,13 @@ import Logging
 extension Downloader {
     func place(_ job: DownloadRow, sha256: String) async throws(EndpointError) {
         do {
-            try await lock.run { [self] in
+            let docID = job.docID
+            let docType = try await index.read { try $0.document(id: docID)?.docType } ?? ""
+            try await writer.placeDownload(for: docID, docType: docType) { [self] applier in
                 if let replaces = job.replaces {
                     try await self.replace(job, at: replaces, sha256: sha256)
                 } else {
-                    try await self.attach(job, sha256: sha256)
+                    try await self.attach(job, sha256: sha256, applier: applier)
                 }
             }
         } catch let error as EndpointError {
@@ -35,7 +37,7 @@ extension Downloader {
 
     /// A file new to the folder: placed beside its document, and the document's property made a
     /// reference to it.
-    private func attach(_ job: DownloadRow, sha256: String) async throws {
+    private func attach(_ job: DownloadRow, sha256: String, applier: ChangeApplier) async throws {
         let (docID, property) = (job.docID, job.property)
         let (doc, pending) = try await index.read { tx in (try tx.document(id: docID), try tx.outboxEntry(key: "doc:\(docID)")) }
         guard let doc, doc.deletedAt == nil, let docPath = doc.path, var content = try? JSONParser.parse(doc.body).object,

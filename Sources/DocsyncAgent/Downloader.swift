@@ -28,8 +28,8 @@ actor Downloader: Worker {
     let gate: PathGate
     let index: Index
     let endpoint: any DocumentEndpoint
-    let applier: ChangeApplier
-    let lock: TreeLock
+    /// Files are placed into the folder through it.
+    let writer: FolderWriter
     let cache: FileCache
     let clock: ServerClock
     let logger: Logger
@@ -49,7 +49,7 @@ actor Downloader: Worker {
     static let concurrency = 2
 
     init(
-        root: String, gate: PathGate, index: Index, endpoint: any DocumentEndpoint, applier: ChangeApplier, lock: TreeLock, clock: ServerClock,
+        root: String, gate: PathGate, index: Index, endpoint: any DocumentEndpoint, writer: FolderWriter, clock: ServerClock,
         logger: Logger, policy: RetryPolicy, metrics: AgentMetrics, maxBytes: Int64, signal: WakeSignal,
         credential: Credential
     ) {
@@ -58,8 +58,7 @@ actor Downloader: Worker {
         self.gate = gate
         self.index = index
         self.endpoint = endpoint
-        self.applier = applier
-        self.lock = lock
+        self.writer = writer
         self.cache = FileCache(folder: root)
         self.clock = clock
         self.logger = logger

@@ -67,7 +67,7 @@ final class LocalDeletionGuard: Sendable {
     /// The user's word on held local deletions: `apply` sends them, `restore` writes each file
     /// back where it was (never over a file there now); the scanner then finds the document back
     /// and withdraws its unsent deletion.
-    func settle(_ decision: String, index: Index, gate: PathGate, lock: TreeLock, logger: Logger) async throws {
+    func settle(_ decision: String, index: Index, gate: PathGate, writer: FolderWriter, logger: Logger) async throws {
         guard try await index.read({ try $0.meta(.localDeletionsHeld) }) != nil else { return }
         if decision == "apply" {
             try await index.write { tx in
@@ -86,7 +86,7 @@ final class LocalDeletionGuard: Sendable {
                 guard let body = try? JSONParser.parse(held.document.body), let file = try? gate.file(held.path, createFolders: true) else { return nil }
                 return (file, JSONWriter.fileBytes(body))
             }
-            let results = try await lock.run { FileSystem.createAll(files) }
+            let results = try await writer.locked { FileSystem.createAll(files) }
             for result in results { if case .success(true) = result { restored += 1 } else { blocked += 1 } }
         }
         // A file that could not go back (another is at its place) keeps its deletion held and said.

@@ -120,11 +120,25 @@ actor Puller {
 
     /// The cursor to pull from, once a reconcile begun (deletions were missed: the server purged
     /// tombstones past this folder's cursor), here or by a run that ended before it finished, is done.
+    /// An index that cannot be read fails the pull (backed off, said on `status`): read as
+    /// "no cursor" it pulled everything from the start, and read as "not reconciling" it skipped
+    /// a reconcile that was due.
     private func storedCursor() async throws(EndpointError) -> SyncCursor? {
-        if (try? await index.read { try $0.isReconciling() }) == true {
-            try await reconciler.reconcile()
+        let (reconciling, cursor): (Bool, String?)
+        do {
+            (reconciling, cursor) = try await index.read { tx in (try tx.isReconciling(), try tx.meta(.cursor)) }
+        } catch {
+            throw .localFile("reading the index: \(error)")
         }
-        return (try? await index.read { try $0.meta(.cursor) }).flatMap { $0.map(SyncCursor.init) }
+        if reconciling {
+            try await reconciler.reconcile()
+            do {
+                return try await index.read { try $0.meta(.cursor) }.map(SyncCursor.init)
+            } catch {
+                throw .localFile("reading the index: \(error)")
+            }
+        }
+        return cursor.map(SyncCursor.init)
     }
 
     /// Counts pulls in a row that found the endpoint's cursor stuck (see ``Step/stuck``); says so

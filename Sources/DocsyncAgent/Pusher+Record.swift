@@ -224,7 +224,9 @@ extension Pusher {
             return
         }
         do {
-            _ = try await lock.run { try await applier.apply([document]) }
+            // Through the one way in: noted for git, checked against the schemas, the folder's
+            // presence and the deletion guard as any pulled change.
+            _ = try await changes.write([document], guarded: false)
         } catch {
             logger.error("cannot merge a conflicting version", metadata: ["doc.id": "\(entry.docID)", "error": "\(error)"])
         }

@@ -5,26 +5,35 @@ import DocsyncModel
 extension Pusher {
     /// What sending `entries` needs from the index: the revision each document was last known at,
     /// and its files' uploads.
-    func sendingContext(_ entries: [OutboxEntry]) async -> ([String: Int64], [String: AttachmentMapping]) {
+    /// `nil` when the index cannot be read: a document sent without its files' mapping would send
+    /// `{"$file": …}` references instead of their URLs, so nothing is sent (the round fails and backs off).
+    func sendingContext(_ entries: [OutboxEntry]) async -> ([String: Int64], [String: AttachmentMapping])? {
         // The revision each document was last known at (read with its entry): the server refuses a
         // write based on an older one, and the document is merged instead of overwriting someone
         // else's edit.
         let revisions = Dictionary(entries.compactMap { e in e.serverRev.map { (e.docID, $0) } }, uniquingKeysWith: { a, _ in a })
-        let mappings = (try? await index.read { tx -> [String: AttachmentMapping] in
-            var mappings: [String: AttachmentMapping] = [:]
-            let anyUploads = try tx.hasUploads()
-            for e in entries where anyUploads || FileReference.mayAppear(in: e.payload) {
-                mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID))
+        do {
+            let mappings = try await index.read { tx -> [String: AttachmentMapping] in
+                var mappings: [String: AttachmentMapping] = [:]
+                let anyUploads = try tx.hasUploads()
+                for e in entries where anyUploads || FileReference.mayAppear(in: e.payload) {
+                    mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID))
+                }
+                return mappings
             }
-            return mappings
-        }) ?? [:]
-        return (revisions, mappings)
+            return (revisions, mappings)
+        } catch {
+            logger.error("cannot read the files' mapping for a push; retrying", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 
     /// Sends `entries` in calls of the endpoint's size, all at once (a probe while offline, and
     /// one-shot `sync`).
     func send(_ entries: [OutboxEntry]) async -> [Sent] {
-        let (revisions, mappings) = await sendingContext(entries)
+        guard let (revisions, mappings) = await sendingContext(entries) else {
+            return entries.map { ($0, .failed(.localFile("the index could not be read"))) }
+        }
         let capabilities = endpoint.capabilities
         let chunks = Self.chunks(of: entries, documents: capabilities.documentsPerCall, bytes: capabilities.bytesPerCall)
         return await withTaskGroup(of: [Sent].self) { group in
@@ -49,6 +58,8 @@ extension Pusher {
                 id: e.docID, docType: e.docType ?? "", body: Self.wirePayload(e, mapping: mappings[e.docID]), baseRevision: revisions[e.docID])
         }
         let pullsToo = endpoint.capabilities.pullsWithPush
+        // A cursor that cannot be read is no cursor: the push still goes, and its reply's changes
+        // (from the start) are taken as any pull's are; nothing is lost, only read again.
         let cursor = pullsToo ? (try? await index.read { try $0.meta(.cursor) }).flatMap { $0.map(SyncCursor.init) } : nil
         let reply: PushReply
         let started = ContinuousClock.now

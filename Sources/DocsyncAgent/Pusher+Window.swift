@@ -27,7 +27,10 @@ extension Pusher {
                     switch await nextBatch(&window, capabilities) {
                     case .batch(let due):
                         running += 1
-                        let (revisions, mappings) = await sendingContext(due)
+                        guard let (revisions, mappings) = await sendingContext(due) else {
+                            group.addTask { .replied(due, due.map { ($0, .failed(.localFile("the index could not be read"))) }) }
+                            continue
+                        }
                         group.addTask { .replied(due, await self.push(due, revisions: revisions, mappings: mappings)) }
                     case .caughtUp:
                         caughtUp = true

@@ -31,7 +31,6 @@ actor Pusher: Worker {
     /// Where changes a push brings back go, and how conflicts are merged into the folder.
     let changes: ServerChanges
     var applier: ChangeApplier { changes.applier }
-    var lock: TreeLock { changes.lock }
     /// Documents whose file is being uploaded: their own writes wait (both change the revision).
     let uploading: DocumentSet
     /// Uploads wait for their document's write: told when writes were acknowledged.

@@ -56,10 +56,14 @@ struct Reconciler: Sendable {
         var deleted = 0
         // Counted before any goes: a reconcile that would trash most of the folder is held whole,
         // not after half of it went chunk by chunk.
-        if let rule = changes.deletionGuard,
-           let (unseen, live) = try? await index.read({ tx in (try tx.unseenOnServerCount(), try tx.liveCount()) }),
-           rule.holds(count: unseen, live: live) {
-            _ = changes.deletionTally.add(unseen, live: live)
+        if let rule = changes.deletionGuard {
+            let counts: (unseen: Int, live: Int)
+            do {
+                counts = try await index.read { tx in (try tx.unseenOnServerCount(), try tx.liveCount()) }
+            } catch {
+                throw .localFile("reading the index: \(error)")  // not counted, the reconcile would go chunk by chunk
+            }
+            if rule.holds(count: counts.unseen, live: counts.live) { _ = changes.deletionTally.add(counts.unseen, live: counts.live) }
         }
         while true {
             let unseen: [(id: String, docType: String)]

@@ -17,8 +17,9 @@ import Logging
 struct ServerChanges: Sendable {
     let endpoint: any DocumentEndpoint
     let index: Index
-    let applier: ChangeApplier
-    let lock: TreeLock
+    /// Every write into the folder goes through it.
+    let writer: FolderWriter
+    var applier: ChangeApplier { writer.applier }
     let policy: RetryPolicy
     let logger: Logger
     let metrics: AgentMetrics
@@ -28,10 +29,6 @@ struct ServerChanges: Sendable {
     let deletionGuard: DeletionGuard?
     /// The folder's own deletions held by the same rule: the user's word settles both.
     let localDeletions: LocalDeletionGuard?
-    /// Checks what was written against the docTypes' schemas.
-    let schemas: SchemaCheck
-    /// Records what was written for the git history (`nil`: no git mode).
-    var git: GitRecorder?
     /// The deletions of the pull under way (see ``DeletionGuard``).
     let deletionTally = DeletionTally()
     /// Told when changes that could not be written were recorded: the puller's retry loop waits
@@ -120,7 +117,7 @@ struct ServerChanges: Sendable {
         while !docs.isEmpty {
             if applier.gate.rootIsGone { throw FolderGone(root: applier.root) }
             let batch = docs
-            let summary = try await applyUnderLock(batch, applier: applier)
+            let summary = try await writer.apply(batch, with: applier)
             try await recordFailures(summary.failed)
             changed += summary.written + summary.trashed + summary.merged + summary.failed.count
             docs = summary.deferred
@@ -153,18 +150,6 @@ struct ServerChanges: Sendable {
         try await index.write { try $0.setMeta(.pullWaiting, text) }
     }
 
-    /// Applies `batch` under the tree lock, noting for git what was written and checking it
-    /// against the schemas.
-    private func applyUnderLock(_ batch: [JSONObject], applier: ChangeApplier) async throws -> ChangeApplier.Summary {
-        try await lock.run { [git] in
-            let before = try await git?.before(batch)
-            let summary = try await applier.apply(batch)
-            if let git, let before { try await git.after(batch, before: before) }
-            try await schemas.checkPulled(batch)
-            return summary
-        }
-    }
-
     /// Records changes that could not be written, due again after the first backoff step.
     private func recordFailures(_ failed: [(remote: JSONObject, reason: String)]) async throws {
         guard !failed.isEmpty else { return }
@@ -181,7 +166,7 @@ struct ServerChanges: Sendable {
         let due = try await index.read { try $0.duePullFailures(now: RetryPolicy.deadlineNow(), limit: Self.retryBatch) }
         if !due.isEmpty {
             let changes = due.compactMap { row -> JSONObject? in (try? JSONParser.parse(row.change))?.object }
-            let summary = try await applyUnderLock(changes, applier: applier)
+            let summary = try await writer.apply(changes)
             let failedAgain = Dictionary(summary.failed.map { ($0.remote["id"]?.string ?? "", $0.reason) }, uniquingKeysWith: { a, _ in a })
             let waiting = Set(summary.deferred.compactMap { $0["id"]?.string })
             let now = RetryPolicy.deadlineNow()
