@@ -101,11 +101,8 @@ public actor Agent {
         self.uploader = Uploader(
             root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
             uploading: uploading, credential: credential, metrics: metrics, signal: uploadWork, uploadEnded: { pushWork.signal() })
-        let applier = ChangeApplier(
-            root: root, gate: gate, index: index, clock: clock, walker: scanner.walker,
-            rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: logger,
-            metrics: metrics, selection: options.selection, remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) },
-            downloadsQueued: WakeSignal(), beforeRecording: options.beforeRecordingAPulledWrite)
+        let applier = Self.applier(
+            options, gate: gate, index: index, clock: clock, scanner: scanner, endpoint: endpoint, pushWork: pushWork, metrics: metrics, logger: logger)
         self.applier = applier
         let (git, committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
         self.committer = committer
@@ -115,9 +112,7 @@ public actor Agent {
             endpoint: endpoint, index: index, writer: writer, policy: options.retryPolicy, logger: logger, metrics: metrics,
             pushWork: pushWork, deletionGuard: options.deletionGuard, localDeletions: scanner.deletions)
         self.serverChanges = changes
-        self.pusher = Pusher(
-            changes: changes, clock: clock, logger: logger, signal: pushWork, uploading: uploading, uploadWork: uploadWork,
-            credential: credential)
+        self.pusher = Pusher(changes: changes, clock: clock, logger: logger, signal: pushWork, uploading: uploading, uploadWork: uploadWork, credential: credential)
         self.downloader = Downloader(
             root: root, gate: gate, index: index, endpoint: endpoint, writer: writer, clock: clock, logger: logger,
             policy: options.retryPolicy, metrics: metrics, maxBytes: options.maxDownloadBytes, signal: applier.downloadsQueued,
@@ -128,6 +123,19 @@ public actor Agent {
             changes: changes,
             reconciler: Reconciler(fresh: fresh, changes: changes, clock: clock, selection: options.selection, logger: logger),
             logger: logger, pollInterval: options.pollInterval)
+    }
+
+    /// What brings the server's documents into the folder (the folder writer's applier).
+    static func applier(
+        _ options: AgentOptions, gate: PathGate, index: Index, clock: ServerClock, scanner: Scanner, endpoint: any DocumentEndpoint,
+        pushWork: WakeSignal, metrics: AgentMetrics, logger: Logger
+    ) -> ChangeApplier {
+        ChangeApplier(
+            root: options.root, gate: gate, index: index, clock: clock, walker: scanner.walker,
+            rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: logger,
+            metrics: metrics, selection: options.selection,
+            remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(),
+            beforeRecording: options.beforeRecordingAPulledWrite)
     }
 
     /// The recorder and the committer of `--git-commit` / `--git-branch`, meeting at a signal.
