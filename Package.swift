@@ -97,6 +97,13 @@ let package = Package(
         // JSON Schema draft 2020-12 on our JSON value: compiled once, checked exactly (numbers as
         // literals), bounded against hostile schemas. No maintained Swift library is in our mirror.
         .target(name: "DocsyncSchema", dependencies: ["DocsyncModel", "CPCRE2"]),
+        // End-to-end encryption: the folder's keys (wrapped by a passphrase with scrypt), documents
+        // and files sealed (ChaCha20-Poly1305), and the endpoint that seals and opens them.
+        .target(name: "DocsyncVault", dependencies: [
+            "DocsyncModel", "DocsyncEndpoint",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
         .target(name: "DocsyncGit"),
@@ -143,7 +150,7 @@ let package = Package(
         .executableTarget(name: "docsync", dependencies: [
             "DocsyncConfig",
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
-            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncPostgres", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore", "CGlibcExtras",
+            "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncPostgres", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore", "CGlibcExtras", "DocsyncVault",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -173,7 +180,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "DocsyncTests", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint",
+            "DocsyncModel", "DocsyncClock", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncVault",
             "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto", "DocsyncAgent", "DocsyncServer", "DocsyncPostgres",
             "DocsyncTestSupport", "DocsyncConfig", "DocsyncSQL", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore",
             .product(name: "GRDB", package: "GRDB.swift"),

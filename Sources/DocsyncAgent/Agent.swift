@@ -82,7 +82,8 @@ public actor Agent {
         (self.ignore, self.metrics) = (ignore, metrics)
         let context = EndpointContext(
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
-            selection: options.selection, folderTypes: { [index] in (try? await index.read { try $0.docTypes() }) ?? [] })
+            selection: options.selection, folderTypes: { [index] in (try? await index.read { try $0.docTypes() }) ?? [] },
+            sealCounters: IndexSealCounters(index: index), scratchDirectory: root + "/" + Index.stateFolderName)
         let endpoint = try makeEndpoint(context)
         self.endpoint = endpoint
         let credential = Credential(token: options.token, file: options.tokenFile)

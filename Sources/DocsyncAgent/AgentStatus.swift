@@ -40,6 +40,10 @@ public struct AgentStatus: Sendable {
     /// their files, sent again when the file or the token changes.
     public var notAllowedCount = 0
     public var notAllowed: [(what: String, reason: String)] = []
+    /// Documents from the server that could not be taken (sealed and not opening, a docType that
+    /// cannot be a folder, …): how many, and the first few with why. Their files are untouched.
+    public var refusedCount = 0
+    public var refused: [(id: String, reason: String)] = []
     /// Commits of pulled changes, with `--git-commit` or `--git-branch`.
     public var git = GitStatus()
     /// Saves held back by their docType's schema, and synced documents that do not conform.
@@ -83,6 +87,7 @@ public struct AgentStatus: Sendable {
                 clock: try tx.meta(.clock).flatMap(Calibration.decode), pullFailureCount: failed.count, pullFailures: failed.first,
                 heldDeletions: try tx.heldDeletionCount(), heldBecause: try tx.meta(.deletionsHeld))
             (status.notAllowedCount, status.notAllowed) = try tx.notAllowed(limit: 20)
+            (status.refusedCount, status.refused) = try tx.refusedFromServer(limit: 20)
             status.heldLocalBecause = try tx.meta(.localDeletionsHeld)
             status.heldLocalDeletions = status.heldLocalBecause == nil ? 0 : try tx.heldLocalDeletionCount()
             status.git = try GitStatus.read(tx)
@@ -132,6 +137,8 @@ public struct AgentStatus: Sendable {
         object["held_local_deletions"] = .number(String(heldLocalDeletions))
         object["not_allowed"] = .number(String(notAllowedCount))
         object["not_allowed_documents"] = .array(notAllowed.map { .object(JSONObject([(key: "path", value: .string($0.what)), (key: "reason", value: .string($0.reason))])) })
+        object["refused_from_server"] = .number(String(refusedCount))
+        object["refused_documents"] = .array(refused.map { .object(JSONObject([(key: "id", value: .string($0.id)), (key: "reason", value: .string($0.reason))])) })
         if let heldLocalBecause { object["held_local_because"] = .string(heldLocalBecause) }
         if git.isUsed { object["git"] = git.json }
         object["nonconforming"] = .number(String(schemas.nonconformingCount))
@@ -177,6 +184,10 @@ public struct AgentStatus: Sendable {
         if let heldLocalBecause {
             lines.append("\(heldLocalDeletions) deletions of this folder's files are held, not sent (\(heldLocalBecause)):")
             lines.append("  docsync resolve --deletions apply DIR sends them; --deletions restore DIR writes the files back")
+        }
+        if refusedCount > 0 {
+            lines.append("\(refusedCount) documents from the server were refused, their files left as they are:")
+            lines += refused.prefix(10).map { "  \($0.id): \($0.reason)" }
         }
         if notAllowedCount > 0 {
             lines.append("\(notAllowedCount) edits this token may not send (kept in their files; sent again when the file or the token changes):")

@@ -29,11 +29,19 @@ extension ChangeApplier {
             try await refuse(id, "its docType cannot be a folder name", summary: &summary)
             return
         }
+        // Reaches here only when the folder has no passphrase (a sealed endpoint opens these):
+        // ciphertext is never written into the folder as if it were a document.
+        if SealedForm.isVault(remote) || SealedForm.isSealed(remote) {
+            try await refuse(id, Self.sealedWithoutPassphrase, summary: &summary)
+            return
+        }
         let incoming = Incoming(
             remote: remote, id: id, docType: docType, rev: Self.revision(of: remote),
             deleted: remote[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false,
             wireBody: Self.content(of: remote, docType: docType), stamp: Self.changeStamp(of: remote))
-        let known = try await index.read { try $0.document(id: id) }
+        let (known, wasRefused) = try await index.read { (try $0.document(id: id), try $0.meta(.refused(id)) != nil) }
+        // A version that can be taken ends an earlier refusal's report (status lists the rest).
+        if wasRefused { try await index.write { try $0.setMeta(.refused(id), nil) } }
         // A server without revisions (rev 0) is never "older": its content decides.
         if incoming.rev > 0, let known, let seen = known.serverRev, seen >= incoming.rev {
             summary.skipped += 1  // our own write coming back, or older than what we have

@@ -318,6 +318,9 @@ struct ChangeApplier: Sendable {
         }
     }
 
+    static let sealedWithoutPassphrase =
+        "it is end-to-end encrypted and this folder has no passphrase (start the agent with --passphrase-file; docs/ENCRYPTION.md)"
+
     func refuse(_ id: String, _ reason: String, summary: inout Summary) async throws {
         summary.refused += 1
         let key = MetaKey.refused(id)

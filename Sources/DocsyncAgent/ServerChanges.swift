@@ -78,7 +78,7 @@ struct ServerChanges: Sendable {
         }
         for element in reply.refused {
             var summary = ChangeApplier.Summary()
-            try await applier.refuse(element.id ?? "(no id)", "the server sent it in a form that cannot be represented (\(element.reason))", summary: &summary)
+            try await applier.refuse(element.id ?? "(no id)", "the server's version cannot be taken (\(element.reason))", summary: &summary)
         }
         let written = try await write(reply.changes, more: reply.more)
         if written.complete { try await noteWaiting([]) }

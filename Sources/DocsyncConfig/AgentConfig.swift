@@ -17,6 +17,8 @@ public struct AgentConfig: Sendable, Equatable {
         /// Absolute; without one the token comes from `DOCSYNC_TOKEN`.
         public var tokenFile: String?
         public var caFile: String?
+        /// The passphrase of an end-to-end encrypted folder (docs/ENCRYPTION.md), first line.
+        public var passphraseFile: String?
         /// `.docsyncignore` rules added to the folder's own file.
         public var ignore: [String] = []
         /// Only these docTypes (`nil`: every one), less `excludeTypes`.
@@ -53,7 +55,7 @@ public struct AgentConfig: Sendable, Equatable {
 
     public static let topKeys: Set<String> = ["log_level", "log_format", "metrics_addr", "folders"]
     public static let folderKeys: Set<String> = [
-        "name", "path", "endpoint", "token_file", "ca_file", "ignore", "types", "exclude_types", "max_file_size", "request_timeout",
+        "name", "path", "endpoint", "token_file", "ca_file", "passphrase_file", "ignore", "types", "exclude_types", "max_file_size", "request_timeout",
         "poll_interval", "max_download_size", "deletion_guard", "git", "authors",
     ]
 

@@ -96,6 +96,7 @@ struct NodeReader {
         var folder = AgentConfig.Folder(name: name, path: path, endpoint: try string(endpointNode, at: "\(place).endpoint"))
         folder.tokenFile = try keys["token_file"].map { try self.path($0, at: "\(place).token_file") }
         folder.caFile = try keys["ca_file"].map { try self.path($0, at: "\(place).ca_file") }
+        folder.passphraseFile = try keys["passphrase_file"].map { try self.path($0, at: "\(place).passphrase_file") }
         folder.ignore = try keys["ignore"].map { list in
             try sequence(list, at: "\(place).ignore").map { try string($0, at: "\(place).ignore") }
         } ?? []

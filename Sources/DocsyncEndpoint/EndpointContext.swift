@@ -16,11 +16,21 @@ public struct EndpointContext: Sendable {
     public var selection: TypeSelection
     /// The docTypes the folder's documents have: what an adapter without a change feed polls.
     public var folderTypes: @Sendable () async -> Set<String>
+    /// Each document's sealing counter, kept with the folder's index: an end-to-end sealed
+    /// endpoint numbers the versions it seals and refuses one older than it has seen (a server
+    /// replaying an old ciphertext).
+    public var sealCounters: (any SealCounters)?
+    /// Where an adapter may write a temporary file the size of an attachment (a sealed copy):
+    /// the folder's state directory, on the same disk as the folder, never a RAM-backed /tmp.
+    public var scratchDirectory: String?
 
     public init(
         clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String, selection: TypeSelection = .all,
-        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }
+        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }, sealCounters: (any SealCounters)? = nil,
+        scratchDirectory: String? = nil
     ) {
+        self.sealCounters = sealCounters
+        self.scratchDirectory = scratchDirectory
         self.selection = selection
         self.folderTypes = folderTypes
         self.clientID = clientID
@@ -28,4 +38,14 @@ public struct EndpointContext: Sendable {
         self.requestTimeout = requestTimeout
         self.credential = credential
     }
+}
+
+/// The version counters of sealed documents (see ``EndpointContext/sealCounters``), a batch at
+/// a time (one transaction for a push's or a page's documents).
+public protocol SealCounters: Sendable {
+    /// The number each document's next sealed version carries: one past the highest seen or sealed.
+    func next(_ ids: [String]) async throws -> [String: Int64]
+    /// Versions were opened: the ids of those older than the highest seen (replays); the highest
+    /// of the others raised to what was seen.
+    func saw(_ versions: [(id: String, number: Int64)]) async throws -> Set<String>
 }

@@ -302,6 +302,9 @@ extension Index {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v19-seal-counters") { db in
+            try db.execute(sql: "CREATE TABLE seal_counter (id TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL) WITHOUT ROWID")
+        }
         return migrator
     }
 }

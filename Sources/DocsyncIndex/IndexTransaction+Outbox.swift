@@ -50,6 +50,23 @@ extension IndexTransaction {
         return db.changesCount
     }
 
+    /// Queues every document the server has (tombstones too) to be sent again over the revision
+    /// it has: a folder turned to end-to-end encryption sends each one sealed (docs/ENCRYPTION.md).
+    /// Returns how many were queued.
+    public func requeueAll(queuedAt now: Int64) throws -> Int {
+        try db.execute(sql: """
+            UPDATE document SET pushed_hash = NULL, state = CASE WHEN state = 'synced' THEN 'pending' ELSE state END
+            WHERE server_rev IS NOT NULL AND state != 'invalid'
+            """)
+        try db.execute(sql: """
+            INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
+                SELECT 'doc:' || id, id, 'put', 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE '\(OutboxEntry.deletionMark)' || body_hash END, ?
+                FROM document WHERE server_rev IS NOT NULL AND state != 'invalid'
+            ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
+            """, arguments: [now])
+        return db.changesCount
+    }
+
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight) and,
     /// with `after`, every entry queued before that `seq` (a reader going through the outbox in
     /// order does not walk again what it has passed).

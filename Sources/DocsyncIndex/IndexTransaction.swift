@@ -318,3 +318,13 @@ extension UploadRow {
             remoteURL: row["remote_url"], uploadedSHA256: row["uploaded_sha256"], remoteRev: row["remote_rev"])
     }
 }
+
+extension IndexTransaction {
+    /// Documents from the server that were refused and not taken since (``MetaKey/refused(_:)``):
+    /// how many, and the first `limit` with why.
+    public func refusedFromServer(limit: Int) throws -> (count: Int, first: [(id: String, reason: String)]) {
+        let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE key >= 'refused:' AND key < 'refused;'") ?? 0
+        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM meta WHERE key >= 'refused:' AND key < 'refused;' ORDER BY key LIMIT ?", arguments: [limit])
+        return (count, rows.map { (id: String(($0["key"] as String).dropFirst("refused:".count)), reason: $0["value"]) })
+    }
+}

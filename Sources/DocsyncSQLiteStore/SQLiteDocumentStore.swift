@@ -18,14 +18,17 @@ public struct SQLiteDocumentStore: DocumentStore {
     /// agent can tell a new or replaced server from the one it synced with.
     public let storeID: String
     private let storage: StorageGuard
+    private let scrubber: WALScrubber
 
     public init(path: String, maxDocumentBytes: Int = ProtocolLimits.maxDocumentBytes) throws {
         self.maxDocumentBytes = maxDocumentBytes
         SQLiteSetup.prepare()
         var config = Configuration()
         config.busyMode = .timeout(10)
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        // secure_delete: a document's old body is overwritten, not left in a free page (see WALScrubber).
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON") }
         writer = try DatabasePool(path: path, configuration: config)
+        scrubber = WALScrubber(pool: writer)
         try Self.migrator.migrate(writer)
         storeID = try writer.read { db in try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'store_id'") } ?? ""
         storage = try StorageGuard(path: path)
@@ -35,12 +38,14 @@ public struct SQLiteDocumentStore: DocumentStore {
     /// left to its last reference closed whenever that went, and its checkpoint could unlink the
     /// `-wal` of a copy put in the same place meanwhile (a restore).
     public func close() async {
+        scrubber.stop()
         try? writer.close()
     }
 
     /// A transaction, once the database file is known to be still where it was opened.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try storage.check()
+        defer { scrubber.wrote() }
         return try await writer.write(body)
     }
 

@@ -151,13 +151,15 @@ public struct ReferenceServer: Sendable {
         let pace = configuration.connections
         let now: @Sendable () -> Int64 = { [wallClock] in wallClock() / 1_000_000 }
         let schemas = configuration.enforceSchemas ? SchemaEnforcement(store: store, assertFormats: configuration.assertFormats) : nil
-        DocumentRoutes(store: store, feed: feed, limit: limit, pace: pace, now: now, schemas: schemas).add(to: router)
+        let vault = VaultGuard(store: store)
+        DocumentRoutes(store: store, feed: feed, limit: limit, pace: pace, now: now, schemas: schemas, vault: vault).add(to: router)
         SyncRoute(
-            store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now, schemas: schemas
+            store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now, schemas: schemas,
+            vault: vault
         ).add(to: router)
         UploadRoutes(
             store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes,
-            publicURL: configuration.publicURL, listening: listening, pace: pace, now: now
+            publicURL: configuration.publicURL, listening: listening, pace: pace, now: now, vault: vault
         ).add(to: router)
         ServiceRoutes(store: store, wallClock: wallClock, metricsText: configuration.metricsText).add(to: router)
     }

@@ -82,9 +82,11 @@ final class SchemaEnforcement: Sendable {
         return (accepted, refused)
     }
 
-    /// Tombstones and documents without a docType are never refused.
+    /// Tombstones and documents without a docType are never refused; nor are sealed documents
+    /// (end to end encrypted: the server cannot read them, their agents check them).
     private static func needsCheck(_ object: JSONObject) -> Bool {
         (object[DocumentRules.deletedAtKey] == nil || object[DocumentRules.deletedAtKey] == .null) && object["docType"]?.string != nil
+            && !SealedForm.isSealed(object)
     }
 
     /// Why `object` may not be written, or nil.

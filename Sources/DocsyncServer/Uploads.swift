@@ -69,6 +69,8 @@ struct UploadRoutes: Sendable {
     let listening: ListeningAddress
     let pace: ConnectionLimits
     let now: @Sendable () -> Int64
+    /// An encrypted folder's server takes only sealed files.
+    let vault: VaultGuard
 
     func add(to router: Router<ServerRequestContext>) {
         router.post("/api/app/upload") { request, context in
@@ -120,6 +122,7 @@ struct UploadRoutes: Sendable {
         if !context.access.mayWrite(target.docType) {
             throw StoreError(.forbidden, "this token may not change documents of docType \(target.docType)", right: "write:\(target.docType)")
         }
+        try await vault.checkUpload(property: target.property)
         try blobs.adopt(temporary: file.temporaryPath, sha256: file.sha256)
         parts.adopted()
         let name = Self.sanitisedFileName(file.fileName)

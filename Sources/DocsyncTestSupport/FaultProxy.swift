@@ -41,6 +41,29 @@ public final class FaultProxy: Sendable {
     private let stallEnds = Mutex(0)
     var stallEndCount: Int { stallEnds.withLock { $0 } }
 
+    /// Every request's URI and body, and every reply's body, appended to this file (a recording
+    /// proxy: what a network observer, or the server, sees); `nil`: none kept.
+    private let recording = Mutex<FileHandle?>(nil)
+    public func record(to path: String?) {
+        recording.withLock { handle in
+            try? handle?.close()
+            handle = path.flatMap { path in
+                FileManager.default.createFile(atPath: path, contents: nil)
+                return FileHandle(forWritingAtPath: path)
+            }
+        }
+    }
+    /// Request body bytes forwarded so far (replies not counted).
+    let sentBytes = Atomic<Int>(0)
+    public var requestBytes: Int { sentBytes.load(ordering: .relaxed) }
+
+    func recorded(_ parts: [ByteBuffer]) {
+        recording.withLock { handle in
+            guard let handle else { return }
+            for part in parts { handle.write(Data(part.readableBytesView)) }
+        }
+    }
+
     /// Lets every request stalled now go through at once, as if its stall were over.
     public func endStalls() { stallEnds.withLock { $0 += 1 } }
 
@@ -191,8 +214,10 @@ struct ProxyMiddleware: RouterMiddleware {
             out.headers.add(name: field.name.rawName, value: field.value)
         }
         if body.readableBytes > 0 { out.body = .bytes(body) }
+        proxy.sentBytes.add(body.readableBytes, ordering: .relaxed)
         let reply = try await HTTPClient.shared.execute(out, timeout: .seconds(30))
         let bytes = try await reply.body.collect(upTo: 1 << 30)
+        proxy.recorded([ByteBuffer(string: "\n\(request.method.rawValue) \(request.uri.string)\n"), body, ByteBuffer(string: "\n"), bytes])
         var headers = HTTPFields()
         for h in reply.headers where h.name.lowercased() != "content-length" && h.name.lowercased() != "transfer-encoding" {
             if let name = HTTPField.Name(h.name) { headers.append(HTTPField(name: name, value: h.value)) }

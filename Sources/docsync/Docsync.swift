@@ -12,7 +12,7 @@ struct Docsync: AsyncParsableCommand {
             and written into the file if missing) and a "docType" (from the field, else the first \
             folder under the root). Tokens come from --token-file or DOCSYNC_TOKEN, never the command line.
             """,
-        subcommands: [Up.self, Init.self, Watch.self, Sync.self, Status.self, Doctor.self, Conflicts.self, Resolve.self, Repair.self, Serve.self, TokenCommand.self, Validate.self, ClockCommand.self])
+        subcommands: [Up.self, Init.self, Watch.self, Sync.self, Status.self, Doctor.self, Conflicts.self, Resolve.self, Repair.self, Encrypt.self, Serve.self, TokenCommand.self, Validate.self, ClockCommand.self])
 
     static func main() async {
         // One malloc arena: glibc otherwise gives each busy thread its own, and each keeps what

@@ -5,6 +5,7 @@ import DocsyncHTTP
 import DocsyncKinto
 import DocsyncPingPong
 import DocsyncSyncRails
+import DocsyncVault
 
 /// The adapter an `--endpoint` URL selects. Each adapter target reads its own URL form
 /// (``HTTPAdapter``); this list is the one place that knows every adapter: a new one adds a line.
@@ -34,9 +35,13 @@ struct EndpointChoice {
 
     init(_ adapter: any HTTPAdapter) { self.adapter = adapter }
 
-    /// Makes the adapter for one folder.
-    func factory(client: HTTPClient) -> @Sendable (EndpointContext) -> any DocumentEndpoint {
+    /// Makes the adapter for one folder; with `keys`, an encrypted folder's: every document and
+    /// file sealed on its way out and opened on its way in (``SealedEndpoint``).
+    func factory(client: HTTPClient, sealedWith keys: VaultKeys? = nil) -> @Sendable (EndpointContext) -> any DocumentEndpoint {
         let adapter = self.adapter
-        return { context in adapter.make(client: client, context: context) }
+        return { context in
+            let endpoint = adapter.make(client: client, context: context)
+            return keys.map { SealedEndpoint(endpoint, keys: $0, context: context) } ?? endpoint
+        }
     }
 }

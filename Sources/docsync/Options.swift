@@ -89,6 +89,9 @@ struct AgentTuning: ParsableArguments {
     @Option(help: "Hold the deletions of one pull that would delete more than this percentage of the folder's documents (and at least 100) until `docsync resolve --deletions`; a number from 1 to 100, or off (default: 50).")
     var deletionGuard: String?
 
+    @Option(help: "An end-to-end encrypted folder's passphrase: the first line of this file (else the DOCSYNC_PASSPHRASE environment variable). See docs/ENCRYPTION.md.")
+    var passphraseFile: String?
+
     @Flag(help: "Make `format` in the docTypes' schemas an assertion for date-time, date, time, email, uri, uuid and ipv4 (an annotation by default, as the draft says).")
     var assertFormats = false
 
@@ -206,10 +209,24 @@ func emit(_ line: String) {
 /// Runs `body` with an agent for `directory` and an HTTP client that is shut down afterwards,
 /// whatever `body` does (`sync`).
 func withAgent<T>(
-    directory: String, endpoint: EndpointOptions, tuning: AgentTuning, logger: Logger, _ body: (Agent) async throws -> T
+    directory: String, endpoint: EndpointOptions, tuning: AgentTuning, passphrase: PassphraseChoice = .fromOptions, logger: Logger,
+    _ body: (Agent) async throws -> T
 ) async throws -> T {
-    let plan = try WatchPlan.single(
+    var plan = try WatchPlan.single(
         directory: directory, endpoint: endpoint.endpoint, tokenFile: endpoint.tokenFile, caFile: endpoint.caFile, tuning: tuning, metricsAddr: nil,
         environment: [:])
+    switch passphrase {
+    case .fromOptions: break
+    case .clear: plan.folders[0].passphrase = nil
+    case .given(let given): plan.folders[0].passphrase = given
+    }
     return try await withAgents(plan, logger: logger) { agents in try await body(agents[0]) }
+}
+
+/// Which passphrase a command's agent uses: the options' (`--passphrase-file`, else
+/// `DOCSYNC_PASSPHRASE`), none (a folder synced in clear), or one the command has.
+enum PassphraseChoice {
+    case fromOptions
+    case clear
+    case given(String)
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DocsyncModel
 import DocsyncFiles
 import DocsyncServer
 import Foundation
@@ -84,6 +85,9 @@ struct Serve: AsyncParsableCommand {
         }
         let store = try await database.store(maxDocumentBytes: maxDocumentSize, logger: logger)
         let server = try ReferenceServer(configuration: configuration, store: store)
+        if enforceSchemas, (try? await server.store.get(id: SealedForm.vaultID)) != nil {
+            logger.notice("--enforce-schemas: this server holds an end-to-end encrypted folder; its sealed documents cannot be read here and are not checked (their agents check them)")
+        }
         let scheme = server.scheme
         let (listening, listens) = AsyncStream<String>.makeStream()
         let app = try server.application(logger: logger) { host, port in

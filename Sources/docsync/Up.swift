@@ -1,5 +1,9 @@
 import ArgumentParser
+import AsyncHTTPClient
 import DocsyncAgent
+import DocsyncClock
+import DocsyncEndpoint
+import DocsyncVault
 import DocsyncFiles
 import DocsyncHTTP
 import DocsyncPingPong
@@ -40,12 +44,15 @@ struct Up: AsyncParsableCommand {
             startedContinuation.finish()
         }
         let client = try makeHTTPClient()
+        let passphrase = try resolvePassphrase(file: tuning.passphraseFile)
         let service = AgentService {
             var iterator = started.makeAsyncIterator()
             guard let url = await iterator.next() else { return nil }
             var options = AgentOptions(root: root, endpointURL: url, token: token, tokenFile: tokenFile)
             tuning.apply(to: &options)
-            return try Agent(options: options, endpoint: EndpointChoice(PingPongAdapter(bases: [url])).factory(client: client), logger: logger)
+            let choice = EndpointChoice(PingPongAdapter(bases: [url]))
+            let keys = try await Self.keys(root: root, passphrase: passphrase, endpoint: choice.adapter, client: client, token: token, logger: logger)
+            return try Agent(options: options, endpoint: choice.factory(client: client, sealedWith: keys), logger: logger)
         }
         let group = signalledGroup([.init(service: app), .init(service: service)], logger: logger)
         do {
@@ -55,5 +62,24 @@ struct Up: AsyncParsableCommand {
             throw error
         }
         try await client.shutdown()
+    }
+
+    /// The folder's keys with `--passphrase-file`: the embedded server's first start makes them
+    /// (the recovery key printed once). Without one, a server holding a key refuses the start.
+    static func keys(
+        root: String, passphrase: String?, endpoint adapter: any HTTPAdapter, client: HTTPClient, token: String, logger: Logger
+    ) async throws -> VaultKeys? {
+        let context = EndpointContext(clientID: "docsync-vault", clock: ServerClock(logger: logger), requestTimeout: .seconds(10), credential: token)
+        let endpoint = adapter.make(client: client, context: context)
+        guard let passphrase else {
+            try await FolderVault.requireClear(root: root, endpoint: endpoint)
+            return nil
+        }
+        if try await FolderVault.fetch(endpoint) == nil {
+            let recovery = try await VaultSetup.create(root: root, endpoint: endpoint, passphrase: passphrase)
+            emit("encryption is on; recovery key (shown once; it opens the folder if the passphrase is lost):")
+            emit("  \(recovery)")
+        }
+        return try await FolderVault.keys(root: root, passphrase: passphrase, endpoint: endpoint)
     }
 }

@@ -16,6 +16,8 @@ struct WatchPlan {
     struct Folder {
         var options: AgentOptions
         var caFile: String?
+        /// An end-to-end encrypted folder's passphrase (docs/ENCRYPTION.md); `nil`: in clear.
+        var passphrase: String?
     }
 
     var folders: [Folder]
@@ -34,7 +36,9 @@ struct WatchPlan {
         tuning.apply(to: &options)
         let (level, format) = try tuning.logging(environment: environment)
         let address = try metricsAddress(flag: metricsAddr, environment: environment, file: nil)
-        return WatchPlan(folders: [Folder(options: options, caFile: caFile.map(absolutePath))], level: level, format: format, metricsAddr: address)
+        let passphrase = try resolvePassphrase(file: tuning.passphraseFile)
+        return WatchPlan(
+            folders: [Folder(options: options, caFile: caFile.map(absolutePath), passphrase: passphrase)], level: level, format: format, metricsAddr: address)
     }
 
     /// Every folder of the config file at `path`, the flags laid over each.
@@ -118,7 +122,13 @@ struct WatchPlan {
         case nil: break
         }
         tuning.apply(to: &options)
-        return Folder(options: options, caFile: entry.caFile)
+        let passphrase: String?
+        do {
+            passphrase = try resolvePassphrase(file: tuning.passphraseFile) ?? entry.passphraseFile.map(readToken)
+        } catch {
+            throw ValidationError("\(place): passphrase_file: \(error)")
+        }
+        return Folder(options: options, caFile: entry.caFile, passphrase: passphrase)
     }
 }
 
@@ -137,17 +147,21 @@ func withAgents<T>(
         let footprint = Index.Footprint.forFolders(plan.folders.count)
         let firstScans = footprint == .lean ? Permits(max(2, ProcessInfo.processInfo.activeProcessorCount)) : nil
         for folder in plan.folders {
+            let key = folder.caFile ?? ""
+            if clients[key] == nil {
+                clients[key] = try makeHTTPClient(caFile: folder.caFile, folders: plan.folders.count { $0.caFile == folder.caFile })
+            }
+        }
+        let choices = try plan.folders.map { try EndpointChoice(url: $0.options.endpointURL) }
+        let client = { (n: Int) in clients[plan.folders[n].caFile ?? ""]! }
+        let keys = try await FolderVault.keys(for: plan.folders, endpoints: choices.map(\.adapter), client: client, logger: logger)
+        for (n, folder) in plan.folders.enumerated() {
             var options = folder.options
             options.onWatching = onWatching
             options.watchHub = hub
             options.firstScans = firstScans
             options.indexFootprint = footprint
-            let key = folder.caFile ?? ""
-            if clients[key] == nil {
-                clients[key] = try makeHTTPClient(caFile: folder.caFile, folders: plan.folders.count { $0.caFile == folder.caFile })
-            }
-            let client = clients[key]!
-            let makeEndpoint = try EndpointChoice(url: options.endpointURL).factory(client: client)
+            let makeEndpoint = choices[n].factory(client: client(n), sealedWith: keys[n])
             agents.append(try Agent(options: options, endpoint: makeEndpoint, logger: plan.folders.count > 1 ? logger.folder(folder) : logger))
         }
         result = try await body(agents)

@@ -79,8 +79,8 @@ extension HeavySuites {
         defer { folder.remove() }
         let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
         #expect(await eventually { folder.exists("note/good1.json") && folder.exists("note/good2.json") }, "\(agent.logs.all.suffix(5))")
-        #expect(await eventually { agent.logs.count(containing: "cannot be represented") == 1 })
-        #expect(agent.logs.all.contains { $0.contains("cannot be represented") && $0.contains("bad") }, "reported with its id")
+        #expect(await eventually { agent.logs.count(containing: "cannot be taken") == 1 })
+        #expect(agent.logs.all.contains { $0.contains("cannot be taken") && $0.contains("bad") }, "reported with its id")
         #expect(!folder.exists("note/bad.json"))
         #expect(agent.logs.count(containing: "pulling failed") == 0)
         try await agent.stop()

@@ -16,6 +16,8 @@ struct DocumentRoutes: Sendable {
     let now: @Sendable () -> Int64
     /// `--enforce-schemas`: documents that fail their docType's schema are refused.
     let schemas: SchemaEnforcement?
+    /// An encrypted folder's server refuses documents in clear.
+    let vault: VaultGuard
 
     func add(to router: Router<ServerRequestContext>) {
         addWrites(to: router)
@@ -24,11 +26,12 @@ struct DocumentRoutes: Sendable {
 
     /// `PUT`, `POST` and `DELETE /api/document`.
     private func addWrites(to router: Router<ServerRequestContext>) {
-        let (store, feed, limit, pace, now, schemas) = (self.store, self.feed, self.limit, self.pace, self.now, self.schemas)
+        let (store, feed, limit, pace, now, schemas, vault) = (self.store, self.feed, self.limit, self.pace, self.now, self.schemas, self.vault)
         router.put("/api/document") { request, context in
             try await ReferenceServer.respond {
                 let object = try StoreRules.validate(try await ReferenceServer.json(request, limit: limit, pace: pace), requireID: true)
                 try Self.mayWriteAtAll(object, context.access)
+                try await vault.check(object)
                 try await schemas?.check(object)
                 var ifMatch: Int64?
                 if let header = request.headers[.ifMatch] {
@@ -52,6 +55,7 @@ struct DocumentRoutes: Sendable {
                     object = JSONObject([(key: "id", value: .string(UUID().uuidString.lowercased()))] + object.members)
                 }
                 try Self.mayWriteAtAll(object, context.access)
+                try await vault.check(object)
                 try await schemas?.check(object)
                 let stored = try await store.put(
                     StoreRules.authored(object, by: context.author), now: now(), mustCreate: true, client: ReferenceServer.client(request, token: context.author),
@@ -66,6 +70,7 @@ struct DocumentRoutes: Sendable {
                 guard case .object(let o) = try await ReferenceServer.json(request, limit: limit, pace: pace),
                       let id = o["id"]?.string, let docType = o["docType"]?.string
                 else { throw StoreError(.invalid, "DELETE needs a body {\"id\": …, \"docType\": …}") }
+                try vault.checkDeletion(docType: docType)
                 let stored = try await store.delete(id: id, docType: docType, now: now(), author: context.author, access: context.access)
                 schemas?.wrote(docType: docType)
                 feed.published(try await store.latestSeq())

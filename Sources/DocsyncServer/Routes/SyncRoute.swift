@@ -22,6 +22,8 @@ struct SyncRoute: Sendable {
     let now: @Sendable () -> Int64
     /// `--enforce-schemas`: documents that fail their docType's schema are refused one by one.
     let schemas: SchemaEnforcement?
+    /// An encrypted folder's server refuses documents in clear, one by one.
+    let vault: VaultGuard
 
     func add(to router: Router<ServerRequestContext>) {
         router.post("/api/sync") { request, context in
@@ -56,11 +58,12 @@ struct SyncRoute: Sendable {
         let access = identity.access
         // A docType the token may not write at all is refused before its schema is asked.
         let (writable, unwritable) = Self.writable(call.documents, access)
-        let (documents, refused) = try await schemas?.partition(writable) ?? (writable, [])
+        let (clearOK, clearRefused) = try await vault.partition(writable)
+        let (documents, refused) = try await schemas?.partition(clearOK) ?? (clearOK, [])
         var outcome = try await store.sync(
             since: call.since, documents: StoreRules.authored(documents, by: identity.name), now: now(), limit: Self.pageSize, client: client,
             selection: call.selection, measureDepth: call.measureDepth, access: access)
-        outcome.errors += unwritable + refused
+        outcome.errors += unwritable + clearRefused + refused
         for stored in outcome.stored { schemas?.wrote(docType: stored["docType"]?.string) }
         if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {

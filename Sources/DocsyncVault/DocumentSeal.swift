@@ -1,0 +1,67 @@
+import Crypto
+import DocsyncModel
+import Foundation
+
+/// A document's content sealed for the server: every field but the envelope the sync needs in
+/// clear (``envelope``) goes into `"$enc"`, ChaCha20-Poly1305 under a key derived for that
+/// document (HKDF-SHA256 of the data key, the docType and the id), with the docType and id as
+/// associated data, and a version number inside: a ciphertext moved to another document or
+/// docType, a byte flipped, or an older version replayed is refused when opened.
+public struct DocumentSeal: Sendable {
+    static let key = SealedForm.contentKey
+    static let envelope = SealedForm.envelope
+    static let prefix = "1."
+
+    let keys: VaultKeys
+
+    public init(_ keys: VaultKeys) { self.keys = keys }
+
+    /// `document` (wire form) with its content sealed as version `number`.
+    public func seal(_ document: JSONObject, id: String, docType: String, number: Int64) throws -> JSONObject {
+        var clear: [(key: String, value: JSONValue)] = []
+        var content: [(key: String, value: JSONValue)] = []
+        for member in document.members {
+            if Self.envelope.contains(member.key) { clear.append(member) } else { content.append(member) }
+        }
+        let inner = JSONValue.object(JSONObject([(key: "n", value: .number(String(number))), (key: "c", value: .object(JSONObject(content)))]))
+        let box = try ChaChaPoly.seal(JSONWriter.bytes(inner), using: documentKey(id: id, docType: docType), authenticating: Self.associatedData(id: id, docType: docType))
+        clear.append((key: Self.key, value: .string(Self.prefix + box.combined.base64EncodedString())))
+        return JSONObject(clear)
+    }
+
+    /// `document` with its content opened back into it, and the version number it carried.
+    public func open(_ document: JSONObject) throws(SealError) -> (document: JSONObject, number: Int64) {
+        guard let id = document["id"]?.string, let docType = document["docType"]?.string else { throw SealError("no id or docType beside it") }
+        guard case .string(let text)? = document[Self.key], text.hasPrefix(Self.prefix),
+              let combined = Data(base64Encoded: String(text.dropFirst(Self.prefix.count))), combined.count >= 28
+        else { throw SealError("its sealed content is not in a form this docsync reads") }
+        let plain: Data
+        do {
+            plain = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: documentKey(id: id, docType: docType),
+                                       authenticating: Self.associatedData(id: id, docType: docType))
+        } catch {
+            throw SealError("it does not open with this folder's key (changed, truncated, moved from another document, or sealed with another key)")
+        }
+        guard case .object(let inner)? = try? JSONParser.parse(Array(plain)), case .number(let n)? = inner["n"], let number = Int64(n),
+              case .object(let content)? = inner["c"]
+        else { throw SealError("its sealed content is not a document") }
+        // Only the envelope is taken from what is in clear: anything else beside the seal was not
+        // sealed by a holder of the key (a property the server set, a member it added).
+        var opened = document.members.filter { Self.envelope.contains($0.key) }
+        opened += content.members.filter { !Self.envelope.contains($0.key) }
+        return (JSONObject(opened), number)
+    }
+
+    func documentKey(id: String, docType: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: keys.dataKey, info: Data("docsync-doc-v1\u{0}\(docType)\u{0}\(id)".utf8), outputByteCount: 32)
+    }
+
+    static func associatedData(id: String, docType: String) -> Data { Data("docsync-doc-v1\u{0}\(docType)\u{0}\(id)".utf8) }
+}
+
+/// Why a sealed document could not be opened.
+public struct SealError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

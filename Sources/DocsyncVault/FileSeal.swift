@@ -1,0 +1,101 @@
+import Crypto
+import DocsyncModel
+import Foundation
+
+/// A file sealed for the server in chunks, so that any size streams with flat memory both ways:
+/// a header (`DSF1` and a random 32-byte file id), then each 64 KiB of the file sealed with
+/// ChaCha20-Poly1305 under a key derived for that file id, the nonce the chunk's number and
+/// whether it is the last (a file cut short, or chunks reordered or dropped, does not open), the
+/// header as associated data.
+struct FileSeal: Sendable {
+    static let magic = Array("DSF1".utf8)
+    static let headerSize = 36
+    static let chunk = 64 * 1024
+    static let sealedChunk = chunk + 16
+
+    let keys: VaultKeys
+
+    func fileKey(_ fileID: some Sequence<UInt8>) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: keys.dataKey, info: Data("docsync-file-v1".utf8) + Data(fileID), outputByteCount: 32)
+    }
+
+    static func nonce(_ index: UInt64, last: Bool) -> ChaChaPoly.Nonce {
+        var bytes = [UInt8](repeating: 0, count: 12)
+        for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: index >> (56 - 8 * UInt64(i))) }
+        bytes[11] = last ? 1 : 0
+        return try! ChaChaPoly.Nonce(data: bytes)  // twelve bytes: always a nonce
+    }
+
+    /// Seals `size` bytes of the file at `path` into a new file at `out`; `read` is told of each
+    /// chunk of the plain file as it is read (the upload's progress and hash).
+    func seal(path: String, size: Int64, into out: String, read: (UnsafeRawBufferPointer) -> Void) throws {
+        guard let input = FileHandle(forReadingAtPath: path) else { throw SealError("cannot read \(path)") }
+        defer { try? input.close() }
+        guard FileManager.default.createFile(atPath: out, contents: nil), let output = FileHandle(forWritingAtPath: out) else {
+            throw SealError("cannot write \(out)")
+        }
+        defer { try? output.close() }
+        let header = Self.magic + (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let key = fileKey(header[4...])
+        try output.write(contentsOf: Data(header))
+        var left = size
+        var index: UInt64 = 0
+        repeat {
+            let piece = try input.read(upToCount: Int(min(Int64(Self.chunk), left))) ?? Data()
+            guard Int64(piece.count) == min(Int64(Self.chunk), left) else { throw SealError("\(path) is shorter than when it was hashed") }
+            piece.withUnsafeBytes(read)
+            left -= Int64(piece.count)
+            let box = try ChaChaPoly.seal(piece, using: key, nonce: Self.nonce(index, last: left == 0), authenticating: Data(header))
+            try output.write(contentsOf: box.ciphertext + box.tag)
+            index += 1
+        } while left > 0
+    }
+
+    /// Opens a sealed file as it streams in, handing each chunk's plain bytes on.
+    struct Opener {
+        let seal: FileSeal
+        var header: [UInt8] = []
+        var key: SymmetricKey?
+        var pending: [UInt8] = []
+        var index: UInt64 = 0
+
+        mutating func feed(_ bytes: UnsafeRawBufferPointer, _ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+            var bytes = bytes[...]
+            if header.count < FileSeal.headerSize {
+                let take = min(FileSeal.headerSize - header.count, bytes.count)
+                header += bytes.prefix(take)
+                bytes = bytes.dropFirst(take)
+                if header.count == FileSeal.headerSize {
+                    guard Array(header.prefix(4)) == FileSeal.magic else { throw SealError("it is not a file sealed by docsync") }
+                    key = seal.fileKey(header[4...])
+                }
+            }
+            pending += bytes
+            // A full chunk with more after it is not the last one.
+            while pending.count > FileSeal.sealedChunk {
+                try open(Array(pending.prefix(FileSeal.sealedChunk)), last: false, sink)
+                pending.removeFirst(FileSeal.sealedChunk)
+            }
+        }
+
+        mutating func finish(_ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+            guard header.count == FileSeal.headerSize, pending.count >= 16 else { throw SealError("it ends before its last chunk (cut short)") }
+            try open(pending, last: true, sink)
+            pending = []
+        }
+
+        private mutating func open(_ sealed: [UInt8], last: Bool, _ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+            guard let key else { throw SealError("no header") }
+            do {
+                let box = try ChaChaPoly.SealedBox(nonce: FileSeal.nonce(index, last: last), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
+                let plain = try ChaChaPoly.open(box, using: key, authenticating: Data(header))
+                try plain.withUnsafeBytes(sink)
+            } catch let error as SealError {
+                throw error
+            } catch {
+                throw SealError("chunk \(index) does not open with this folder's key (changed, cut, reordered, or sealed with another key)")
+            }
+            index += 1
+        }
+    }
+}
