@@ -5,14 +5,12 @@ import DocsyncIndex
 struct IndexSealCounters: SealCounters {
     let index: Index
 
+    /// Read only: a version that never reached the server (offline, refused) does not raise the
+    /// count, or another agent's next version, numbered from what the server has, would look old.
     func next(_ ids: [String]) async throws -> [String: Int64] {
-        try await index.write { tx in
+        try await index.read { tx in
             var numbers: [String: Int64] = [:]
-            for id in ids {
-                let n = try tx.sealCounter(id) + 1
-                try tx.setSealCounter(id, n)
-                numbers[id] = n
-            }
+            for id in ids { numbers[id] = try tx.sealCounter(id) + 1 }
             return numbers
         }
     }

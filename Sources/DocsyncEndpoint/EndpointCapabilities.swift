@@ -28,6 +28,9 @@ public struct EndpointCapabilities: Sendable, Equatable {
     /// Files one document may carry (`nil`: any number). A reference beyond it is reported as a
     /// bad reference of its property and not sent (Kinto's attachment plugin holds one a record).
     public var filesPerDocument: Int?
+    /// Members of a document the server writes itself and expects back as it wrote them (Kinto's
+    /// `attachment`): an end-to-end sealed folder keeps them in clear beside the seal.
+    public var serverMembers: Set<String> = []
 
     public init(
         documentsPerCall: Int, bytesPerCall: Int, callsInFlight: Int, pull: Pull, pullsWithPush: Bool, detectsConflicts: Bool,

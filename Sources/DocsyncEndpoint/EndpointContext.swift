@@ -43,7 +43,8 @@ public struct EndpointContext: Sendable {
 /// The version counters of sealed documents (see ``EndpointContext/sealCounters``), a batch at
 /// a time (one transaction for a push's or a page's documents).
 public protocol SealCounters: Sendable {
-    /// The number each document's next sealed version carries: one past the highest seen or sealed.
+    /// The number each document's next sealed version carries: one past the highest seen (a
+    /// version the server stored counts as seen).
     func next(_ ids: [String]) async throws -> [String: Int64]
     /// Versions were opened: the ids of those older than the highest seen (replays); the highest
     /// of the others raised to what was seen.

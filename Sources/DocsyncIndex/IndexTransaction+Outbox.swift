@@ -51,8 +51,8 @@ extension IndexTransaction {
     }
 
     /// Queues every document the server has (tombstones too) to be sent again over the revision
-    /// it has: a folder turned to end-to-end encryption sends each one sealed (docs/ENCRYPTION.md).
-    /// Returns how many were queued.
+    /// it has, and every file this folder uploaded: a folder turned to end-to-end encryption sends
+    /// each one sealed (docs/ENCRYPTION.md). Returns how many documents were queued.
     public func requeueAll(queuedAt now: Int64) throws -> Int {
         try db.execute(sql: """
             UPDATE document SET pushed_hash = NULL, state = CASE WHEN state = 'synced' THEN 'pending' ELSE state END
@@ -64,7 +64,19 @@ extension IndexTransaction {
                 FROM document WHERE server_rev IS NOT NULL AND state != 'invalid'
             ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
             """, arguments: [now])
-        return db.changesCount
+        let documents = db.changesCount
+        // The files this folder uploaded go again too (sealed), and their documents with them.
+        try db.execute(sql: """
+            UPDATE upload SET state = 'pending', bytes_sent = 0, uploaded_sha256 = NULL, error = NULL
+            WHERE state = 'done' AND path IS NOT NULL AND sha256 IS NOT NULL
+            """)
+        try db.execute(sql: """
+            INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
+                SELECT 'upload:' || doc_id || ':' || property, doc_id, 'upload', 1, '{}', sha256, ?
+                FROM upload WHERE state = 'pending' AND sha256 IS NOT NULL
+            ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
+            """, arguments: [now])
+        return documents
     }
 
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight) and,

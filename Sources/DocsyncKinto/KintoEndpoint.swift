@@ -80,10 +80,12 @@ public final class KintoEndpoint: DocumentEndpoint {
     var bucketPath: String { "/buckets/\(bucket)" }
 
     public var capabilities: EndpointCapabilities {
-        EndpointCapabilities(
+        var capabilities = EndpointCapabilities(
             documentsPerCall: state.withLock { $0.batchMax } ?? Self.defaultBatch, bytesPerCall: ProtocolLimits.agentBatchBytes,
             callsInFlight: 4, pull: .poll, pullsWithPush: false, detectsConflicts: true,
             uploads: state.withLock { $0.attachments?.available } ?? true, filesPerDocument: 1)
+        capabilities.serverMembers = [Self.attachmentMember]
+        return capabilities
     }
 
     public func useCredential(_ credential: String) {

@@ -77,11 +77,13 @@ public final class PostgresCluster: Sendable {
     /// `count` reference endpoints (`docsync serve --database`, the real binary) on a new database
     /// of this cluster, each with a data folder of its own under `work`, their logs named `name1`,
     /// `name2`, …: the processes and their URLs.
-    public func serveNodes(_ count: Int, work: TempFolder, tokenFile: String, name: String) async throws -> (nodes: [DocsyncProcess], urls: [String]) {
-        let url = "postgres://postgres@127.0.0.1:\(port)/\(try createDatabase())"
+    public func serveNodes(
+        _ count: Int, work: TempFolder, tokenFile: String, name: String, database: String? = nil, logLevel: String = "warning"
+    ) async throws -> (nodes: [DocsyncProcess], urls: [String]) {
+        let url = "postgres://postgres@127.0.0.1:\(port)/\(try database ?? createDatabase())"
         let nodes = try (1...count).map { n in
             try DocsyncProcess(
-                ["serve", "--data", work.file("\(name)\(n)-data"), "--port", "0", "--token-file", tokenFile, "--database", url, "--log-level", "warning"],
+                ["serve", "--data", work.file("\(name)\(n)-data"), "--port", "0", "--token-file", tokenFile, "--database", url, "--log-level", logLevel],
                 logDirectory: work.path, name: "\(name)\(n)")
         }
         var urls: [String] = []
@@ -92,6 +94,14 @@ public final class PostgresCluster: Sendable {
             throw error
         }
         return (nodes, urls)
+    }
+
+    /// `pg_dump` of `database`, as text: what a backup of the server holds.
+    public func dump(_ database: String) throws -> String {
+        let name = "dump-\(UUID().uuidString.prefix(8))"
+        try Self.run([bin + "/pg_dump", "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-f", folder.file(name), database], in: folder)
+        defer { unlink(folder.file(name)) }
+        return try String(contentsOfFile: folder.file(name), encoding: .utf8)
     }
 
     /// Runs a command to completion; throws with its output when it fails.

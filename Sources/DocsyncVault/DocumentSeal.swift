@@ -13,15 +13,22 @@ public struct DocumentSeal: Sendable {
     static let prefix = "1."
 
     let keys: VaultKeys
+    /// What stays in clear beside the envelope: members the endpoint's server writes itself
+    /// (``EndpointCapabilities/serverMembers``). Never trusted: the engine reads them only to
+    /// find a file, whose content the seal checks.
+    let clear: Set<String>
 
-    public init(_ keys: VaultKeys) { self.keys = keys }
+    public init(_ keys: VaultKeys, serverMembers: Set<String> = []) {
+        self.keys = keys
+        self.clear = Self.envelope.union(serverMembers)
+    }
 
     /// `document` (wire form) with its content sealed as version `number`.
     public func seal(_ document: JSONObject, id: String, docType: String, number: Int64) throws -> JSONObject {
         var clear: [(key: String, value: JSONValue)] = []
         var content: [(key: String, value: JSONValue)] = []
         for member in document.members {
-            if Self.envelope.contains(member.key) { clear.append(member) } else { content.append(member) }
+            if self.clear.contains(member.key) { clear.append(member) } else { content.append(member) }
         }
         let inner = JSONValue.object(JSONObject([(key: "n", value: .number(String(number))), (key: "c", value: .object(JSONObject(content)))]))
         let box = try ChaChaPoly.seal(JSONWriter.bytes(inner), using: documentKey(id: id, docType: docType), authenticating: Self.associatedData(id: id, docType: docType))
@@ -47,8 +54,8 @@ public struct DocumentSeal: Sendable {
         else { throw SealError("its sealed content is not a document") }
         // Only the envelope is taken from what is in clear: anything else beside the seal was not
         // sealed by a holder of the key (a property the server set, a member it added).
-        var opened = document.members.filter { Self.envelope.contains($0.key) }
-        opened += content.members.filter { !Self.envelope.contains($0.key) }
+        var opened = document.members.filter { clear.contains($0.key) }
+        opened += content.members.filter { !clear.contains($0.key) }
         return (JSONObject(opened), number)
     }
 

@@ -27,8 +27,10 @@ struct FileSeal: Sendable {
     }
 
     /// Seals `size` bytes of the file at `path` into a new file at `out`; `read` is told of each
-    /// chunk of the plain file as it is read (the upload's progress and hash).
-    func seal(path: String, size: Int64, into out: String, read: (UnsafeRawBufferPointer) -> Void) throws {
+    /// chunk of the plain file as it is read (the upload's progress and hash). Returns the file's
+    /// id (hex), which its document names (sealed) so that no other sealed file passes for it.
+    @discardableResult
+    func seal(path: String, size: Int64, into out: String, read: (UnsafeRawBufferPointer) -> Void) throws -> String {
         guard let input = FileHandle(forReadingAtPath: path) else { throw SealError("cannot read \(path)") }
         defer { try? input.close() }
         guard FileManager.default.createFile(atPath: out, contents: nil), let output = FileHandle(forWritingAtPath: out) else {
@@ -49,11 +51,16 @@ struct FileSeal: Sendable {
             try output.write(contentsOf: box.ciphertext + box.tag)
             index += 1
         } while left > 0
+        return Self.hex(header[4...])
     }
+
+    static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     /// Opens a sealed file as it streams in, handing each chunk's plain bytes on.
     struct Opener {
         let seal: FileSeal
+        /// The file id its document names; `nil`: any (a test of the seal alone).
+        var expected: String? = nil
         var header: [UInt8] = []
         var key: SymmetricKey?
         var pending: [UInt8] = []
@@ -67,6 +74,9 @@ struct FileSeal: Sendable {
                 bytes = bytes.dropFirst(take)
                 if header.count == FileSeal.headerSize {
                     guard Array(header.prefix(4)) == FileSeal.magic else { throw SealError("it is not a file sealed by docsync") }
+                    if let expected, FileSeal.hex(header[4...]) != expected {
+                        throw SealError("it is another sealed file than its document names (moved from another document)")
+                    }
                     key = seal.fileKey(header[4...])
                 }
             }

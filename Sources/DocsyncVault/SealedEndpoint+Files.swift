@@ -21,8 +21,9 @@ extension SealedEndpoint {
     public func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject {
         let temporary = (scratchDirectory ?? NSTemporaryDirectory()) + "/sealing-\(UUID().uuidString).tmp"
         defer { unlink(temporary) }
+        let fileID: String
         do {
-            try FileSeal(keys: seal.keys).seal(path: request.path, size: request.size, into: temporary) { progress.sent($0) }
+            fileID = try FileSeal(keys: seal.keys).seal(path: request.path, size: request.size, into: temporary) { progress.sent($0) }
         } catch {
             throw .localFile("sealing \(request.path): \(error)")
         }
@@ -34,28 +35,78 @@ extension SealedEndpoint {
         let stored = try await inner.upload(sealed, progress: UploadProgress())
         guard let url = stored[property]?.string else { throw .badReply("the upload's reply names no URL for the sealed file") }
         guard var document = await open([stored]).opened.first else { throw .badReply("the upload's reply cannot be opened") }
-        let ext = RemoteFile.safeExtension(of: Substring(request.fileName)).map { "#" + $0 } ?? "#"
-        document[request.targetProperty] = .string(url + ext)
-        return document
+        let fragment = Fragment(fileID: fileID, fileExtension: RemoteFile.safeExtension(of: Substring(request.fileName)))
+        document[request.targetProperty] = .string(url + "#" + fragment.text)
+        return try await storeSealed(document, over: stored)
+    }
+
+    /// The server set the file's URL beside the seal, where no other agent reads it: the document
+    /// goes again with the URL sealed inside, over the revision the upload made. A document
+    /// changed meanwhile makes the upload fail, to be tried again (the file is stored once).
+    private func storeSealed(_ document: JSONObject, over stored: JSONObject) async throws(EndpointError) -> JSONObject {
+        guard let id = document["id"]?.string, let docType = document["docType"]?.string else { throw .badReply("the upload's reply names no document") }
+        let rev: Int64? = if case .number(let text)? = stored[DocumentRules.revKey] { Int64(text) } else { nil }
+        let body = JSONObject(document.members.filter { !DocumentRules.reservedKeys.contains($0.key) })
+        let reply = try await push([OutgoingChange(id: id, docType: docType, body: JSONWriter.string(.object(body)), baseRevision: rev)], pullingAfter: nil)
+        switch reply.outcomes[id] {
+        case .storedAsSent(let revision)?:
+            var result = document
+            result[DocumentRules.revKey] = revision.map { .number(String($0)) } ?? document[DocumentRules.revKey]
+            return result
+        case .stored(let current)?: return current
+        case .failed(let error)?: throw .unavailable("the document changed while its file was sent (\(error)); the file goes again", retryAfter: nil)
+        case nil: throw .badReply("no outcome for document \(id)")
+        }
     }
 
     public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? {
-        guard case .string(let value)? = document[property], let hash = value.firstIndex(of: "#") else { return nil }
+        guard case .string(let value)? = document[property], let hash = value.firstIndex(of: "#"),
+              let fragment = Fragment(value[value.index(after: hash)...])
+        else { return nil }
         var bare = document
         bare[property] = .string(String(value[..<hash]))
         switch inner.remoteFile(in: property, of: bare) {
         case .file?:
-            // The hash the server names is the sealed bytes': the seal's own tags check what arrives.
-            return .file(RemoteFile(url: value, sha256: nil, fileExtension: RemoteFile.safeExtension(of: "x." + value[value.index(after: hash)...])))
+            // The hash the server names is the sealed bytes': the seal's own tags check what
+            // arrives, and the file id in the (sealed) fragment that it is this document's file.
+            return .file(RemoteFile(url: value, sha256: nil, fileExtension: fragment.fileExtension))
         case let other: return other
         }
+    }
+
+    /// What the URL's fragment carries, inside the sealed document: the sealed file's id and the
+    /// real file's extension (`f=<64 hex>&x=<ext>`). The server never sees a fragment.
+    struct Fragment {
+        var fileID: String
+        var fileExtension: String?
+
+        init(fileID: String, fileExtension: String?) {
+            self.fileID = fileID
+            self.fileExtension = fileExtension
+        }
+
+        init?(_ text: Substring) {
+            var fields: [Substring: Substring] = [:]
+            for pair in text.split(separator: "&") {
+                guard let equals = pair.firstIndex(of: "=") else { return nil }
+                fields[pair[..<equals]] = pair[pair.index(after: equals)...]
+            }
+            guard let id = fields["f"], id.count == 64, id.allSatisfy(\.isHexDigit) else { return nil }
+            fileID = String(id).lowercased()
+            fileExtension = fields["x"].flatMap { RemoteFile.safeExtension(of: "x." + $0) }
+        }
+
+        var text: String { "f=\(fileID)" + (fileExtension.map { "&x=" + $0 } ?? "") }
     }
 
     public func download(
         _ file: RemoteFile, maxBytes: Int64, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void
     ) async throws(EndpointError) {
         let url = String(file.url.prefix { $0 != "#" })
-        var opener = FileSeal.Opener(seal: FileSeal(keys: seal.keys))
+        guard let hash = file.url.firstIndex(of: "#"), let fragment = Fragment(file.url[file.url.index(after: hash)...]) else {
+            throw .rejected("the file's URL names no sealed file")
+        }
+        var opener = FileSeal.Opener(seal: FileSeal(keys: seal.keys), expected: fragment.fileID)
         // A sealed file is its plain size plus a header and 16 bytes a chunk.
         let limit = maxBytes + Int64(FileSeal.headerSize) + 16 * (maxBytes / Int64(FileSeal.chunk) + 1)
         do {

@@ -22,7 +22,7 @@ public final class SealedEndpoint: DocumentEndpoint {
     /// and catches no replay.
     public init(_ inner: any DocumentEndpoint, keys: VaultKeys, context: EndpointContext) {
         self.inner = inner
-        self.seal = DocumentSeal(keys)
+        self.seal = DocumentSeal(keys, serverMembers: inner.capabilities.serverMembers)
         self.counters = context.sealCounters ?? UncountedSeals()
         self.scratchDirectory = context.scratchDirectory
     }
@@ -52,6 +52,12 @@ public final class SealedEndpoint: DocumentEndpoint {
             sealed.append(OutgoingChange(id: change.id, docType: change.docType, body: JSONWriter.string(.object(box)), baseRevision: change.baseRevision))
         }
         var reply = try await inner.push(sealed, pullingAfter: cursor)
+        // Stored as sent: this folder has seen its own version (one stored whole comes back
+        // opened, and is counted as it is opened).
+        let stored = reply.outcomes.compactMap { id, outcome in
+            if case .storedAsSent = outcome, let number = numbers[id] { (id: id, number: number) } else { nil }
+        }
+        _ = try? await counters.saw(stored)
         for (id, outcome) in reply.outcomes { outcomes[id] = await opened(outcome) }
         reply.outcomes = outcomes
         if let pulled = reply.pulled { reply.pulled = await opened(pulled) }

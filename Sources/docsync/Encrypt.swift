@@ -32,6 +32,13 @@ struct EncryptInit: AsyncParsableCommand {
     @OptionGroup var endpoint: EndpointOptions
     @OptionGroup var tuning: AgentTuning
 
+    @Option(help: "scrypt's cost as log2(N), from 10 to 20 (default: 17, about half a second and 128 MiB on a laptop; each agent spends it once at start). Lower it for a small device, raise it for a weak passphrase.")
+    var scryptLogN = 17
+
+    func validate() throws {
+        guard (10...20).contains(scryptLogN) else { throw ValidationError("--scrypt-log-n must be from 10 to 20") }
+    }
+
     func run() async throws {
         let (level, format) = try tuning.logging()
         let logger = bootstrapLogging(level, format: format)
@@ -47,7 +54,8 @@ struct EncryptInit: AsyncParsableCommand {
         let before = try await withAgent(directory: directory, endpoint: endpoint, tuning: clear, passphrase: .clear, logger: logger) { try await $0.syncOnce() }
         guard before.complete else { throw VaultRefusal("the folder is not in sync yet (\(before.failure ?? "\(before.pending) pending")); nothing was changed") }
         let root = absolutePath(directory)
-        let recovery = try await VaultSetup.create(root: root, endpoint: endpoint, passphrase: passphrase, logger: logger)
+        let cost = ScryptCost(n: 1 << scryptLogN, r: 8, p: 1)
+        let recovery = try await VaultSetup.create(root: root, endpoint: endpoint, passphrase: passphrase, cost: cost, logger: logger)
         emit("encryption is on for \(root): the server now refuses documents in clear")
         emit("recovery key (shown once; it opens the folder if the passphrase is lost):")
         emit("  \(recovery)")

@@ -38,18 +38,18 @@ enum VaultSetup {
 
     /// A new key for the folder at `root`, stored on the server wrapped for `passphrase` (refused
     /// when the server holds one already); the recovery key, to be shown once.
-    static func create(root: String, endpoint options: EndpointOptions, passphrase: String, logger: Logger) async throws -> String {
-        try await withEndpoint(options, logger: logger) { endpoint in try await create(root: root, endpoint: endpoint, passphrase: passphrase) }
+    static func create(root: String, endpoint options: EndpointOptions, passphrase: String, cost: ScryptCost, logger: Logger) async throws -> String {
+        try await withEndpoint(options, logger: logger) { endpoint in try await create(root: root, endpoint: endpoint, passphrase: passphrase, cost: cost) }
     }
 
-    static func create(root: String, endpoint: any DocumentEndpoint, passphrase: String) async throws -> String {
+    static func create(root: String, endpoint: any DocumentEndpoint, passphrase: String, cost: ScryptCost = VaultKeys.defaultCost) async throws -> String {
         guard passphrase.count >= minimumLength else {
             throw VaultRefusal("the passphrase is shorter than \(minimumLength) characters: choose a longer one (a few random words)")
         }
         if try await FolderVault.fetch(endpoint) != nil {
             throw VaultRefusal("\(endpoint.location) holds an encrypted folder already: start the agent with --passphrase-file (`encrypt change-passphrase` changes it)")
         }
-        let (_, document, recovery) = try VaultKeys.create(passphrase: passphrase)
+        let (_, document, recovery) = try VaultKeys.create(passphrase: passphrase, cost: cost)
         // Create only: another agent's key made meanwhile is never overwritten.
         try await store(document, over: nil, endpoint: endpoint)
         FolderVault.cache(document, root: root)

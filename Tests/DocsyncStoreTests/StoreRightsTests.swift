@@ -46,7 +46,7 @@ import Testing
 
     @Test(arguments: StoreFixture.all)
     func writesNeedTheirRightWhateverTheStore(_ fixture: StoreFixture) async throws {
-        try await seeded(fixture) { store in
+        try await seeded(fixture) { store throws in
             func put(_ d: JSONObject, _ a: Access, mustCreate: Bool = false) async -> String {
                 await outcome { try await store.put(d, now: now, mustCreate: mustCreate, access: a) }
             }
@@ -65,7 +65,7 @@ import Testing
             #expect(await put(doc("task", "schema"), starWriter) == "create:schema")
             #expect(await put(doc("task", "schema"), Self.access("write:schema")) == "allowed")
             // A document the writer may not read is not named by its docType.
-            let hidden = try await outcome { try await store.put(doc("t1", "note"), now: now, access: Self.access("write:note")) }
+            let hidden = await outcome { try await store.put(doc("t1", "note"), now: now, access: Self.access("write:note")) }
             #expect(hidden == "write")
             // A refused write stored nothing.
             #expect(try await store.get(id: "r1")?.object?["v"] == .number("1"))

@@ -1,0 +1,184 @@
+@testable import DocsyncAgent
+import DocsyncEndpoint
+import DocsyncIndex
+import DocsyncModel
+import DocsyncTestSupport
+@testable import DocsyncVault
+import Foundation
+import Testing
+
+/// The seals of an encrypted folder (issue 59), on their own: what a server that changes, moves
+/// or replays ciphertext gets, what a wrong passphrase or a hostile key document does.
+@Suite struct VaultTests {
+    /// A cheap scrypt cost: the tests are about the seal, not the derivation's price.
+    static let cheap = ScryptCost(n: 1 << 10, r: 8, p: 1)
+    static let made = try! VaultKeys.create(passphrase: "correct horse battery", cost: cheap)
+    var seal: DocumentSeal { DocumentSeal(Self.made.keys) }
+
+    static let note = JSONObject([
+        (key: "id", value: "n1"), (key: "docType", value: "note"), (key: "rev", value: .number("3")),
+        (key: "title MARKER", value: "MARKER value"), (key: "nested", value: .object(JSONObject([(key: "deep", value: .array([.number("1.50")]))]))),
+    ])
+
+    @Test func aSealedDocumentKeepsOnlyItsEnvelopeInClearAndOpensToTheSameContent() throws {
+        let sealed = try seal.seal(Self.note, id: "n1", docType: "note", number: 4)
+        #expect(Set(sealed.members.map(\.key)) == ["id", "docType", "rev", "$enc"])
+        #expect(!JSONWriter.string(.object(sealed)).contains("MARKER"))
+        let (opened, number) = try seal.open(sealed)
+        #expect(number == 4)
+        #expect(JSONWriter.string(.object(opened)) == JSONWriter.string(.object(Self.note)), "the same members, in order, numbers as written")
+    }
+
+    @Test func aFlippedByteAnotherDocumentsOrDocTypesCiphertextAndAnotherKeyAreRefused() throws {
+        let sealed = try seal.seal(Self.note, id: "n1", docType: "note", number: 1)
+        let text = try #require(sealed["$enc"]?.string)
+        var bytes = try #require(Data(base64Encoded: String(text.dropFirst(2))))
+        for position in [0, 12, bytes.count / 2, bytes.count - 1] {
+            var flipped = bytes
+            flipped[position] ^= 0x01
+            var tampered = sealed
+            tampered["$enc"] = .string("1." + flipped.base64EncodedString())
+            #expect(throws: SealError.self, "byte \(position)") { try seal.open(tampered) }
+        }
+        bytes.removeLast()
+        var truncated = sealed
+        truncated["$enc"] = .string("1." + bytes.base64EncodedString())
+        #expect(throws: SealError.self) { try seal.open(truncated) }
+        var moved = sealed
+        moved["id"] = "n2"
+        #expect(throws: SealError.self, "another document's ciphertext") { try seal.open(moved) }
+        var retyped = sealed
+        retyped["docType"] = "task"
+        #expect(throws: SealError.self, "another docType's ciphertext") { try seal.open(retyped) }
+        let other = try VaultKeys.create(passphrase: "another passphrase", cost: Self.cheap).keys
+        #expect(throws: SealError.self, "another folder's key") { try DocumentSeal(other).open(sealed) }
+        for garbage in ["", "1.", "2." + text.dropFirst(2), "1.%%%", "1." + String(repeating: "A", count: 40)] {
+            var odd = sealed
+            odd["$enc"] = .string(garbage)
+            #expect(throws: SealError.self, "\(garbage.prefix(10))") { try seal.open(odd) }
+        }
+    }
+
+    @Test func membersTheServerAddsBesideTheSealAreNotTakenAsTheDocumentsOwn() throws {
+        var sealed = try seal.seal(Self.note, id: "n1", docType: "note", number: 1)
+        sealed["title MARKER"] = "the server's version"
+        sealed["added"] = true
+        sealed["updated_by"] = "alice"
+        let (opened, _) = try seal.open(sealed)
+        #expect(opened["title MARKER"] == "MARKER value")
+        #expect(opened["added"] == nil)
+        #expect(opened["updated_by"] == "alice", "the envelope is the server's to say")
+    }
+
+    @Test func anOlderVersionThanTheFolderHasSeenIsRefusedAsAReplay() async throws {
+        let folder = try TempFolder("vault-replay")
+        defer { folder.remove() }
+        let index = try Index.open(root: folder.path)
+        let endpoint = SealedEndpoint(
+            MemoryServer().client(id: "t"), keys: Self.made.keys,
+            context: EndpointContext(clientID: "t", clock: .init(), requestTimeout: .seconds(5), credential: "", sealCounters: IndexSealCounters(index: index)))
+        let first = try seal.seal(Self.note, id: "n1", docType: "note", number: 1)
+        let second = try seal.seal(Self.note, id: "n1", docType: "note", number: 2)
+        #expect(await endpoint.open([second]).opened.count == 1)
+        let replayed = await endpoint.open([first])
+        #expect(replayed.opened.isEmpty)
+        #expect(replayed.refused.first?.reason.contains("replay") == true, "\(replayed.refused)")
+        #expect(await endpoint.open([second]).opened.count == 1, "the same version again is no replay")
+        let next = try await IndexSealCounters(index: index).next(["n1", "new"])
+        #expect(next == ["n1": Int64(3), "new": Int64(1)])
+    }
+
+    @Test func aWrongPassphraseIsSaidAndTheRecoveryKeyOrANewPassphraseOpensTheSameKey() throws {
+        let (keys, document, recovery) = (Self.made.keys, Self.made.document, Self.made.recovery)
+        #expect(throws: VaultError.self) { try VaultKeys.open(document, passphrase: "Correct horse battery") }
+        #expect(try VaultKeys.open(document, passphrase: "correct horse battery").dataKeyBytes == keys.dataKeyBytes)
+        #expect(try VaultKeys.open(document, recovery: recovery.lowercased().replacingOccurrences(of: "-", with: " ")).dataKeyBytes == keys.dataKeyBytes)
+        var wrongRecovery = Array(recovery)
+        wrongRecovery[0] = wrongRecovery[0] == "A" ? "B" : "A"
+        #expect(throws: VaultError.self) { try VaultKeys.open(document, recovery: String(wrongRecovery)) }
+        let rewrapped = try keys.rewrapped(document, passphrase: "a new passphrase")
+        #expect(try VaultKeys.open(rewrapped, passphrase: "a new passphrase").dataKeyBytes == keys.dataKeyBytes)
+        #expect(throws: VaultError.self) { try VaultKeys.open(rewrapped, passphrase: "correct horse battery") }
+        #expect(try VaultKeys.open(rewrapped, recovery: recovery).dataKeyBytes == keys.dataKeyBytes, "the recovery key still opens it")
+        #expect(JSONWriter.string(.object(rewrapped.json)).utf8.count < 1024)
+    }
+
+    @Test func aHostileKeyDocumentIsRefusedBeforeAnyCostIsSpent() throws {
+        let good = Self.made.document.json
+        func with(_ change: (inout JSONObject) -> Void) -> JSONObject {
+            var json = good
+            change(&json)
+            return json
+        }
+        func kdf(_ key: String, _ value: JSONValue) -> JSONObject {
+            with { json in
+                var kdf = json["kdf"]!.object!
+                kdf[key] = value
+                json["kdf"] = .object(kdf)
+            }
+        }
+        let hostile: [JSONObject] = [
+            kdf("n", .number("1073741824")), kdf("n", .number("1000")), kdf("r", .number("1000000")), kdf("p", .number("99")),
+            kdf("n", .number("1e400")), kdf("salt", "c2hvcnQ="), kdf("name", "pbkdf2"), with { $0["v"] = .number("2") },
+            with { $0["passphrase"] = "AAAA" }, with { $0["recovery"] = .null }, JSONObject(),
+        ]
+        let clock = ContinuousClock()
+        for json in hostile {
+            let spent = clock.measure { #expect(throws: VaultError.self, "\(json)") { _ = try VaultKeys.open(VaultDocument(json: json), passphrase: "x") } }
+            #expect(spent < .seconds(2), "refused without deriving: \(json)")
+        }
+    }
+
+    @Test(arguments: [0, 1, FileSeal.chunk - 1, FileSeal.chunk, FileSeal.chunk + 1, 3 * FileSeal.chunk + 17])
+    func aFileSealedInChunksOpensWhateverPiecesItArrivesIn(size: Int) throws {
+        let folder = try TempFolder("vault-file")
+        defer { folder.remove() }
+        let plain = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        try Data(plain).write(to: URL(fileURLWithPath: folder.file("plain")))
+        let fileSeal = FileSeal(keys: Self.made.keys)
+        try fileSeal.seal(path: folder.file("plain"), size: Int64(size), into: folder.file("sealed")) { _ in }
+        let sealed = Array(try Data(contentsOf: URL(fileURLWithPath: folder.file("sealed"))))
+        #expect(sealed.count == FileSeal.headerSize + size + 16 * max(1, (size + FileSeal.chunk - 1) / FileSeal.chunk))
+        for piece in [1, 4096, 70_000, sealed.count] {
+            #expect(try open(sealed, pieces: piece) == plain, "in pieces of \(piece)")
+        }
+    }
+
+    @Test func aFileCutShortReorderedChangedOrUnderAnotherKeyDoesNotOpen() throws {
+        let folder = try TempFolder("vault-file-tamper")
+        defer { folder.remove() }
+        let size = 3 * FileSeal.chunk + 5
+        try Data(repeating: 7, count: size).write(to: URL(fileURLWithPath: folder.file("plain")))
+        try FileSeal(keys: Self.made.keys).seal(path: folder.file("plain"), size: Int64(size), into: folder.file("sealed")) { _ in }
+        let sealed = Array(try Data(contentsOf: URL(fileURLWithPath: folder.file("sealed"))))
+        let (h, c) = (FileSeal.headerSize, FileSeal.sealedChunk)
+        var flipped = sealed
+        flipped[h + c + 3] ^= 1
+        let swapped = Array(sealed[..<h]) + Array(sealed[(h + c)..<(h + 2 * c)]) + Array(sealed[h..<(h + c)]) + Array(sealed[(h + 2 * c)...])
+        let cases: [(String, [UInt8])] = [
+            ("cut at a chunk's end", Array(sealed.prefix(h + 3 * c))), ("cut inside", Array(sealed.dropLast(3))), ("a byte changed", flipped),
+            ("chunks swapped", swapped), ("no header", Array(sealed.dropFirst(h))), ("empty", []),
+        ]
+        for (what, bytes) in cases { #expect(throws: SealError.self, "\(what)") { _ = try open(bytes, pieces: 4096) } }
+        let other = try VaultKeys.create(passphrase: "another passphrase", cost: Self.cheap).keys
+        #expect(throws: SealError.self) { _ = try open(sealed, pieces: 4096, keys: other) }
+        // Another file of the same folder, named by this document: its id is not the one named.
+        let firstID = try FileSeal(keys: Self.made.keys).seal(path: folder.file("plain"), size: Int64(size), into: folder.file("first")) { _ in }
+        #expect(throws: SealError.self) { _ = try open(sealed, pieces: 4096, expected: firstID) }
+        let own = try open(Array(try Data(contentsOf: URL(fileURLWithPath: folder.file("first")))), pieces: 4096, expected: firstID)
+        #expect(own.count == size)
+    }
+
+    func open(_ sealed: [UInt8], pieces: Int, keys: VaultKeys = made.keys, expected: String? = nil) throws -> [UInt8] {
+        var opener = FileSeal.Opener(seal: FileSeal(keys: keys), expected: expected)
+        var out: [UInt8] = []
+        var start = 0
+        while start < sealed.count {
+            let end = min(sealed.count, start + pieces)
+            try sealed[start..<end].withUnsafeBytes { try opener.feed($0) { out += $0 } }
+            start = end
+        }
+        try opener.finish { out += $0 }
+        return out
+    }
+}
