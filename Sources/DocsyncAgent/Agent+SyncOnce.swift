@@ -10,6 +10,7 @@ extension Agent {
         try await beginRun()
         await calibrateClock()
         let summary = try await fullScanSchemasFirst()
+        try await scanner.deletions?.burstIsWhole(index: index)
         await settleHashes()
         var failure = await pusher.drain()
         if failure == nil { failure = await uploader.drain() }

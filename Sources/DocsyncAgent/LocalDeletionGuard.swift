@@ -64,6 +64,16 @@ final class LocalDeletionGuard: Sendable {
         return held
     }
 
+    /// A scan of the whole tree (`docsync sync`) saw every deletion there is: the burst is whole
+    /// and judged, so what it kept back waiting for more goes now (a mass deletion stays held).
+    func burstIsWhole(index: Index) async throws {
+        try await index.write { tx in
+            guard try tx.meta(.localDeletionsHeld) == nil else { return }
+            try tx.releaseDeferredDeletions()
+        }
+        burst.withLock { $0 = nil }
+    }
+
     /// The user's word on held local deletions: `apply` sends them, `restore` writes each file
     /// back where it was (never over a file there now); the scanner then finds the document back
     /// and withdraws its unsent deletion.

@@ -20,6 +20,14 @@ extension IndexTransaction {
             """, arguments: [notBefore, notBefore])
     }
 
+    /// Deletions kept back while their burst went on go out now; those held for the user's word stay.
+    public func releaseDeferredDeletions() throws {
+        try db.execute(sql: """
+            UPDATE outbox SET next_attempt_at = 0
+            WHERE kind = 'put' AND body_hash LIKE 'deleted:%' AND attempts = 0 AND next_attempt_at > 0 AND next_attempt_at != ?
+            """, arguments: [Self.heldForDecision])
+    }
+
     /// Held deletions go out now (`resolve --deletions apply`).
     public func releaseHeldLocalDeletions() throws {
         try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0 WHERE kind = 'put' AND next_attempt_at = ?", arguments: [Self.heldForDecision])

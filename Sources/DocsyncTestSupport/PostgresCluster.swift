@@ -78,12 +78,13 @@ public final class PostgresCluster: Sendable {
     /// of this cluster, each with a data folder of its own under `work`, their logs named `name1`,
     /// `name2`, …: the processes and their URLs.
     public func serveNodes(
-        _ count: Int, work: TempFolder, tokenFile: String, name: String, database: String? = nil, logLevel: String = "warning"
+        _ count: Int, work: TempFolder, tokenFile: String, name: String, database: String? = nil, logLevel: String = "warning",
+        extra: [String] = []
     ) async throws -> (nodes: [DocsyncProcess], urls: [String]) {
         let url = "postgres://postgres@127.0.0.1:\(port)/\(try database ?? createDatabase())"
         let nodes = try (1...count).map { n in
             try DocsyncProcess(
-                ["serve", "--data", work.file("\(name)\(n)-data"), "--port", "0", "--token-file", tokenFile, "--database", url, "--log-level", logLevel],
+                ["serve", "--data", work.file("\(name)\(n)-data"), "--port", "0", "--token-file", tokenFile, "--database", url, "--log-level", logLevel] + extra,
                 logDirectory: work.path, name: "\(name)\(n)")
         }
         var urls: [String] = []

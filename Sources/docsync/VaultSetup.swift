@@ -3,6 +3,8 @@ import AsyncHTTPClient
 import DocsyncClock
 import DocsyncEndpoint
 import DocsyncHTTP
+import DocsyncIndex
+import Foundation
 import DocsyncModel
 import DocsyncVault
 import Logging
@@ -36,6 +38,12 @@ enum VaultSetup {
         }
     }
 
+    /// The folder's cursor, when it has an index (never made here).
+    static func cursor(root: String) async throws -> SyncCursor? {
+        guard FileManager.default.fileExists(atPath: Index.stateDirectory(root: root) + "/index.sqlite") else { return nil }
+        return try await Index.open(root: root).read { try $0.meta(.cursor) }.map(SyncCursor.init)
+    }
+
     /// A new key for the folder at `root`, stored on the server wrapped for `passphrase` (refused
     /// when the server holds one already); the recovery key, to be shown once.
     static func create(root: String, endpoint options: EndpointOptions, passphrase: String, cost: ScryptCost, logger: Logger) async throws -> String {
@@ -51,7 +59,7 @@ enum VaultSetup {
         }
         let (_, document, recovery) = try VaultKeys.create(passphrase: passphrase, cost: cost)
         // Create only: another agent's key made meanwhile is never overwritten.
-        try await store(document, over: nil, endpoint: endpoint)
+        try await store(document, over: nil, endpoint: endpoint, root: root)
         FolderVault.cache(document, root: root)
         return recovery
     }
@@ -72,18 +80,20 @@ enum VaultSetup {
                 throw VaultRefusal("\(root): \(error)")
             }
             let rewrapped = try keys.rewrapped(document, passphrase: new)
-            let sent = try await store(rewrapped, over: rev ?? 0, endpoint: endpoint)
+            let sent = try await store(rewrapped, over: rev ?? 0, endpoint: endpoint, root: root)
             FolderVault.cache(rewrapped, root: root)
             return sent
         }
     }
 
-    /// Sends the key document over revision `rev` (`nil`: create only); the body's size.
+    /// Sends the key document over revision `rev` (`nil`: create only); the body's size. An
+    /// endpoint whose push also pulls is asked for what follows the folder's cursor only: what
+    /// came before (documents in clear, before encryption) is not sent back over the network.
     @discardableResult
-    private static func store(_ document: VaultDocument, over rev: Int64?, endpoint: any DocumentEndpoint) async throws -> Int {
+    private static func store(_ document: VaultDocument, over rev: Int64?, endpoint: any DocumentEndpoint, root: String) async throws -> Int {
         let body = JSONWriter.string(.object(document.json))
         let change = OutgoingChange(id: SealedForm.vaultID, docType: SealedForm.vaultDocType, body: body, baseRevision: rev)
-        let reply = try await endpoint.push([change], pullingAfter: nil)
+        let reply = try await endpoint.push([change], pullingAfter: try await cursor(root: root))
         switch reply.outcomes[SealedForm.vaultID] {
         case .storedAsSent?, .stored?: return body.utf8.count
         case .failed(.conflict)?, .failed(.conflictWithOwnWrite)?:
