@@ -29,12 +29,6 @@ extension ChangeApplier {
             try await refuse(id, "its docType cannot be a folder name", summary: &summary)
             return
         }
-        // Reaches here only when the folder has no passphrase (a sealed endpoint opens these):
-        // ciphertext is never written into the folder as if it were a document.
-        if SealedForm.isVault(remote) || SealedForm.isSealed(remote) {
-            try await refuse(id, Self.sealedWithoutPassphrase, summary: &summary)
-            return
-        }
         let incoming = Incoming(
             remote: remote, id: id, docType: docType, rev: Self.revision(of: remote),
             deleted: remote[DocumentRules.deletedAtKey].map { !$0.isNull } ?? false,

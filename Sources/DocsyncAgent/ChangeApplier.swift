@@ -67,6 +67,14 @@ struct ChangeApplier: Sendable {
             documents.removeAll { !selection.contains($0["docType"]?.string ?? "") }
             summary.skipped += count - documents.count
         }
+        // Reaches here only when the folder has no passphrase (a sealed endpoint opens these):
+        // ciphertext is never written into the folder as if it were a document.
+        if documents.contains(where: { SealedForm.isVault($0) || SealedForm.isSealed($0) }) {
+            for remote in documents where SealedForm.isVault(remote) || SealedForm.isSealed(remote) {
+                try await refuse(remote["id"]?.string ?? "(no id)", Self.sealedWithoutPassphrase, summary: &summary)
+            }
+            documents.removeAll { SealedForm.isVault($0) || SealedForm.isSealed($0) }
+        }
         for remote in try await applyNew(documents, summary: &summary) {
             do {
                 try await apply(remote, summary: &summary)

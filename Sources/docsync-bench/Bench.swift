@@ -68,6 +68,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Only the rights run: this many documents written and pulled on a server with one token, and on one with 100 tokens with rights, --rounds times, alternating.")
     var rights: Int?
 
+    @Option(help: "Only the encrypted run: this many documents imported and pulled, and one --attachment-mib file (default 256) up and down, in clear and sealed, --rounds times, alternating.")
+    var encrypted: Int?
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -165,6 +168,7 @@ struct Bench: AsyncParsableCommand {
         if let schemaImport { return try await measureSchemaImport(count: schemaImport, work: work).table }
         if let folders { return try await measureFolders(count: folders, work: work) }
         if let rights { return try await measureRights(count: rights, work: work).table }
+        if let encrypted { return try await measureEncrypted(count: encrypted, work: work).table }
         return nil
     }
 

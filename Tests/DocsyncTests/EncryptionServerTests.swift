@@ -2,6 +2,7 @@ import DocsyncAgent
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
+import DocsyncVault
 import Foundation
 import GRDB
 import Testing
@@ -154,6 +155,37 @@ extension HeavySuites {
                 sql: "UPDATE document SET body = ?, rev = ?, seq = ?, doc_type = ? WHERE id = ?",
                 arguments: [JSONWriter.string(.object(body)), rev, seq, body["docType"]?.string ?? "", id])
         }
+    }
+
+    /// An agent started in clear whose server is encrypted meanwhile: the key document and every
+    /// sealed document are refused, never written into the folder as documents; its own edits in
+    /// clear are refused by the server.
+    @Test func anAgentInClearNeverWritesCiphertextIntoItsFolder() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("e2ee-clear-agent")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        try folder.write("note/mine.json", #"{"id":"mine","text":"in clear"}"#)
+        #expect(await eventually { (try? await AgentStatus.read(agent.index))?.counts.synced == 1 })
+        let made = try VaultKeys.create(passphrase: "correct horse battery", cost: ScryptCost(n: 1 << 10, r: 8, p: 1))
+        var vault = made.document.json
+        vault["rev"] = nil
+        #expect(try await server.api.request("PUT", "/api/document", body: JSONWriter.string(.object(vault))).status == 200)
+        let sealed = try DocumentSeal(made.keys).seal(JSONObject([(key: "id", value: "s1"), (key: "docType", value: "note"), (key: "t", value: "x")]),
+                                                      id: "s1", docType: "note", number: 1)
+        #expect(try await server.api.request("PUT", "/api/document", body: JSONWriter.string(.object(sealed))).status == 200)
+        #expect(await eventually { (try? await AgentStatus.read(agent.index))?.refusedCount == 2 })
+        let status = try await AgentStatus.read(agent.index)
+        #expect(status.refused.allSatisfy { $0.reason.contains("--passphrase-file") }, "\(status.refused)")
+        #expect(DocsyncWatcherProbe.walk(folder.path).map(\.0) == ["note/mine.json"], "nothing written")
+        // Its edit in clear is refused by the server, and kept in the file.
+        try folder.write("note/mine.json", #"{"id":"mine","text":"edited in clear"}"#)
+        #expect(await eventually { (try? await AgentStatus.read(agent.index))?.counts.rejected == 1 })
+        #expect(try folder.read("note/mine.json").contains("edited in clear"))
+        let stored = try await server.api.request("GET", "/api/document/mine")
+        #expect(stored.json?.object?["data"]?.object?["text"] == "in clear")
+        try await agent.stop()
+        await server.stop()
     }
 }
 }
