@@ -61,7 +61,7 @@ public struct DocumentSeal: Sendable {
 
     func documentKey(id: String, docType: String) -> SymmetricKey {
         HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: keys.dataKey, info: Data("docsync-doc-v1\u{0}\(docType)\u{0}\(id)".utf8), outputByteCount: 32)
+            inputKeyMaterial: keys.dataKey, info: Self.associatedData(id: id, docType: docType), outputByteCount: 32)
     }
 
     static func associatedData(id: String, docType: String) -> Data { Data("docsync-doc-v1\u{0}\(docType)\u{0}\(id)".utf8) }
