@@ -44,7 +44,8 @@ extension Pusher {
     /// Records a round's outcomes in one transaction: acknowledged entries leave the outbox,
     /// rejected documents are marked, transient failures back off (or the endpoint is offline),
     /// an unauthorized reply pauses pushing; conflicts are merged afterwards.
-    func record(_ results: [Sent], oneShot: Bool) async -> WorkerOutcome {
+    func record(_ round: Round, oneShot: Bool) async -> WorkerOutcome {
+        let results = round.results
         let report = RoundReport(results)
         consecutiveFailures = report.wentOffline ? consecutiveFailures + 1 : 0
         let backoff = policy.delay(afterFailures: max(consecutiveFailures, 1), retryAfter: report.retryAfter, unit: Double.random(in: 0..<1))
@@ -55,7 +56,11 @@ extension Pusher {
             offlineSince: report.wentOffline ? (offlineSince ?? clock.now()) : nil, endpoint: endpoint.location)
         let (rejected, notAllowed): ([(String, String)], [(String, String)])
         do {
-            (rejected, notAllowed) = try await writeOutcomes(results, report: report, state: state)
+            guard let written = try await writeOutcomes(results, epoch: round.epoch, report: report, state: state) else {
+                logger.info("replies from the server this folder synced with before it was replaced are not recorded; the documents go to the new one")
+                return .progressed
+            }
+            (rejected, notAllowed) = written
         } catch {
             logger.error("cannot record push results in the index", metadata: ["error": "\(error)"])
             return .idle(.seconds(1))
@@ -89,10 +94,11 @@ extension Pusher {
     static let notAllowedWait: Duration = .seconds(3600)
 
     /// The round's transaction; returns the documents rejected and those newly not allowed (path
-    /// or id, reason).
+    /// or id, reason), or `nil` when the server was replaced since the round was read (nothing is
+    /// recorded: see ``Pusher/Round``).
     private func writeOutcomes(
-        _ results: [Sent], report: RoundReport, state: RoundState
-    ) async throws -> (rejected: [(String, String)], notAllowed: [(String, String)]) {
+        _ results: [Sent], epoch: String?, report: RoundReport, state: RoundState
+    ) async throws -> (rejected: [(String, String)], notAllowed: [(String, String)])? {
         // What each acknowledgement records is worked out before the transaction: the index has
         // one writer, and the folder's scanner waits for it.
         let acknowledged = results.map { entry, outcome -> Acknowledgement? in
@@ -101,6 +107,7 @@ extension Pusher {
         }
         count(results)
         return try await index.write { tx in
+            guard try tx.meta(.serverReplacedAt) == epoch else { return nil }
             var rejected: [(String, String)] = []
             var notAllowed: [(String, String)] = []
             let anyUploads = try tx.hasUploads()

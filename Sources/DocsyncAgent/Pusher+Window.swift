@@ -27,11 +27,11 @@ extension Pusher {
                     switch await nextBatch(&window, capabilities) {
                     case .batch(let due):
                         running += 1
-                        guard let (revisions, mappings) = await sendingContext(due) else {
-                            group.addTask { .replied(due, due.map { ($0, .failed(.localFile("the index could not be read"))) }) }
+                        guard let context = await sendingContext(due) else {
+                            group.addTask { .replied(due, Self.unreadable(due)) }
                             continue
                         }
-                        group.addTask { .replied(due, await self.push(due, revisions: revisions, mappings: mappings)) }
+                        group.addTask { .replied(due, await self.push(due, context: context)) }
                     case .caughtUp:
                         caughtUp = true
                         break fill
@@ -49,18 +49,18 @@ extension Pusher {
                     group.addTask { await self.signal.wait(timeout: nil); return .woken }
                 }
                 guard let event = await group.next() else { break }
-                guard case .replied(let due, let results) = event else {
+                guard case .replied(let due, let round) = event else {
                     waking = false
                     continue
                 }
                 running -= 1
                 window.inFlight.subtract(due.map(\.key))
-                if Self.isClean(results) {
-                    await recordInBackground(results)
+                if Self.isClean(round.results) {
+                    await recordInBackground(round)
                 } else {
                     filling = false
                     await finishRecording()
-                    outcome = await record(results, oneShot: false)
+                    outcome = await record(round, oneShot: false)
                 }
             }
         }
@@ -82,7 +82,7 @@ extension Pusher {
     }
 
     enum WindowEvent: Sendable {
-        case replied([OutboxEntry], [Sent])
+        case replied([OutboxEntry], Round)
         case woken
     }
 

@@ -121,13 +121,13 @@ actor Pusher: Worker {
 
     /// Records a clean round after the ones already being recorded (in order), its entries not
     /// due meanwhile; returns once at most `recordingBacklog` rounds wait to be recorded.
-    func recordInBackground(_ results: [Sent]) async {
-        let keys = results.map(\.0.key)
+    func recordInBackground(_ round: Round) async {
+        let keys = round.results.map(\.0.key)
         recordingKeys.formUnion(keys)
         let previous = recordings.last
         recordings.append(Task {
             await previous?.value
-            _ = await self.record(results, oneShot: false)
+            _ = await self.record(round, oneShot: false)
             self.recordingKeys.subtract(keys)
             self.recordings.removeFirst()  // this task: the ones before it are done and gone
         })
@@ -189,12 +189,12 @@ actor Pusher: Worker {
         let read = due.count
         if !busy.isEmpty { due.removeAll { busy.contains($0.docID) } }
         if due.isEmpty { return await nothingSent(waitingForUploads: due.count < read, oneShot: oneShot) }
-        let results = await send(due)
-        guard !oneShot && !offline && Self.isClean(results) else {
+        let round = await send(due)
+        guard !oneShot && !offline && Self.isClean(round.results) else {
             await finishRecording()
-            return await record(results, oneShot: oneShot)
+            return await record(round, oneShot: oneShot)
         }
-        await recordInBackground(results)
+        await recordInBackground(round)
         return .progressed
     }
 
@@ -215,6 +215,16 @@ actor Pusher: Worker {
 
     /// An entry and what the endpoint made of it.
     typealias Sent = (entry: OutboxEntry, outcome: PushOutcome)
+
+    /// A batch's outcomes and the server epoch they belong to: the index's `server_replaced_at`
+    /// when the batch was read (or when a reply's pulled changes were taken). When the server
+    /// is found replaced meanwhile, the index has queued everything again for the new one, and
+    /// the old server's acknowledgements are not recorded: recorded, they took the re-queued
+    /// entries out and the new server never got those documents.
+    struct Round: Sendable {
+        var results: [Sent]
+        var epoch: String?
+    }
 
     static func isClean(_ results: [Sent]) -> Bool {
         results.allSatisfy { if case .failed = $0.outcome { false } else { true } }

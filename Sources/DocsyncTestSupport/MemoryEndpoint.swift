@@ -20,7 +20,27 @@ public final class MemoryServer: Sendable {
     /// Pulls answered so far, to every client.
     public var pulls: Int { pullCount.load(ordering: .relaxed) }
 
-    public init(token: String = "memory-token") { self.token = token }
+    private let pushHook = Mutex<(@Sendable () async -> Void)?>(nil)
+
+    /// Whether a push's reply carries the changes since the client's cursor (as the batch call
+    /// does); without, the client learns of others' changes by pulls only (as the REST routes).
+    public let pullsWithPush: Bool
+
+    public init(token: String = "memory-token", pullsWithPush: Bool = true) {
+        self.token = token
+        self.pullsWithPush = pullsWithPush
+    }
+
+    /// Runs `hook` once, after the next push has been stored and before its reply goes back: a
+    /// reply held in flight (while the test replaces the store, say).
+    public func holdNextPushReply(_ hook: @escaping @Sendable () async -> Void) { pushHook.withLock { $0 = hook } }
+
+    func takePushHook() -> (@Sendable () async -> Void)? {
+        pushHook.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+    }
 
     /// The server's storage replaced by an empty store of another identity (a reset or a new
     /// install at the same address), under clients that keep their cursors.
@@ -51,7 +71,7 @@ public final class MemoryEndpoint: DocumentEndpoint {
 
     public var capabilities: EndpointCapabilities {
         EndpointCapabilities(
-            documentsPerCall: server.pageSize, bytesPerCall: ProtocolLimits.maxPageBytes, callsInFlight: 2, pull: .poll, pullsWithPush: true,
+            documentsPerCall: server.pageSize, bytesPerCall: ProtocolLimits.maxPageBytes, callsInFlight: 2, pull: .poll, pullsWithPush: server.pullsWithPush,
             detectsConflicts: true, uploads: false)
     }
 
@@ -78,7 +98,8 @@ public final class MemoryEndpoint: DocumentEndpoint {
             documents.append(.object(object))
         }
         let since = Self.sequence(cursor)
-        let outcome = try await sync(since: since, documents: documents)
+        let store = server.store  // one store answers the whole call, even if it is replaced meanwhile
+        let outcome = try await sync(store, since: since, documents: documents)
         for stored in outcome.stored {
             guard let id = stored["id"]?.string else { continue }
             if case .number(let rev)? = stored[DocumentRules.revKey] { outcomes[id] = .storedAsSent(revision: Int64(rev)) }
@@ -91,22 +112,25 @@ public final class MemoryEndpoint: DocumentEndpoint {
                 !message.hasPrefix("revision") ? .rejected("400: \(message)")
                     : e["yours"] == true && current != nil ? .conflictWithOwnWrite(current: current!) : .conflict(current: current))
         }
-        return PushReply(outcomes: outcomes, pulled: pullReply(outcome, since: since))
+        let reply = PushReply(outcomes: outcomes, pulled: server.pullsWithPush ? pullReply(outcome, from: store, since: since) : nil)
+        if let hook = server.takePushHook() { await hook() }
+        return reply
     }
 
     public func pull(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
         try authorize()
         server.countPull()
         let since = Self.sequence(cursor)
-        let outcome = try await sync(since: since, documents: [])
-        var reply = pullReply(outcome, since: since)
+        let store = server.store
+        let outcome = try await sync(store, since: since, documents: [])
+        var reply = pullReply(outcome, from: store, since: since)
         reply.cursor = SyncCursor(String(outcome.cursor))  // a pull's pages go on from where this one ended
         return reply
     }
 
-    private func sync(since: Int64, documents: [JSONValue]) async throws(EndpointError) -> SyncOutcome {
+    private func sync(_ store: MemoryDocumentStore, since: Int64, documents: [JSONValue]) async throws(EndpointError) -> SyncOutcome {
         do {
-            return try await server.store.sync(
+            return try await store.sync(
                 since: since, documents: documents, now: Self.now(), limit: server.pageSize, maxBytes: ProtocolLimits.maxPageBytes, client: clientID,
                 selection: .all, measureDepth: true)
         } catch {
@@ -116,11 +140,11 @@ public final class MemoryEndpoint: DocumentEndpoint {
 
     /// The reply's changes, its cursor (none in a push's reply while more wait: the pull that
     /// follows asks from the old one), and what the reference endpoint says of purged deletions.
-    private func pullReply(_ outcome: SyncOutcome, since: Int64) -> PullReply {
+    private func pullReply(_ outcome: SyncOutcome, from store: MemoryDocumentStore, since: Int64) -> PullReply {
         let changes = outcome.changes.compactMap { (try? JSONParser.parse($0))?.object }
         var reply = PullReply(
             changes: changes, cursor: outcome.more ? nil : SyncCursor(String(outcome.cursor)), more: outcome.more,
-            storeIdentity: server.store.storeID, historyBehind: outcome.cursor < since)
+            storeIdentity: store.storeID, historyBehind: outcome.cursor < since)
         reply.missedDeletions = since > 0 && outcome.horizon > since && (outcome.more || outcome.horizon <= outcome.cursor)
         reply.tombstonesPurgedBefore = outcome.purgedBefore > 0 ? outcome.purgedBefore : nil
         return reply

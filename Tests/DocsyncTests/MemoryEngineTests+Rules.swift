@@ -78,6 +78,29 @@ extension MemoryEngineTests {
         try await agent.stop()
     }
 
+    /// The server replaced while a push's reply is on its way: the agent learns of the new store
+    /// by a pull before the old store's acknowledgement arrives, and that acknowledgement does
+    /// not count for the new store (taken, the document was never sent to it).
+    @Test func anAcknowledgementFromAReplacedServerDoesNotCountForTheNewOne() async throws {
+        let server = MemoryServer(pullsWithPush: false)
+        let folder = try TempFolder("memory-replaced-in-flight")
+        defer { folder.remove() }
+        let agent = try await agent(folder, server)
+        try folder.write("notes/a.json", #"{"id":"a","docType":"note"}"#)
+        #expect(await eventually(timeout: Self.patience) { (try? await server.store.stats().documents) == 1 })
+        #expect(try await agent.settled())
+        server.holdNextPushReply {
+            server.replaceStore()
+            _ = await eventually(timeout: Self.patience) { agent.logs.count(containing: "reconciling everything") >= 1 }
+        }
+        try folder.write("notes/b.json", #"{"id":"b","docType":"note"}"#)
+        #expect(await eventually(timeout: Self.patience) { agent.logs.count(containing: "reconciling everything") >= 1 })
+        #expect(await eventually(timeout: Self.patience) { (try? await server.store.stats().documents) == 2 }, "both documents reach the new store")
+        #expect(try await agent.settled())
+        #expect(try await stored(server, "b") != nil)
+        try await agent.stop()
+    }
+
     /// Away while a document was deleted and its tombstone purged: the folder learns of the
     /// deletion by a reconcile (the file goes to the trash), and keeps and sends its own edits.
     @Test func anAgentAwayPastTheRetentionAppliesTheDeletionAndKeepsItsOwnEdits() async throws {
