@@ -28,6 +28,12 @@ if [ ! -x "$root/.venv-kinto/bin/kinto" ]; then
   }
   "$root/.venv-kinto/bin/pip" install -q "kinto==26.5.0" "kinto-attachment==8.0.0"
 fi
+# The API's checkers: openapi-spec-validator (docs/openapi.yaml is valid OpenAPI 3.1) and
+# schemathesis (the server fuzzed from it: scripts/fuzz-api.sh), pinned, in .venv-api.
+if [ ! -x "$root/.venv-api/bin/schemathesis" ]; then
+  python3 -m venv "$root/.venv-api"
+  "$root/.venv-api/bin/pip" install -q "schemathesis==4.32.5" "openapi-spec-validator==0.9.0"
+fi
 # The JSON-Schema-Test-Suite, as the `jsonschema` project ships it inside its source package on
 # PyPI (json/): the draft 2020-12 tests and their remotes, unpacked to .schema-suite/ for
 # SchemaSuiteTests. Pinned, so the pass counts in README stay comparable.

@@ -1,16 +1,23 @@
 import DocsyncModel
+import DocsyncStore
 import HTTPTypes
 import Hummingbird
 import Metrics
 import NIOCore
 
 /// Requires `Authorization: Token token=<token>` (the seed's scheme) on every request, with one
-/// of the tokens of `tokens`; the token's name goes on as the request's author.
+/// of the tokens of `tokens`; the token's name goes on as the request's author. The API's
+/// description is the one exception: it is read with no rights at all.
 struct TokenMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let tokens: TokenStore
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.method == .get && request.uri.path == ServiceRoutes.descriptionPath {
+            var context = context
+            context.access = Access()
+            return try await next(request, context)
+        }
         guard let header = request.headers[.authorization] else {
             return ReferenceServer.errorResponse(HTTPRefusal(401, "missing Authorization header (expected: Token token=…)"))
         }

@@ -27,6 +27,7 @@ import ServiceLifecycle
 /// | `POST /api/sync` | batch upsert + changes since a cursor (sync-rails' shape), optional long poll |
 /// | `POST /api/app/upload` | FileUpload: stores a file, sets the target document's property to its URL |
 /// | `GET /api/app/upload/{sha256}/{name}` | an uploaded file |
+/// | `GET /api/openapi.json` | the API's description (docs/openapi.yaml), without a token |
 ///
 /// Replies are `{"data": …}`; errors `{"error": "…"}`. Every request needs
 /// `Authorization: Token token=…`; every reply carries `X-Sync-UTC`, `X-Sync-Duration` and `Date`.
@@ -58,6 +59,8 @@ public struct ReferenceServer: Sendable {
         /// How long a tombstone is kept after its deletion before it is purged; `nil`: forever.
         public var tombstoneRetention: Duration? = Self.defaultTombstoneRetention
         public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
+        /// Longest a batch call's long poll is held (a longer `wait` is taken as this).
+        public var maxWait: Duration = .seconds(60)
         /// Refuse documents that fail their docType's stored schema (see ``SchemaEnforcement``).
         public var enforceSchemas = false
         /// With `enforceSchemas`: `format` asserted, not only an annotation.
@@ -121,6 +124,7 @@ public struct ReferenceServer: Sendable {
         let router = Router(context: ServerRequestContext.self)
         router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: { [store] in store.storeID }))
         router.middlewares.add(TokenMiddleware(tokens: tokens))
+        router.middlewares.add(MethodNotAllowedMiddleware(routes: routes()))
         addRoutes(to: router)
         let host = configuration.host
         let listening = self.listening
@@ -146,6 +150,14 @@ public struct ReferenceServer: Sendable {
         return application
     }
 
+    /// Every route this server answers, as `METHOD /path/{parameter}` (the description's
+    /// completeness is tested against it).
+    public func routes() -> [String] {
+        let router = Router(context: ServerRequestContext.self)
+        addRoutes(to: router)
+        return router.routes.map { "\($0.method) \($0.path)" }
+    }
+
     func addRoutes(to router: Router<ServerRequestContext>) {
         let limit = configuration.maxDocumentBytes + ProtocolLimits.envelopeSlack
         let pace = configuration.connections
@@ -154,8 +166,8 @@ public struct ReferenceServer: Sendable {
         let vault = VaultGuard(store: store)
         DocumentRoutes(store: store, feed: feed, limit: limit, pace: pace, now: now, schemas: schemas, vault: vault).add(to: router)
         SyncRoute(
-            store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), pace: pace, now: now, schemas: schemas,
-            vault: vault
+            store: store, feed: feed, tokens: tokens, batchLimit: max(configuration.maxBatchRequestBytes, limit), maxWait: configuration.maxWait, pace: pace,
+            now: now, schemas: schemas, vault: vault
         ).add(to: router)
         UploadRoutes(
             store: store, blobs: blobs, feed: feed, maxUploadBytes: configuration.maxUploadBytes,

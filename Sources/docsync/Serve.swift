@@ -43,12 +43,16 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Refuse a document that fails its docType's schema (a stored document of docType schema whose id is the docType): 422 with the violations, or the batch call's error for that document alone.")
     var enforceSchemas = false
 
+    @Option(help: "Longest a batch call's long poll is held, in seconds (1-60): lower it behind a proxy that closes idle requests sooner.")
+    var maxWait = 60
+
     @Flag(help: "With --enforce-schemas: `format` is an assertion for date-time, date, time, email, uri, uuid and ipv4.")
     var assertFormats = false
 
     func validate() throws {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         _ = try parseRetention(tombstoneRetention)
+        guard (1...60).contains(maxWait) else { throw ValidationError("--max-wait is from 1 to 60 seconds") }
     }
 
     @OptionGroup var log: LoggingOptions
@@ -78,6 +82,7 @@ struct Serve: AsyncParsableCommand {
         configuration.tombstoneRetention = try parseRetention(tombstoneRetention)
         configuration.enforceSchemas = enforceSchemas
         configuration.assertFormats = assertFormats
+        configuration.maxWait = .seconds(maxWait)
         if let tlsCert, let tlsKey {
             let tls = TLSFiles(certificate: absolutePath(tlsCert), key: absolutePath(tlsKey))
             if let problem = try? tls.validityProblem(now: Int64(Date().timeIntervalSince1970)) { logger.warning("\(problem)") }

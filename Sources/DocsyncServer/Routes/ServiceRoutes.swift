@@ -6,7 +6,7 @@ import Hummingbird
 import Metrics
 import NIOCore
 
-/// `GET /api/stats`, `GET /api/time` and `GET /metrics`.
+/// `GET /api/stats`, `GET /api/time`, `GET /metrics` and `GET /api/openapi.json`.
 struct ServiceRoutes: Sendable {
     let store: any DocumentStore
     let wallClock: @Sendable () -> Int64
@@ -17,7 +17,13 @@ struct ServiceRoutes: Sendable {
         access.readsEverything ? nil : StoreError(.forbidden, "the store's counts are for tokens that may read every docType", right: "read:*")
     }
 
+    /// The one route served without a token: the API's description hides nothing of the store.
+    static let descriptionPath = "/api/openapi.json"
+
     func add(to router: Router<ServerRequestContext>) {
+        router.get(RouterPath(Self.descriptionPath)) { _, _ in
+            ReferenceServer.response(.ok, ByteBuffer(string: Self.openAPIDescription))
+        }
         if let metricsText {
             let store = self.store
             router.get("/metrics") { _, context -> Response in

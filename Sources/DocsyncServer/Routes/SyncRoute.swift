@@ -18,6 +18,8 @@ struct SyncRoute: Sendable {
     static let tokenRecheck: Duration = .seconds(1)
     /// Largest request body.
     let batchLimit: Int
+    /// Longest a long poll is held.
+    let maxWait: Duration
     let pace: ConnectionLimits
     let now: @Sendable () -> Int64
     /// `--enforce-schemas`: documents that fail their docType's schema are refused one by one.
@@ -53,7 +55,8 @@ struct SyncRoute: Sendable {
     static let pageSize = 1000
 
     private func handle(_ request: Request, identity: TokenIdentity) async throws -> Response {
-        let call = try await Self.read(request, limit: batchLimit, pace: pace)
+        var call = try await Self.read(request, limit: batchLimit, pace: pace)
+        call.wait = min(call.wait, maxWait)
         let client = ReferenceServer.client(request, token: identity.name)
         let access = identity.access
         // A docType the token may not write at all is refused before its schema is asked.
@@ -141,11 +144,23 @@ struct SyncRoute: Sendable {
             guard case .array(let list) = d else { throw StoreError(.invalid, "\"documents\" must be an array") }
             call.documents = list
         }
-        call.echo = body["echo"] != .bool(false)
+        switch body["echo"] {
+        case nil, .null?: break
+        case .bool(let echo)?: call.echo = echo
+        default: throw StoreError(.invalid, "\"echo\" must be true or false")
+        }
         call.selection = TypeSelection(only: try types(body["types"], "types").map(Set.init), except: Set(try types(body["exclude_types"], "exclude_types") ?? []))
-        if case .number(let w)? = body["wait"], let seconds = Double(w) { call.wait = .milliseconds(Int64(min(max(seconds, 0), 60) * 1000)) }
+        switch body["wait"] {
+        case nil, .null?: break
+        case .number(let w)?:
+            guard let seconds = Double(w), seconds.isFinite, seconds >= 0 else { throw Self.badWait }
+            call.wait = .milliseconds(Int64(min(seconds, 60) * 1000))
+        default: throw Self.badWait
+        }
         return call
     }
+
+    static let badWait = StoreError(.invalid, "\"wait\" must be a number of seconds from 0 (at most 60 are waited)")
 
     /// A list of docTypes, checked: at most ``TypeSelection/maxTypes``, each a valid docType.
     static func types(_ value: JSONValue?, _ key: String) throws -> [String]? {
