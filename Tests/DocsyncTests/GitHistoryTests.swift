@@ -202,9 +202,16 @@ extension HeavySuites {
             return (failures, rounds)
         }
         // DOCSYNC_GIT_STRESS_WRITES=5000 runs it long, to measure the rate of meetings (docs/GIT.md).
-        let writes = max(50, Int(ProcessInfo.processInfo.environment["DOCSYNC_GIT_STRESS_WRITES"] ?? "") ?? 50) / 10 * 10
-        for i in 0..<writes {
-            try rig.a.write("note/n\(i % 10).json", #"{"id":"n\#(i % 10)","v":\#(i)}"#)
+        // At least 50 writes and three seconds of them: a commit held back by the user's git
+        // commands is tried again a second later, and on a loaded machine fifty writes can be
+        // over before that (docsync then commits only after the user's loop, and the test says
+        // nothing of the interleaving it is about).
+        let least = max(50, Int(ProcessInfo.processInfo.environment["DOCSYNC_GIT_STRESS_WRITES"] ?? "") ?? 50)
+        let began = ContinuousClock.now
+        var writes = 0
+        while writes < least || ContinuousClock.now - began < .seconds(3) || writes % 10 != 0 {
+            try rig.a.write("note/n\(writes % 10).json", #"{"id":"n\#(writes % 10)","v":\#(writes)}"#)
+            writes += 1
             try await Task.sleep(for: .milliseconds(Int.random(in: 5...40)))  // a user's pace, not a synchronisation
         }
         let complete = await eventually(timeout: .seconds(30)) {
