@@ -188,6 +188,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Areas that build and run alone (`swift build --target DocsyncSchemaTests`, then
         // `swift test --skip-build --filter DocsyncSchemaTests`); DocsyncTests holds the engine,

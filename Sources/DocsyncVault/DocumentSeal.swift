@@ -13,6 +13,9 @@ public struct DocumentSeal: Sendable {
     static let prefix = "1."
 
     let keys: VaultKeys
+    /// HKDF's extract step of the data key (no salt), made once: each document's key is then
+    /// one expand of it, the same key `HKDF.deriveKey(inputKeyMaterial:info:)` makes.
+    let pseudoRandomKey: [UInt8]  // bytes, as ``VaultKeys`` keeps its key: `Sendable` everywhere
     /// What stays in clear beside the envelope: members the endpoint's server writes itself
     /// (``EndpointCapabilities/serverMembers``). Never trusted: the engine reads them only to
     /// find a file, whose content the seal checks.
@@ -20,6 +23,7 @@ public struct DocumentSeal: Sendable {
 
     public init(_ keys: VaultKeys, serverMembers: Set<String> = []) {
         self.keys = keys
+        self.pseudoRandomKey = Array(HKDF<SHA256>.extract(inputKeyMaterial: keys.dataKey, salt: [UInt8]()))
         self.clear = Self.envelope.union(serverMembers)
     }
 
@@ -31,7 +35,8 @@ public struct DocumentSeal: Sendable {
             if self.clear.contains(member.key) { clear.append(member) } else { content.append(member) }
         }
         let inner = JSONValue.object(JSONObject([(key: "n", value: .number(String(number))), (key: "c", value: .object(JSONObject(content)))]))
-        let box = try ChaChaPoly.seal(JSONWriter.bytes(inner), using: documentKey(id: id, docType: docType), authenticating: Self.associatedData(id: id, docType: docType))
+        let bound = Self.associatedData(id: id, docType: docType)
+        let box = try ChaChaPoly.seal(JSONWriter.bytes(inner), using: documentKey(bound), authenticating: bound)
         clear.append((key: Self.key, value: .string(Self.prefix + box.combined.base64EncodedString())))
         return JSONObject(clear)
     }
@@ -43,9 +48,9 @@ public struct DocumentSeal: Sendable {
               let combined = Data(base64Encoded: String(text.dropFirst(Self.prefix.count))), combined.count >= 28
         else { throw SealError("its sealed content is not in a form this docsync reads") }
         let plain: Data
+        let bound = Self.associatedData(id: id, docType: docType)
         do {
-            plain = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: documentKey(id: id, docType: docType),
-                                       authenticating: Self.associatedData(id: id, docType: docType))
+            plain = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: documentKey(bound), authenticating: bound)
         } catch {
             throw SealError("it does not open with this folder's key (changed, truncated, moved from another document, or sealed with another key)")
         }
@@ -59,9 +64,9 @@ public struct DocumentSeal: Sendable {
         return (JSONObject(opened), number)
     }
 
-    func documentKey(id: String, docType: String) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: keys.dataKey, info: Self.associatedData(id: id, docType: docType), outputByteCount: 32)
+    /// The key of the document whose associated data (HKDF's info) is `bound`.
+    func documentKey(_ bound: Data) -> SymmetricKey {
+        HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: bound, outputByteCount: 32)
     }
 
     static func associatedData(id: String, docType: String) -> Data { Data("docsync-doc-v1\u{0}\(docType)\u{0}\(id)".utf8) }

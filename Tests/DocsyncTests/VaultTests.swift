@@ -1,4 +1,5 @@
 @testable import DocsyncAgent
+import Crypto
 import DocsyncEndpoint
 import DocsyncIndex
 import DocsyncModel
@@ -27,6 +28,16 @@ import Testing
         let (opened, number) = try seal.open(sealed)
         #expect(number == 4)
         #expect(JSONWriter.string(.object(opened)) == JSONWriter.string(.object(Self.note)), "the same members, in order, numbers as written")
+    }
+
+    /// Each document's key is HKDF-SHA256 of the data key with the associated data as info: made
+    /// from the extract step kept once (for speed), it must stay the very key a plain
+    /// `HKDF.deriveKey` makes, or every folder sealed before would stop opening.
+    @Test func aDocumentsKeyIsHKDFOfTheDataKeyWithItsAssociatedData() {
+        let bound = DocumentSeal.associatedData(id: "n1", docType: "note")
+        let plain = HKDF<SHA256>.deriveKey(inputKeyMaterial: Self.made.keys.dataKey, info: bound, outputByteCount: 32)
+        #expect(seal.documentKey(bound) == plain)
+        #expect(seal.documentKey(DocumentSeal.associatedData(id: "n2", docType: "note")) != plain)
     }
 
     @Test func aFlippedByteAnotherDocumentsOrDocTypesCiphertextAndAnotherKeyAreRefused() throws {
