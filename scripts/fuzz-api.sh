@@ -5,13 +5,14 @@
 # server error, a reply the description does not allow, a request accepted that the token may
 # not make (scripts/fuzz_api/rights_check.py, and audit.py from the store's side afterwards).
 #
-# Usage: scripts/fuzz-api.sh [SECONDS_PER_TOKEN]   (default 20: the bounded run CI makes)
-#        scripts/fuzz-api.sh 900                    (a long run by hand; figures to BENCHMARKS.md)
+# Usage: scripts/fuzz-api.sh [MINUTES]   (default 1.5, shared by the four tokens: the bounded run CI makes)
+#        scripts/fuzz-api.sh 60        (a long run by hand; its figures go to BENCHMARKS.md)
 # DOCSYNC_BIN names the binary (default .build/debug/docsync). Needs .venv-api (install-deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-seconds="${1:-20}"
+minutes="${1:-1.5}"
+seconds="$(awk -v m="$minutes" 'BEGIN { s = int(m * 60 / 4); print (s < 5 ? 5 : s) }')"
 bin="${DOCSYNC_BIN:-.build/debug/docsync}"
 venv="$root/.venv-api/bin"
 "$venv/openapi-spec-validator" docs/openapi.yaml

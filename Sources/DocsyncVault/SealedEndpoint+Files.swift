@@ -60,7 +60,9 @@ extension SealedEndpoint {
     }
 
     public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? {
-        guard case .string(let value)? = document[property], let hash = value.firstIndex(of: "#"),
+        // Asked of every string member of every pulled document: the `#` is looked for in the
+        // UTF-8 bytes (by Character, each long text member cost a grapheme walk).
+        guard case .string(let value)? = document[property], let hash = value.utf8.firstIndex(of: UInt8(ascii: "#")),
               let fragment = Fragment(value[value.index(after: hash)...])
         else { return nil }
         var bare = document
