@@ -87,4 +87,16 @@ import Testing
         #expect(try await server.api.request("POST", "/api/sync", body: #"{"since": 999999, "wait": 3600}"#).status == 200)
         #expect(ContinuousClock.now - began < .seconds(30), "held for the server's ceiling (--max-wait), not an hour")
     }
+
+    /// A DELETE naming an id or a docType no document can have is 400, as PUT's is (it was 404,
+    /// which the fuzzer's stateful run took for a document it had made and lost).
+    @Test func aDeletionOfAMalformedIdOrDocTypeIs400() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        for body in [#"{"id":"À\u001f","docType":"note"}"#, #"{"id":"-x","docType":"note"}"#, #"{"id":"ok","docType":"a/b"}"#, #"{"id":"ok","docType":""}"#] {
+            let reply = try await server.api.request("DELETE", "/api/document", body: body)
+            #expect(reply.status == 400, "\(body): \(reply.status) \(reply.text)")
+        }
+        #expect(try await server.api.request("DELETE", "/api/document", body: #"{"id":"absent","docType":"note"}"#).status == 404)
+    }
 }
