@@ -72,8 +72,9 @@ struct TypeListing: Sendable {
                 try await writer.write(buffer)
                 buffer.clear()
                 guard page.count == Self.streamPage, let last = page.last else { break }
+                // Every page read under the token's rights, as the first (not only checked once).
                 page = try await listing.store.list(
-                    docType: listing.docType, includeDeleted: listing.includeDeleted, after: last.id, limit: Self.streamPage)
+                    docType: listing.docType, includeDeleted: listing.includeDeleted, after: last.id, limit: Self.streamPage, access: listing.access)
             }
             buffer.writeString("]}")
             try await writer.write(buffer)
