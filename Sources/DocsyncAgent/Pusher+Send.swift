@@ -92,11 +92,14 @@ extension Pusher {
         var epoch = context.epoch
         if let pulled = reply.pulled {
             // Taken as a pull's reply is (another server, or this one restored, starts the pull
-            // over; the acknowledgements below came from that server, so they hold in its epoch).
+            // over). When this very reply showed the server replaced, the acknowledgements below
+            // came from the new one and hold in the epoch it began; a replacement another reply
+            // showed meanwhile is not theirs (read back here, it let an old server's
+            // acknowledgements in after the puller had found a new one, and they were lost).
             // A failure leaves the cursor where it was: the changes come again with the next pull.
             do {
-                try await self.changes.take(pulled)
-                epoch = try await index.read { try $0.meta(.serverReplacedAt) }
+                let taken = try await self.changes.take(pulled)
+                if taken.replaced { epoch = taken.epoch }
             } catch {
                 logger.error("cannot apply the changes a push brought back; the next pull brings them again", metadata: ["error": "\(error)"])
             }

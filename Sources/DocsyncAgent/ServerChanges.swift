@@ -49,6 +49,9 @@ struct ServerChanges: Sendable {
     struct Taken: Sendable {
         /// The server was found replaced: the pull starts over.
         var replaced = false
+        /// When it was: the epoch the index took then (``Pusher/Round``); a push whose reply
+        /// brought the replacement records its acknowledgements in it, and no later one.
+        var epoch: String?
         /// Changes that changed the folder or the index (written, trashed, merged, recorded as
         /// failed); 0 when the reply brought nothing new.
         var changed = 0
@@ -60,9 +63,9 @@ struct ServerChanges: Sendable {
     /// any order).
     @discardableResult
     func take(_ reply: PullReply) async throws -> Taken {
-        if try await serverWasReplaced(reply) {
+        if let epoch = try await serverWasReplaced(reply) {
             pushWork.signal()
-            return Taken(replaced: true)
+            return Taken(replaced: true, epoch: epoch)
         }
         if reply.missedDeletions {
             try await beginReconcile()
@@ -192,19 +195,22 @@ struct ServerChanges: Sendable {
     /// of the server (``IndexTransaction/forgetServer(queuedAt:)``): the next pull starts from the
     /// beginning and every document goes out again, so the two sides meet again instead of the
     /// agent trusting a cursor that skips everything.
-    func serverWasReplaced(_ reply: PullReply) async throws -> Bool {
+    /// Returns the new server epoch when it was replaced, `nil` when it was not.
+    func serverWasReplaced(_ reply: PullReply) async throws -> String? {
         let known = try await index.read { try $0.meta(.storeID) }
         let otherStore = known != nil && reply.storeIdentity != nil && known != reply.storeIdentity
         guard otherStore || reply.historyBehind else {
             if known == nil, let store = reply.storeIdentity { try await index.write { try $0.setMeta(.storeID, store) } }
-            return false
+            return nil
         }
         let now = applier.clock.now()
+        // Unique, not only a time: two replacements in one millisecond are two epochs.
+        let epoch = "\(now)-\(UUID().uuidString)"
         let cursor = try await index.read { try $0.meta(.cursor) }
         let queued = try await index.write { tx in
             let queued = try tx.forgetServer(queuedAt: now)
             try tx.setMeta(.storeID, reply.storeIdentity)
-            try tx.setMeta(.serverReplacedAt, String(now))
+            try tx.setMeta(.serverReplacedAt, epoch)
             return queued
         }
         logger.warning(
@@ -213,6 +219,6 @@ struct ServerChanges: Sendable {
                 : "the endpoint's change history is behind this folder's cursor (restored from an older copy?); reconciling everything",
             metadata: ["store.known": "\(known ?? "-")", "store.now": "\(reply.storeIdentity ?? "-")", "sync.cursor": "\(cursor ?? "-")",
                        "server.cursor": "\(reply.cursor?.text ?? "-")", "reconcile.queued": "\(queued)"])
-        return true
+        return epoch
     }
 }
