@@ -71,9 +71,8 @@ struct DocumentRoutes: Sendable {
                       let id = o["id"]?.string, let docType = o["docType"]?.string
                 else { throw StoreError(.invalid, "DELETE needs a body {\"id\": …, \"docType\": …}") }
                 // What no document can have is malformed, not absent (the fuzzer took a 404 for a
-                // document it had just made and could not find).
-                guard DocumentRules.isSafeIdentifier(id) else { throw StoreError(.invalid, "\"id\" must be a string of letters, digits, '_' and '-' (at most 128)") }
-                if let why = DocumentRules.docTypeProblem(docType) { throw StoreError(.invalid, "invalid \"docType\": \(why)") }
+                // document it had just made and could not find): the id and docType rules of a write.
+                _ = try StoreRules.validate(.object(o), requireID: true)
                 try vault.checkDeletion(docType: docType)
                 let stored = try await store.delete(id: id, docType: docType, now: now(), author: context.author, access: context.access)
                 schemas?.wrote(docType: docType)
