@@ -99,7 +99,7 @@ struct ChangeApplier: Sendable {
 
     /// The revision the server gave `remote` (0 if none).
     static func revision(of remote: JSONObject) -> Int64 {
-        if case .number(let r)? = remote[DocumentRules.revKey] { Int64(r) ?? 0 } else { 0 }
+        DocumentRules.revision(of: remote) ?? 0
     }
 
     /// When `remote` was changed, in calibrated milliseconds (0 if not stamped).

@@ -34,6 +34,11 @@ public enum DocumentRules {
     public static let updatedAtKey = "updated_at"
     public static let deletedAtKey = "deleted_at"
     public static let revKey = "rev"
+
+    /// The revision a server gave `document` (its `rev` member as a whole number), if any.
+    public static func revision(of document: JSONObject) -> Int64? {
+        if case .number(let text)? = document[revKey] { Int64(text) } else { nil }
+    }
     /// Who made the change: the name of the token that wrote it, set by the server (a client's
     /// value is replaced); agents pass it on as the author of the change (see docs/GIT.md).
     public static let updatedByKey = "updated_by"

@@ -45,7 +45,7 @@ extension SealedEndpoint {
     /// changed meanwhile makes the upload fail, to be tried again (the file is stored once).
     private func storeSealed(_ document: JSONObject, over stored: JSONObject) async throws(EndpointError) -> JSONObject {
         guard let id = document["id"]?.string, let docType = document["docType"]?.string else { throw .badReply("the upload's reply names no document") }
-        let rev: Int64? = if case .number(let text)? = stored[DocumentRules.revKey] { Int64(text) } else { nil }
+        let rev = DocumentRules.revision(of: stored)
         let body = JSONObject(document.members.filter { !DocumentRules.reservedKeys.contains($0.key) })
         let reply = try await push([OutgoingChange(id: id, docType: docType, body: JSONWriter.string(.object(body)), baseRevision: rev)], pullingAfter: nil)
         switch reply.outcomes[id] {

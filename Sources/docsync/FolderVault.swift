@@ -29,7 +29,7 @@ enum FolderVault {
         }
         guard let found, found[DocumentRules.deletedAtKey].map({ $0.isNull }) ?? true else { return nil }
         do {
-            let rev: Int64? = if case .number(let text)? = found[DocumentRules.revKey] { Int64(text) } else { nil }
+            let rev = DocumentRules.revision(of: found)
             return (try VaultDocument(json: found), rev)
         } catch {
             throw .badReply(error.description)
