@@ -15,6 +15,23 @@ target = os.path.join(root, "Sources", "DocsyncServer", "Routes", "OpenAPIDescri
 
 with open(source) as f:
     description = yaml.safe_load(f)
+
+
+def empty_values(node, path="#"):
+    """Paths of keys whose value is null: in a YAML flow mapping, an unquoted comma inside a
+    value (`{description: A, b}`) silently makes a key `b` with no value."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if value is None:
+                yield f"{path}/{key}"
+            yield from empty_values(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from empty_values(value, f"{path}/{i}")
+
+
+if empty := list(empty_values(description)):
+    sys.exit("docs/openapi.yaml: keys without a value (a comma unquoted in a flow mapping?): " + ", ".join(empty))
 text = json.dumps(description, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
 if "\"##" in text:
     sys.exit("the description holds a quote followed by ##, which would end the Swift raw string")
