@@ -17,12 +17,12 @@ extension Agent {
         return (batches, await restoreCalibration())
     }
 
-    /// `body` when the process's other folders let it (``AgentOptions/firstScans``): started
+    /// `body` when the process's other folders let it (``AgentOptions/turns``): started
     /// together, hundreds of folders would each open their index at once, more than a process
     /// keeps open (see `OpenIndexes`), and close and open them again in turn.
     func gated<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        guard let permits = options.firstScans else { return try await body() }
-        return try await permits.withPermit(body)
+        guard let turns = options.turns else { return try await body() }
+        return try await turns.withPermit(priority: .ahead, body)
     }
 
     /// What the index keeps of another run that this one starts over: retry deadlines (of
@@ -38,7 +38,7 @@ extension Agent {
     }
 
     /// The full scan that finds what changed while the agent was not running (when the process's
-    /// other folders let it: ``AgentOptions/firstScans``).
+    /// other folders let it: ``AgentOptions/turns``).
     func scanAtStart() async throws {
         metrics.rescan("start")
         let summary = try await gated { try await fullScanSchemasFirst() }

@@ -123,7 +123,7 @@ public actor Agent {
         self.puller = Puller(
             changes: changes,
             reconciler: Reconciler(fresh: fresh, changes: changes, clock: clock, selection: options.selection, logger: logger),
-            logger: logger, pollInterval: options.pollInterval)
+            logger: logger, pollInterval: options.pollInterval, turns: options.turns)
     }
 
     /// What brings the server's documents into the folder (the folder writer's applier).

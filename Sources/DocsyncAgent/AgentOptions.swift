@@ -51,11 +51,13 @@ public struct AgentOptions: Sendable {
     public var watchHub: InotifyHub?
     /// How much memory the folder's index keeps (lean with hundreds of folders in one process).
     public var indexFootprint: Index.Footprint = .roomy
-    /// Shared by the folders of one process: how many make their start (index, watches, stored
-    /// clock) and, in a second turn, their first full scan at once (`nil`: no limit). Hundreds of
-    /// folders scanning, pushing and pulling at once hold all their batches at the same moment,
-    /// and the heap keeps much of that as fragments after.
-    public var firstScans: Permits?
+    /// Shared by the folders of one process: how many do heavy work at once (`nil`: no limit).
+    /// A folder's start (index, watches, stored clock) and first full scan go ahead; its pulls of
+    /// the others' changes take turns behind them. Hundreds of folders scanning, pushing and
+    /// pulling at once hold all their batches at the same moment (the heap keeps much of that as
+    /// fragments after), and a folder that pulled while others had not yet scanned pulled each of
+    /// their documents on its own, one round each. Pushes take no turn: a save goes out at once.
+    public var turns: Permits?
     /// Called once the first full scan has queued the folder's changes and the watches are in
     /// place (a service manager's "ready").
     public var onWatching: (@Sendable () -> Void)?

@@ -30,10 +30,15 @@ actor Puller {
     private var quiet: QuietPull?
     /// The next page of a catch-up, asked for while this one is written (see `Puller+Ahead`).
     var ahead: PageAhead?
+    /// The process's turns at heavy work (``AgentOptions/turns``): pulls take theirs behind the
+    /// folders' starts and first scans.
+    let turns: Permits?
 
     init(
-        changes: ServerChanges, reconciler: Reconciler, logger: Logger, wait: Int = 25, pollInterval: Duration = .seconds(10)
+        changes: ServerChanges, reconciler: Reconciler, logger: Logger, wait: Int = 25, pollInterval: Duration = .seconds(10),
+        turns: Permits? = nil
     ) {
+        self.turns = turns
         self.changes = changes
         self.reconciler = reconciler
         self.metrics = changes.metrics
@@ -219,12 +224,31 @@ actor Puller {
         var stuck = false
     }
 
-    /// One call: applies what changed since the stored cursor.
+    /// One call: applies what changed since the stored cursor. A catch-up (no wait) asks and
+    /// writes in one turn (``turns``); a long poll waits without one and takes a turn to write
+    /// what it brought.
     private func pullOnce(wait: Duration?) async throws(EndpointError) -> Step {
-        let writes = index.writes.value
-        let known = quiet?.writes == writes ? quiet : nil
-        let cursor: SyncCursor?
-        if let known { cursor = known.cursor } else { cursor = try await storedCursor() }
+        try await inTurn(wait == nil) { () async throws(EndpointError) -> Step in
+            let writes = index.writes.value
+            let known = quiet?.writes == writes ? quiet : nil
+            let cursor: SyncCursor?
+            if let known { cursor = known.cursor } else { cursor = try await storedCursor() }
+            let reply = try await timedFetch(after: cursor, wait: wait)
+            if let known, known.matches(reply) { return Step(more: false, changed: 0) }
+            if wait == nil { askAhead(after: reply, sentFrom: cursor) }
+            let taken = try await inTurn(wait != nil) { () async throws(EndpointError) in try await take(reply) }
+            if taken.replaced { return Step(more: true, changed: 1) }
+            // Quiet only if nothing wrote the index since its cursor was read, this reply included.
+            quiet = taken.changed == 0 && index.writes.value == writes ? QuietPull(reply, sentFrom: cursor, writes: writes) : nil
+            if reply.more, !reply.missedDeletions, taken.changed == 0, let sent = cursor, reply.cursor?.text == sent.text {
+                return Step(more: false, changed: 0, stuck: true)
+            }
+            return Step(more: reply.more || reply.missedDeletions, changed: taken.changed)
+        }
+    }
+
+    /// The reply to a pull after `cursor`, counted in the metrics.
+    private func timedFetch(after cursor: SyncCursor?, wait: Duration?) async throws(EndpointError) -> PullReply {
         let started = ContinuousClock.now
         let reply: PullReply
         do throws(EndpointError) {
@@ -237,12 +261,13 @@ actor Puller {
         // A long poll's time is the server's waiting, not the call's cost: only quick pulls are timed.
         if wait == nil { metrics.call("pull", since: started) }
         metrics.pulled(documents: reply.changes.count, ok: true)
-        if let known, known.matches(reply) { return Step(more: false, changed: 0) }
-        if wait == nil { askAhead(after: reply, sentFrom: cursor) }
-        let taken: ServerChanges.Taken
+        return reply
+    }
+
+    /// `reply`'s changes written into the folder and the index.
+    private func take(_ reply: PullReply) async throws(EndpointError) -> ServerChanges.Taken {
         do {
-            taken = try await changes.take(reply)
-            if taken.replaced { return Step(more: true, changed: 1) }
+            return try await changes.take(reply)
         } catch let gone as ServerChanges.FolderGone {
             folderGone = true
             throw .localFile(gone.description)
@@ -252,12 +277,19 @@ actor Puller {
             logger.error("cannot apply pulled changes", metadata: ["error": "\(error)"])
             throw .localFile("cannot apply pulled changes: \(error)")
         }
-        // Quiet only if nothing wrote the index since its cursor was read, this reply included.
-        quiet = taken.changed == 0 && index.writes.value == writes ? QuietPull(reply, sentFrom: cursor, writes: writes) : nil
-        if reply.more, !reply.missedDeletions, taken.changed == 0, let sent = cursor, reply.cursor?.text == sent.text {
-            return Step(more: false, changed: 0, stuck: true)
+    }
+
+    /// `body`, holding one of the process's turns when `needed` and the process has them.
+    private func inTurn<T: Sendable>(_ needed: Bool, _ body: () async throws(EndpointError) -> T) async throws(EndpointError) -> T {
+        guard needed, let turns else { return try await body() }
+        let result: Result<T, EndpointError> = await turns.withPermit(priority: .behind) {
+            do throws(EndpointError) {
+                return .success(try await body())
+            } catch {
+                return .failure(error)
+            }
         }
-        return Step(more: reply.more || reply.missedDeletions, changed: taken.changed)
+        return try result.get()
     }
 }
 

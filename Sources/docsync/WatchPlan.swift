@@ -145,7 +145,7 @@ func withAgents<T>(
         var agents: [Agent] = []
         let hub = InotifyHub()
         let footprint = Index.Footprint.forFolders(plan.folders.count)
-        let firstScans = footprint == .lean ? Permits(max(2, ProcessInfo.processInfo.activeProcessorCount)) : nil
+        let turns = footprint == .lean ? Permits(max(2, ProcessInfo.processInfo.activeProcessorCount)) : nil
         for folder in plan.folders {
             let key = folder.caFile ?? ""
             if clients[key] == nil {
@@ -159,7 +159,7 @@ func withAgents<T>(
             var options = folder.options
             options.onWatching = onWatching
             options.watchHub = hub
-            options.firstScans = firstScans
+            options.turns = turns
             options.indexFootprint = footprint
             let makeEndpoint = choices[n].factory(client: client(n), sealedWith: keys[n])
             agents.append(try Agent(options: options, endpoint: makeEndpoint, logger: plan.folders.count > 1 ? logger.folder(folder) : logger))
