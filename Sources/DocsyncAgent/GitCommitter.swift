@@ -100,7 +100,10 @@ actor GitCommitter: Worker {
         return found
     }
 
-    /// Changes by batch and author, in the order their first change came: one commit each.
+    /// Changes by batch and author, in the order their first change came, the groups of one
+    /// author that follow each other made one: one commit each. A catch-up by one writer is then
+    /// a commit per round, not one per page of the pull: each commit writes its trees again, and
+    /// 100,000 documents in 101 commits spent two thirds of the pull in `git fast-import`.
     static func groups(_ changes: [IndexTransaction.GitChange]) -> [[IndexTransaction.GitChange]] {
         var order: [String] = []
         var groups: [String: [IndexTransaction.GitChange]] = [:]
@@ -109,7 +112,15 @@ actor GitCommitter: Worker {
             if groups[key] == nil { order.append(key) }
             groups[key, default: []].append(change)
         }
-        return order.map { groups[$0]! }
+        var merged: [[IndexTransaction.GitChange]] = []
+        for group in order.map({ groups[$0]! }) {
+            if let last = merged.last, last[0].author == group[0].author {
+                merged[merged.count - 1] += group
+            } else {
+                merged.append(group)
+            }
+        }
+        return merged
     }
 
     /// The commit of one group: the changes whose files are still as docsync wrote them; `nil`

@@ -43,6 +43,18 @@ func git(_ arguments: [String], in folder: String) throws -> String {
         #expect(GitIdentity.author("bob", authors: [:]) == GitIdentity(name: "bob", email: "bob@docsync"))
     }
 
+    /// One commit per author and pull batch, the batches of one author that follow each other
+    /// made one (a catch-up's pages): interleaved authors keep their order.
+    @Test func batchesOfOneAuthorInARowAreOneCommitAndOthersKeepTheirOrder() {
+        func change(_ batch: Int64, _ author: String, _ id: String) -> IndexTransaction.GitChange {
+            var change = IndexTransaction.GitChange(path: "note/\(id).json", oldPath: nil, fileHash: nil, docType: "note", docID: id, author: author, changedAt: 0, what: "new")
+            change.batch = batch
+            return change
+        }
+        let changes = [change(1, "alice", "a"), change(2, "alice", "b"), change(3, "alice", "c"), change(3, "bob", "d"), change(4, "bob", "e"), change(5, "alice", "f")]
+        #expect(GitCommitter.groups(changes).map { $0.map(\.docID) } == [["a", "b", "c"], ["d", "e"], ["f"]])
+    }
+
     /// Trust finding (fourth round, 6): a field named `"x\n\nCo-authored-by: …\nSigned-off-by: …"`
     /// put both trailers into docsync's commit, and an author name kept U+202E. As git itself
     /// reads the message: no trailer; as a reader sees the author: no reordering control.
@@ -61,6 +73,9 @@ func git(_ arguments: [String], in folder: String) throws -> String {
         #expect(GitCommitter.message([change]) == "note/a\\u{202e}b: x\\u{a}\\u{a}Co-authored-by: Mallory <m@x>\\u{a}Signed-off-by: Mallory <m@x>\n")
         #expect(GitIdentity.author("eve\u{202E}lin", authors: [:]).name == "evelin")
         #expect(GitIdentity.author("a\u{2066}b\u{2069}\u{200F}", authors: [:]).name == "ab")
+        // git strips these from an identity's ends, and refuses the commit when nothing is left.
+        #expect(GitIdentity.author("...", authors: [:]).name == "unknown")
+        #expect(GitIdentity.author(" ;, ", authors: [:]).name == "unknown")
     }
 }
 
