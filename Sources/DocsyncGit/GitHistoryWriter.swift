@@ -98,7 +98,7 @@ public struct GitHistoryWriter: Sendable {
         }
         if before == nil { unlink(scratch) }  // no index yet: git starts an empty one
         let changed = try await repository.changes(from: old, to: new)
-        let staged = try await stagedEntries(index: scratch)
+        let staged = try await stagedEntries(index: scratch, paths: Set(changed.keys))
         var lines: [UInt8] = []
         for (path, change) in changed where staged[path] == change.old {
             let entry = change.new ?? "0 \(String(repeating: "0", count: 40))"
@@ -110,18 +110,31 @@ public struct GitHistoryWriter: Sendable {
         return (stamp, Array(after))
     }
 
-    /// Stage-0 entries (`mode sha`) of the index at `index`, read whole: one pass, where a
-    /// pathspec a path would match each path against every other.
-    private func stagedEntries(index: String) async throws(GitError) -> [String: String] {
-        let out = try await repository.git.check(["ls-files", "-s", "-z", "--full-name"], extra: ["GIT_INDEX_FILE": index])
+    /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`. A few paths are asked
+    /// for by name (literal pathspecs: a name is never a pattern); many, by reading the index
+    /// whole, in one pass, where each pathspec would be matched against every entry. Only the
+    /// entries of `paths` are kept: a trickle of one change a commit spent 240 ms a commit making
+    /// a map of an index of 100,000.
+    private func stagedEntries(index: String, paths: Set<String>) async throws(GitError) -> [String: String] {
+        guard !paths.isEmpty else { return [:] }
+        // Pathspecs are read from where git runs: the top of the work tree, as the paths are.
+        let atTop = repository.git.directory == repository.workTree
+        let named = paths.count <= Self.namedPaths && atTop ? ["--"] + paths.sorted() : []
+        let out = try await repository.git.check(
+            ["ls-files", "-s", "-z", "--full-name"] + named, extra: ["GIT_INDEX_FILE": index, "GIT_LITERAL_PATHSPECS": "1"])
         var found: [String: String] = [:]
         for record in out.stdout.split(separator: 0) {
             // `<mode> SP <sha> SP <stage> TAB <path>`
             guard let tab = record.firstIndex(of: UInt8(ascii: "\t")) else { continue }
+            let path = String(decoding: record[(tab + 1)...], as: UTF8.self)
+            guard paths.contains(path) else { continue }
             let head = String(decoding: record[..<tab], as: UTF8.self).split(separator: " ")
             guard head.count == 3, head[2] == "0" else { continue }
-            found[String(decoding: record[(tab + 1)...], as: UTF8.self)] = "\(head[0]) \(head[1])"
+            found[path] = "\(head[0]) \(head[1])"
         }
         return found
     }
+
+    /// Up to this many paths are asked for by name.
+    static let namedPaths = 256
 }
