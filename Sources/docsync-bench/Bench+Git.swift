@@ -21,10 +21,37 @@ extension Bench {
         try await waitForRecordedFiles(in: dir, atLeast: docs, process: agent)
         try await waitForCommits(in: dir, process: agent)
         results.gitPullSeconds = seconds(since: start)
+        results.gitCommits = try commitCount(in: dir, work: work) - 1
+        results.gitTrickleCPUms = try await measureGitTrickle(url: url, folder: dir, agent: agent, work: work)
         await agent.stop()
-        let count = try ChildRun.run("/usr/bin/git", ["-C", dir, "rev-list", "--count", "HEAD"], log: work.file("git-count.log"))
-        results.gitCommits = (Int(count.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1) - 1
         log("pull with --git-commit: \(docs) in \(fmt(results.gitPullSeconds)) s, \(results.gitCommits) commits")
+    }
+
+    /// A steady trickle into the repository of 4c: one document changed on the server a second,
+    /// each pulled and committed on its own. The agent's CPU and its git children's, in ms a
+    /// commit.
+    func measureGitTrickle(url: String, folder: String, agent: DocsyncProcess, work: TempFolder) async throws -> Double {
+        let api = APIClient(baseURL: url, token: try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        let changes = quick ? 3 : 10
+        let commitsBefore = try commitCount(in: folder, work: work)
+        try await Task.sleep(for: .seconds(2))
+        let before = ProcessStats.read(pid: agent.pid)!
+        for n in 0..<changes {
+            let reply = try await api.request("PUT", "/api/document", body: document(n, prefix: "d", type: "bench", edit: 1_000 + n))
+            guard reply.status == 200 else { throw ProcessFailure("trickle PUT: \(reply.status)") }
+            try await Task.sleep(for: .seconds(1))
+        }
+        try await waitForCommits(in: folder, process: agent)
+        let after = ProcessStats.read(pid: agent.pid)!
+        let commits = max(1, try commitCount(in: folder, work: work) - commitsBefore)
+        let cpu = (after.cpuSeconds + after.childCPUSeconds) - (before.cpuSeconds + before.childCPUSeconds)
+        log("git trickle: \(changes) changes, \(commits) commits, \(fmt(cpu * 1000 / Double(commits), 0)) ms CPU a commit")
+        return cpu * 1000 / Double(commits)
+    }
+
+    func commitCount(in folder: String, work: TempFolder) throws -> Int {
+        let count = try ChildRun.run("/usr/bin/git", ["-C", folder, "rev-list", "--count", "HEAD"], log: work.file("git-count.log"))
+        return Int(count.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     /// Until the agent's index holds no pulled change waiting for its commit, and one was made.

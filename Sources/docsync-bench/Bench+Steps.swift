@@ -136,11 +136,21 @@ extension Bench {
             let (measured, roundAgent) = try await measureImport(docsDir: docsDir, server: importServer, api: importAPI, work: work, name: "watch-import\(n)")
             await roundAgent.stop()
             stop(importServer, data: work.file("serve-import\(n)"))
-            var round = measured
-            round.rawBatchDocsPerSecond = try await measureRawBatch(work: work, name: "serve-raw\(n)")
+            let round = try await withBaselines(measured, docsDir: docsDir, work: work, n: n)
             results.rounds.append(round)
             log("round \(n): import \(fmt(round.importSeconds)) s; raw batched ingest \(fmt(round.rawBatchDocsPerSecond, 0))/s")
         }
+    }
+
+    /// An import round with its two baselines, each on an empty server of its own: the raw
+    /// batched ingest (documents made in-process) and the raw importer (the same files read).
+    func withBaselines(_ measured: ImportRound, docsDir: String, work: TempFolder, n: Int) async throws -> ImportRound {
+        var round = measured
+        round.rawBatchDocsPerSecond = try await measureRawBatch(work: work, name: "serve-raw\(n)")
+        let raw = try await measureRawImport(docsDir: docsDir + "/import", work: work, name: "serve-rawimport\(n)")
+        (round.rawImportDocsPerSecond, round.rawImportCPU) = (raw.docsPerSecond, raw.cpu)
+        log("round \(n): raw importer \(fmt(raw.docsPerSecond, 0))/s, \(fmt(raw.cpu, 2)) s CPU")
+        return round
     }
 }
 

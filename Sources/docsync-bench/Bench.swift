@@ -50,6 +50,12 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Documents of ten docTypes on a server of its own, pulled whole and then one type alone; 0 skips.")
     var selectiveDocs = 100_000
 
+    @Option(help: "Folders of the busy run (one `watch`, no `types:`, every folder pulling every other's documents) and saves made meanwhile; 0 skips.")
+    var busyFolders = 300
+
+    @Option(help: "Documents per folder in the busy run.")
+    var busyDocs = 5
+
     @Option(help: "Only the scale run: each size's import, rescan, watch start, status, pull and type listing side by side (e.g. 100000,1000000).")
     var scale: String?
 
@@ -87,6 +93,7 @@ struct Bench: AsyncParsableCommand {
             nodeWrites = min(nodeWrites, 800)
             agents = min(agents, 10)
             selectiveDocs = min(selectiveDocs, 5_000)
+            (busyFolders, busyDocs) = (min(busyFolders, 20), min(busyDocs, 2))
             attachmentMiB = attachmentMiB ?? 32
         }
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
@@ -122,8 +129,7 @@ struct Bench: AsyncParsableCommand {
         // Round 1's agent and server go on to the steps after it; the raw ingest it is compared
         // with runs next, on a server of its own (as empty as the import's was).
         let (measured, agent) = try await measureImport(docsDir: docsDir, server: server, api: api, work: work, name: "watch")
-        var round = measured
-        round.rawBatchDocsPerSecond = try await measureRawBatch(work: work, name: "serve-raw1")
+        let round = try await withBaselines(measured, docsDir: docsDir, work: work, n: 1)
         results.rounds.append(round)
         log("import: \(docs) in \(fmt(round.importSeconds)) s; raw batched ingest \(fmt(round.rawBatchDocsPerSecond, 0))/s")
 
@@ -149,6 +155,8 @@ struct Bench: AsyncParsableCommand {
         try await measureAgents(work: work, results: &results)
         // 10. A pull of one docType of ten beside a pull of all.
         try await measureSelective(work: work, results: &results)
+        // 12. Saves in folders while hundreds of folders pull each other's documents.
+        try await measureBusyFolders(work: work, results: &results)
         // Clock estimators on the same jittered samples.
         results.clock = ClockComparison.run(trials: quick ? 500 : 5_000)
 
@@ -336,53 +344,6 @@ struct Bench: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(50))
         }
         return closedAt.compactMap { id, closed in stored[id].map { Double($0 - closed) / 1e6 } }
-    }
-
-    /// Posts `count` documents to `/api/sync`, `batch` per call and `inFlight` calls at a time, as a
-    /// client of its own that starts from the current cursor, asking for acknowledgements rather
-    /// than its documents back (as the agent does).
-    func syncAll(api: APIClient, count: Int, batch: Int, inFlight: Int, prefix: String = "rawb", client: String = "bench-raw-\(UUID().uuidString)") async throws {
-        let headers = [("X-Docsync-Client", client)]
-        // A cursor past the end: the reply carries the real one, and none of the earlier history.
-        let first = try await api.request("POST", "/api/sync", body: #"{"since":9007199254740991,"documents":[]}"#, headers: headers)
-        guard case .number(let start)? = first.json?.object?["cursor"], var cursor = Int64(start) else {
-            throw ProcessFailure("no cursor in the sync reply: \(first.text)")
-        }
-        let batches = stride(from: 0, to: count, by: batch).map { $0..<min($0 + batch, count) }
-        try await withThrowingTaskGroup(of: Int64.self) { group in
-            var next = 0
-            func add() {
-                let range = batches[next]
-                next += 1
-                let documents = range.map { document($0, prefix: prefix, type: "bench-raw-batch") }.joined(separator: ",")
-                group.addTask { [cursor] in
-                    let reply = try await api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"echo":false,"documents":[\#(documents)]}"#, headers: headers)
-                    guard reply.status == 200, case .number(let after)? = reply.json?.object?["cursor"], let value = Int64(after) else {
-                        throw ProcessFailure("sync refused: \(reply.status) \(reply.text)")
-                    }
-                    return value
-                }
-            }
-            for _ in 0..<min(inFlight, batches.count) { add() }
-            while let after = try await group.next() {
-                cursor = max(cursor, after)
-                if next < batches.count { add() }
-            }
-        }
-    }
-
-    func putAll(api: APIClient, count: Int, concurrency: Int) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var next = 0
-            func add() {
-                let i = next
-                next += 1
-                let body = document(i, prefix: "raw", type: "bench-raw")
-                group.addTask { _ = try await api.request("PUT", "/api/document", body: body) }
-            }
-            for _ in 0..<min(concurrency, count) { add() }
-            while try await group.next() != nil { if next < count { add() } }
-        }
     }
 }
 

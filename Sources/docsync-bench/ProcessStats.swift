@@ -3,6 +3,8 @@ import Foundation
 /// What `/proc` says about a process: CPU time, peak memory, bytes read, wakeups.
 struct ProcessStats {
     var cpuSeconds: Double
+    /// CPU of the children it waited for (`cutime` + `cstime`): git's processes, for instance.
+    var childCPUSeconds = 0.0
     var peakRSSBytes: Int
     /// Bytes the process asked `read(2)` for (`rchar`): files, sockets and the index alike.
     var readBytes: Int
@@ -35,7 +37,8 @@ struct ProcessStats {
               let close = stat.lastIndex(of: ")") else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // After the command name: state is field 3, utime 14 and stime 15 (1-based, whole line).
-        guard fields.count > 13, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        guard fields.count > 15, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        let children = (Double(fields[13]) ?? 0) + (Double(fields[14]) ?? 0)
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let hwm = kibibytes("VmHWM:", in: status) ?? 0
         let io = (try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)) ?? ""
@@ -51,7 +54,9 @@ struct ProcessStats {
                     .flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
             }
         }
-        return ProcessStats(cpuSeconds: (utime + stime) / ticksPerSecond, peakRSSBytes: hwm * 1024, readBytes: rchar, wakeupsByThread: wakeups, cpuNanosByThread: cpu)
+        return ProcessStats(
+            cpuSeconds: (utime + stime) / ticksPerSecond, childCPUSeconds: children / ticksPerSecond, peakRSSBytes: hwm * 1024, readBytes: rchar,
+            wakeupsByThread: wakeups, cpuNanosByThread: cpu)
     }
 }
 

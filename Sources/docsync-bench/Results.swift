@@ -10,8 +10,13 @@ struct ImportRound {
     var serverCPU = 0.0
     var agentRSS = 0
     var rawBatchDocsPerSecond = 0.0
+    /// The raw importer's rate and CPU in the same round (see `Bench+RawImport`).
+    var rawImportDocsPerSecond = Double.nan
+    var rawImportCPU = Double.nan
     /// docsync's import rate over the raw ingest's in the same round.
     var ratio: Double { importDocsPerSecond / rawBatchDocsPerSecond }
+    /// docsync's import rate over the raw importer's in the same round.
+    var importerRatio: Double { importDocsPerSecond / rawImportDocsPerSecond }
 }
 
 /// One round of the pull: the agent's `watch` into an empty folder, and the raw pull beside it.
@@ -35,6 +40,9 @@ struct Results {
     var rawBatchDocsPerSecond: Double { median(\.rawBatchDocsPerSecond) }
     /// The median of each round's ratio: a round's import and raw ingest ran minutes apart at most.
     var rawBatchRatio: Double { median(\.ratio) }
+    var rawImportDocsPerSecond: Double { median(\.rawImportDocsPerSecond) }
+    var rawImportCPU: Double { median(\.rawImportCPU) }
+    var rawImporterRatio: Double { median(\.importerRatio) }
     var latency: [Double] = []
     /// The pull rounds, in order; the table shows their medians (and the highest peak RSS).
     var pullRounds: [PullRound] = []
@@ -47,6 +55,8 @@ struct Results {
     /// The same pull into a git work tree with `--git-commit`, until every change is committed.
     var gitPullSeconds = 0.0
     var gitCommits = 0
+    /// A trickle into 4c's repository: CPU (agent and git) a commit, ms.
+    var gitTrickleCPUms = Double.nan
     var rescanSeconds = 0.0
     var rescanContentBytes = 0
     var rescanReadBytes = 0
@@ -79,6 +89,7 @@ struct Results {
     var kintoImportDocsPerSecond = Double.nan
     var kintoRawDocsPerSecond = Double.nan
     var selective = SelectiveRun()
+    var busy = BusyRun()
 
     func median(_ value: (ImportRound) -> Double) -> Double { percentile(rounds.map(value), 50) }
 
@@ -105,8 +116,10 @@ struct Results {
             | initial import, docs/s (\(docs) docs of ~1 KiB; curl loop on \(baselineDocs)) | \(fmt(importRate, 0)) | \(fmt(baselineImportDocsPerSecond, 0)) | \(fmt(importRate / baselineImportDocsPerSecond))× |
             | server raw ingest, docs/s: batches of 500 through `/api/sync`, 4 in flight (docsync / raw) | \(fmt(rawBatchDocsPerSecond, 0)) | | \(fmt(rawBatchRatio, 2))× |
             | server raw ingest, docs/s: single `PUT /api/document`, 16 in flight (docsync / raw) | \(fmt(rawDocsPerSecond, 0)) | | \(fmt(importRate / rawDocsPerSecond, 2))× |
+            | raw importer, docs/s: the same files read and posted in batches of 500, 4 in flight (docsync / raw importer; its CPU \(fmt(rawImportCPU, 2)) s) | \(fmt(rawImportDocsPerSecond, 0)) | | \(fmt(rawImporterRatio, 2))× |
             | initial import, seconds | \(fmt(importSeconds, 2)) | | |
             | import CPU seconds, agent / server | \(fmt(agentCPU, 2)) / \(fmt(serverCPU, 2)) | | |
+            | import CPU, µs a document: agent / server / raw importer | \(fmt(agentCPU / Double(docs) * 1e6, 1)) / \(fmt(serverCPU / Double(docs) * 1e6, 1)) / \(fmt(rawImportCPU / Double(docs) * 1e6, 1)) | | |
             | agent peak RSS (the highest of the rounds) | \(agentRSS >> 20) MiB | | |
             | save → stored latency p50, ms (\(saves) saves at \(rate)/s) | \(ms(latency, 50)) | \(ms(baselineLatency, 50)) | \(fmt(percentile(latency, 50) / percentile(baselineLatency, 50), 2))× |
             | latency p90, ms | \(ms(latency, 90)) | \(ms(baselineLatency, 90)) | |
@@ -117,7 +130,8 @@ struct Results {
             | pull into an empty folder, docs/s (\(docs) docs; raw: the same pages fetched in-process and written as files) | \(fmt(Double(docs) / pullSeconds, 0)) | | |
             | raw pull, docs/s (docsync / raw\(pullRounds.count > 1 ? ": the median of the rounds' ratios" : "")) | \(fmt(rawPullDocsPerSecond, 0)) | | \(fmt(pullRatio(docs: docs), 2))× |
             | pull: agent CPU seconds / peak RSS | \(fmt(pullAgentCPU, 2)) / \(pullAgentRSS >> 20) MiB | | |
-            | pull with `--git-commit`, docs/s until all committed (\(gitCommits) commits; against the pull alone) | \(fmt(Double(docs) / gitPullSeconds, 0)) | \(fmt(Double(docs) / pullSeconds, 0)) | \(fmt(pullSeconds / gitPullSeconds, 2))× |
+            | pull with `--git-commit`, docs/s until all committed (\(gitCommits) commits; against the pull alone; time with / without) | \(fmt(Double(docs) / gitPullSeconds, 0)) | \(fmt(Double(docs) / pullSeconds, 0)) | \(fmt(gitPullSeconds / pullSeconds, 2))× |
+            | then a trickle, one change a second: CPU of the agent and its git a commit, ms (\(docs) files in the docType's folder) | \(fmt(gitTrickleCPUms, 0)) | | |
             | idle CPU, ms per minute (observed \(idleSeconds) s; per-thread schedstat) | \(fmt(idleCPUmsPerMinute, 2)) | | |
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
             | idle CPU with `--metrics-addr` on, not scraped, ms per minute | \(fmt(idleListeningCPUmsPerMinute, 2)) | | |
@@ -126,7 +140,7 @@ struct Results {
             | attachment throughput, MiB/s | \(fmt(Double(attachmentBytes >> 20) / attachmentSeconds, 0)) | \(fmt(Double(attachmentBytes >> 20) / curlAttachmentSeconds, 0)) | |
             | the same file on to a second, empty folder: pulled, downloaded, flushed, placed, s (`curl -o` + `sync FILE`; curl alone \(fmt(curlDownloadOnlySeconds, 2))) | \(fmt(downloadSeconds, 2)) | \(fmt(curlDownloadSeconds, 2)) | \(fmt(downloadSeconds / curlDownloadSeconds, 2))× |
             | peak RSS while the attachment travels: sending agent / server / receiving agent (a server of its own) | \(attachmentAgentRSS >> 20) MiB / \(serverRSS >> 20) MiB / \(downloadAgentRSS >> 20) MiB | | |
-            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(agentsTable())\(selectiveTable())\(roundsTable(docs: docs))\(pullRoundsTable(docs: docs))
+            | import into Kinto, docs/s (raw: the same records through `/v1/batch`, 25 a call, 4 in flight; docsync / raw) | \(fmt(kintoImportDocsPerSecond, 0)) | raw \(fmt(kintoRawDocsPerSecond, 0)) | \(fmt(kintoImportDocsPerSecond / kintoRawDocsPerSecond, 2))× |\(loadTable())\(agentsTable())\(selectiveTable())\(busyTable())\(roundsTable(docs: docs))\(pullRoundsTable(docs: docs))
 
             ### Clock estimators on the same jittered samples
 
@@ -205,15 +219,15 @@ struct Results {
     func roundsTable(docs: Int) -> String {
         guard rounds.count > 1 else { return "" }
         let rows = rounds.enumerated().map { n, r in
-            "| \(n + 1) | \(fmt(r.importDocsPerSecond, 0)) | \(fmt(r.rawBatchDocsPerSecond, 0)) | \(fmt(r.ratio, 2))× | \(fmt(r.agentCPU, 2)) / \(fmt(r.serverCPU, 2)) | \(r.agentRSS >> 20) MiB |"
+            "| \(n + 1) | \(fmt(r.importDocsPerSecond, 0)) | \(fmt(r.rawBatchDocsPerSecond, 0)) | \(fmt(r.ratio, 2))× | \(fmt(r.rawImportDocsPerSecond, 0)) | \(fmt(r.importerRatio, 2))× | \(fmt(r.agentCPU, 2)) / \(fmt(r.serverCPU, 2)) | \(r.agentRSS >> 20) MiB |"
         }
         return """
 
 
             ### Import rounds (\(docs) documents; each round on servers of its own)
 
-            | round | import, docs/s | raw batched ingest, docs/s | docsync / raw | CPU s, agent / server | agent peak RSS |
-            |---:|---:|---:|---:|---:|---:|
+            | round | import, docs/s | raw batched ingest, docs/s | docsync / raw | raw importer, docs/s | docsync / raw importer | CPU s, agent / server | agent peak RSS |
+            |---:|---:|---:|---:|---:|---:|---:|---:|
             \(rows.joined(separator: "\n"))
             """
     }
