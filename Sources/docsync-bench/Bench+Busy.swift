@@ -88,7 +88,7 @@ extension Results {
 
             ### Saves while \(r.folders) folders of \(r.perFolder) documents pull each other's (one `watch`, no `types:`)
 
-            | saves | made while folders still pulled | save → stored p50 / max, s | every folder started and pushed, s | first, middle and last folder hold every document, s | agent CPU s / peak RSS |
+            | saves | made while folders still pulled | save → stored p50 / max, s | every folder's documents and the saves on the server, s | first, middle and last folder hold every document, s | agent CPU s / peak RSS |
             |---:|---:|---:|---:|---:|---:|
             | \(r.latencies.count) | \(r.whilePulling) | \(p(50)) / \(fmt(r.latencies.max() ?? .nan, 2)) | \(fmt(r.startedSeconds, 1)) | \(fmt(r.convergedSeconds, 1)) | \(fmt(r.agentCPU, 1)) / \(r.peakRSS >> 20) MiB |
             """

@@ -1,0 +1,56 @@
+#!/bin/bash
+# Profiles a pull with --git-commit by git's own trace: the time of each git command the agent
+# ran, summed by command, beside a plain pull of the same documents (BENCHMARKS.md, "Where the
+# time goes"). Usage: scripts/profile-git-pull.sh [DOCS] (default 100000; a release build).
+# Leave a minute after another large run: ext4 makes files slowly for a while after many were
+# deleted (BENCHMARKS.md, "Measurement hazards").
+set -euo pipefail
+N=${1:-100000}
+BIN=${BIN:-$(dirname "$0")/../.build/release/docsync}
+W=$(mktemp -d /tmp/docsync-gitprof-XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
+head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$W/token"
+"$BIN" serve --data "$W/server" --port 0 --token-file "$W/token" --log-level warning > "$W/serve.out" 2> "$W/serve.err" &
+until [ -s "$W/serve.out" ]; do sleep 0.1; done
+URL=$(head -1 "$W/serve.out")
+python3 - "$N" "$URL" "$W/token" <<'PY'
+import json, sys, urllib.request
+n, url, token = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().strip()
+for start in range(0, n, 1000):
+    docs = [{"id": f"d{i}", "docType": "bench", "title": f"document {i}", "body": "x" * 900} for i in range(start, min(n, start + 1000))]
+    body = json.dumps({"documents": docs, "echo": False}).encode()
+    urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"})).read()
+PY
+pull() {  # pull FOLDER [--git-commit]: seconds until every document (and commit) is in
+  local dir=$1 flag=${2:-} t0 done
+  t0=$(date +%s.%N)
+  GIT_TRACE2_EVENT=${TRACE:-} "$BIN" watch "$dir" --endpoint "$URL" --token-file "$W/token" $flag --log-level warning 2> "$dir.err" &
+  local pid=$!
+  while :; do
+    done=$(sqlite3 "file:$dir/.docsync/index.sqlite?mode=ro" \
+      "select (select count(*) from document) >= $N and (select count(*) from git_change) = 0" 2>/dev/null || echo 0)
+    if [ "$done" = 1 ] && { [ -z "$flag" ] || [ -n "$(git -C "$dir" log -1 --format=%H -- bench 2>/dev/null)" ]; }; then break; fi
+    sleep 0.1
+  done
+  echo "$(echo "$(date +%s.%N) - $t0" | bc) s"
+  kill $pid; wait $pid 2>/dev/null || true
+}
+mkdir "$W/plain"; echo "plain pull of $N: $(pull "$W/plain")"
+mkdir "$W/git"; git -C "$W/git" init -q -b main; echo ".docsync/" > "$W/git/.gitignore"
+git -C "$W/git" add .gitignore; git -C "$W/git" -c user.name=p -c user.email=p@localhost commit -qm start
+TRACE="$W/trace.json" && export TRACE
+echo "pull of $N with --git-commit: $(pull "$W/git" --git-commit), $(git -C "$W/git" rev-list --count HEAD) commits"
+python3 - "$W/trace.json" <<'PY'
+import collections, json, sys
+names, total, runs = {}, collections.defaultdict(float), collections.Counter()
+for line in open(sys.argv[1]):
+    event = json.loads(line)
+    if event.get("event") == "start":
+        argv = event["argv"][1:]
+        argv = argv[2:] if argv[:1] == ["-C"] else argv
+        names[event["sid"]] = argv[0] if argv else "?"
+    elif event.get("event") == "exit" and event["sid"] in names:
+        total[names[event["sid"]]] += event["t_abs"]; runs[names[event["sid"]]] += 1
+for name, seconds in sorted(total.items(), key=lambda kv: -kv[1]):
+    print(f"  git {name:14s} {runs[name]:4d} runs {seconds:7.2f} s")
+PY
