@@ -89,7 +89,8 @@ struct GitCommitBuilder: Sendable {
         defer { unlink(scratch) }
         let index = ["GIT_INDEX_FILE": scratch]
         try await repository.git.check(["read-tree", parent ?? "--empty"], extra: index)
-        let parentTree = try await parent.asyncMap { p throws(GitError) in try await repository.git.check(["rev-parse", p + "^{tree}"]).line }
+        var parentTree: String?
+        if let parent { parentTree = try await repository.git.check(["rev-parse", parent + "^{tree}"]).line }
         var commit = parent
         var tree = parentTree ?? ""
         var next = blobs.makeIterator()
@@ -143,7 +144,7 @@ struct GitCommitBuilder: Sendable {
         for entry in plan.entries {
             switch entry {
             case .put(let path, _): out.append(contentsOf: "100644 \(blobs.next() ?? "")\t\(path)".utf8)
-            case .remove(let path): out.append(contentsOf: "0 \(String(repeating: "0", count: 40))\t\(path)".utf8)
+            case .remove(let path): out.append(contentsOf: "\(GitRepository.removedEntry)\t\(path)".utf8)
             }
             out.append(0)
         }
@@ -164,12 +165,4 @@ struct GitCommitBuilder: Sendable {
 extension GitOutput {
     /// The output's first line (a sha, for the plumbing that prints one).
     var line: String { text.split(separator: "\n").first.map(String.init) ?? "" }
-}
-
-extension Optional {
-    /// `map` with an async transform that throws `GitError`.
-    func asyncMap<U>(_ transform: (Wrapped) async throws(GitError) -> U) async throws(GitError) -> U? {
-        guard let value = self else { return nil }
-        return try await transform(value)
-    }
 }

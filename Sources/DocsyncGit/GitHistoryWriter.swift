@@ -101,7 +101,7 @@ public struct GitHistoryWriter: Sendable {
         let staged = try await stagedEntries(index: scratch, paths: Set(changed.keys))
         var lines: [UInt8] = []
         for (path, change) in changed where staged[path] == change.old {
-            let entry = change.new ?? "0 \(String(repeating: "0", count: 40))"
+            let entry = change.new ?? GitRepository.removedEntry
             lines.append(contentsOf: "\(entry)\t\(path)".utf8)
             lines.append(0)
         }

@@ -52,6 +52,9 @@ public struct GitRepository: Sendable {
     /// `path` (relative to the synced folder) as the work tree names it.
     public func treePath(_ path: String) -> String { prefix + path }
 
+    /// The `mode sha` of an `update-index --index-info` record that removes its path.
+    static let removedEntry = "0 " + String(repeating: "0", count: 40)
+
     /// What differs between two commits' trees: path → (entry before, entry after), each
     /// `mode sha` or `nil` (added, removed). One `git diff-tree`, whatever the tree's size.
     func changes(from old: String?, to new: String) async throws(GitError) -> [String: (old: String?, new: String?)] {
