@@ -11,7 +11,7 @@ extension Bench {
     func measureAgents(work: TempFolder, results: inout Results) async throws {
         guard agents > 0 else { return }
         log("agents: \(agents) agents on 2 servers on PostgreSQL, then on 1 server on SQLite")
-        let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try token(work: work)
         let (pgNodes, pgURLs) = try await PostgresCluster.shared().serveNodes(2, work: work, tokenFile: work.file("token"), name: "agents-pg")
         let folders = [try TempFolder("bench-agents-pg"), try TempFolder("bench-agents-sqlite")]
         defer { for f in folders { f.remove() } }

@@ -26,20 +26,14 @@ extension Bench {
         defer { stop(server, data: work.file("serve-busy")) }
         let root = work.file("busy")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        var config = "log_level: warning\nfolders:\n"
-        for f in 0..<count {
-            for i in 0..<perFolder { try write(document(i, prefix: "b\(f)-", type: "busy"), to: "\(root)/f\(f)/mine/d\(i).json") }
-            config += "  - {name: f\(f), path: \(root)/f\(f), endpoint: \"\(api.baseURL)\", token_file: \(work.file("token"))}\n"
-        }
-        try write(config, to: "\(root)/docsync.yaml")
-        sync()
+        let config = try writeFolders(count, of: perFolder, under: root, url: api.baseURL, work: work, sharedType: "busy")
         var run = BusyRun(folders: count, perFolder: perFolder)
         let start = now()
-        let agent = try DocsyncProcess(["watch", "--config", "\(root)/docsync.yaml"], logDirectory: work.path, name: "watch-busy")
+        let agent = try DocsyncProcess(["watch", "--config", config], logDirectory: work.path, name: "watch-busy")
         defer { agent.signal(SIGKILL) }
         for k in 0..<saves {
             let folder = (k * count / saves + 1) % count
-            try await until(agent) { (try? await api.request("GET", "/api/document/b\(folder)-0").status) == 200 }
+            try await until(agent) { (try? await api.request("GET", "/api/document/m\(folder)-0").status) == 200 }
             let pulling = Self.pulledCount(root, folder: count - 1) < count * perFolder - perFolder
             let id = "busy-save-\(k)"
             let saved = now()
@@ -51,7 +45,7 @@ extension Bench {
         try await waitForDocuments(api, atLeast: count * perFolder + saves, process: agent)
         run.startedSeconds = seconds(since: start)
         let everyone = count * perFolder + saves
-        try await until(agent) { [0, count / 2, count - 1].allSatisfy { Self.heldCount(root, folder: $0) >= everyone } }
+        try await until(agent) { [0, count / 2, count - 1].allSatisfy { Self.heldCount(root, folder: $0, own: perFolder) >= everyone } }
         run.convergedSeconds = seconds(since: start)
         let stats = ProcessStats.read(pid: agent.pid)
         (run.peakRSS, run.agentCPU) = (stats?.peakRSSBytes ?? -1, stats?.cpuSeconds ?? .nan)
@@ -72,9 +66,10 @@ extension Bench {
         (try? FileManager.default.contentsOfDirectory(atPath: "\(root)/f\(folder)/busy").count) ?? 0
     }
 
-    /// Every document folder `folder` holds: its own (and the saves made in it) and the pulled.
-    static func heldCount(_ root: String, folder: Int) -> Int {
-        pulledCount(root, folder: folder) + ((try? FileManager.default.contentsOfDirectory(atPath: "\(root)/f\(folder)/mine").count) ?? 0)
+    /// Every document folder `folder` holds: its `own` first documents, the saves made in it
+    /// (under `mine/`) and the pulled.
+    static func heldCount(_ root: String, folder: Int, own: Int) -> Int {
+        own + pulledCount(root, folder: folder) + ((try? FileManager.default.contentsOfDirectory(atPath: "\(root)/f\(folder)/mine").count) ?? 0)
     }
 }
 

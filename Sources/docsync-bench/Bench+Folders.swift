@@ -37,16 +37,10 @@ extension Bench {
         defer { stop(server, data: work.file(name)) }
         let root = work.file("folders\(count)")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        var config = "log_level: warning\nfolders:\n"
-        for f in 0..<count {
-            for i in 0..<perFolder { try write(document(i, prefix: "m\(f)-", type: "t\(f)"), to: "\(root)/f\(f)/g\(i / 100)/d\(i).json") }
-            config += "  - {name: f\(f), path: \(root)/f\(f), endpoint: \"\(api.baseURL)\", token_file: \(work.file("token")), types: [t\(f)]}\n"
-        }
-        try write(config, to: "\(root)/docsync.yaml")
-        sync()
+        let config = try writeFolders(count, of: perFolder, under: root, url: api.baseURL, work: work, sharedType: nil)
         var run = FoldersRun(folders: count, perFolder: perFolder)
         let start = now()
-        let agent = try DocsyncProcess(["watch", "--config", "\(root)/docsync.yaml"], logDirectory: work.path, name: "watch-folders\(count)")
+        let agent = try DocsyncProcess(["watch", "--config", config], logDirectory: work.path, name: "watch-folders\(count)")
         defer { agent.signal(SIGKILL) }
         try await waitForDocuments(api, atLeast: count * perFolder, process: agent)
         run.convergedSeconds = seconds(since: start)
@@ -69,6 +63,23 @@ extension Bench {
         }
         log("folders: \(count) converged in \(fmt(run.convergedSeconds, 1)) s; idle RSS \(run.idleLastRSS >> 20) MiB")
         return run
+    }
+
+    /// `count` folders `f<n>` under `root`, each of `perFolder` documents (`m<n>-<i>`, in folders
+    /// `g<k>/` of 100), and the config of one `watch` over them, flushed to disk; returns its
+    /// path. Each folder holds a docType of its own (`t<n>`) and selects it alone (`types:`), or,
+    /// with `sharedType`, all hold that one and each follows every other.
+    func writeFolders(_ count: Int, of perFolder: Int, under root: String, url: String, work: TempFolder, sharedType: String?) throws -> String {
+        var config = "log_level: warning\nfolders:\n"
+        for f in 0..<count {
+            let type = sharedType ?? "t\(f)"
+            for i in 0..<perFolder { try write(document(i, prefix: "m\(f)-", type: type), to: "\(root)/f\(f)/g\(i / 100)/d\(i).json") }
+            let types = sharedType == nil ? ", types: [\(type)]" : ""
+            config += "  - {name: f\(f), path: \(root)/f\(f), endpoint: \"\(url)\", token_file: \(work.file("token"))\(types)}\n"
+        }
+        try write(config, to: "\(root)/docsync.yaml")
+        sync()
+        return "\(root)/docsync.yaml"
     }
 
     /// Returns once `agent` used under 5 % of a core over 5 s, or after 180 s.

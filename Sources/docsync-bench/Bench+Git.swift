@@ -31,7 +31,7 @@ extension Bench {
     /// each pulled and committed on its own. The agent's CPU and its git children's, in ms a
     /// commit.
     func measureGitTrickle(url: String, folder: String, agent: DocsyncProcess, work: TempFolder) async throws -> Double {
-        let api = APIClient(baseURL: url, token: try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        let api = APIClient(baseURL: url, token: try token(work: work))
         let changes = quick ? 3 : 10
         let commitsBefore = try commitCount(in: folder, work: work)
         try await Task.sleep(for: .seconds(2))

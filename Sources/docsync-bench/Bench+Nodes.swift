@@ -35,7 +35,7 @@ extension Bench {
         guard nodeWrites > 0 else { return }
         log("load: \(nodeWrites) writes over 2 servers on PostgreSQL, then 1 server on SQLite")
         let (pgNodes, pgURLs) = try await PostgresCluster.shared().serveNodes(2, work: work, tokenFile: work.file("token"), name: "pg-node")
-        let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try token(work: work)
         results.postgresLoad = try await loadRun(urls: pgURLs, token: token)
         results.postgresBatchDocsPerSecond = try await batchIngest(urls: pgURLs, token: token)
         for node in pgNodes { await node.stop() }

@@ -162,9 +162,14 @@ extension Bench {
         try? FileManager.default.removeItem(atPath: data)
     }
 
+    /// The token every server of the run accepts (`work/token`).
+    func token(work: TempFolder) throws -> String {
+        try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// A `docsync serve` on an empty data folder of its own, `work/<name>`.
     func freshServer(work: TempFolder, name: String) async throws -> (DocsyncProcess, APIClient) {
-        let token = try String(contentsOfFile: work.file("token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try token(work: work)
         let data = work.file(name)
         try? FileManager.default.removeItem(atPath: data)
         let server = try DocsyncProcess(
