@@ -83,7 +83,7 @@ public actor Agent {
         let context = EndpointContext(
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
             selection: options.selection, folderTypes: { [index] in (try? await index.read { try $0.docTypes() }) ?? [] },
-            sealCounters: IndexSealCounters(index: index), scratchDirectory: root + "/" + Index.stateFolderName)
+            sealCounters: IndexSealCounters(index: index))
         let endpoint = try makeEndpoint(context)
         self.endpoint = endpoint
         let credential = Credential(token: options.token, file: options.tokenFile)

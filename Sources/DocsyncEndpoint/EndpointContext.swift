@@ -20,17 +20,12 @@ public struct EndpointContext: Sendable {
     /// endpoint numbers the versions it seals and refuses one older than it has seen (a server
     /// replaying an old ciphertext).
     public var sealCounters: (any SealCounters)?
-    /// Where an adapter may write a temporary file the size of an attachment (a sealed copy):
-    /// the folder's state directory, on the same disk as the folder, never a RAM-backed /tmp.
-    public var scratchDirectory: String?
 
     public init(
         clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String, selection: TypeSelection = .all,
-        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }, sealCounters: (any SealCounters)? = nil,
-        scratchDirectory: String? = nil
+        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }, sealCounters: (any SealCounters)? = nil
     ) {
         self.sealCounters = sealCounters
-        self.scratchDirectory = scratchDirectory
         self.selection = selection
         self.folderTypes = folderTypes
         self.clientID = clientID

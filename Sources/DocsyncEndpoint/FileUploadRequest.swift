@@ -13,6 +13,9 @@ public struct FileUploadRequest: Sendable {
     public var targetID: String
     public var targetDocType: String
     public var targetProperty: String
+    /// What is sent in place of the file's bytes, made from them as they are read (an encrypted
+    /// folder's seal); `nil`: the bytes themselves.
+    public var encoding: (any UploadEncoding)?
 
     public init(path: String, size: Int64, fileName: String, targetID: String, targetDocType: String, targetProperty: String) {
         self.path = path
@@ -24,6 +27,23 @@ public struct FileUploadRequest: Sendable {
     }
 }
 
+/// Bytes sent instead of a file's own, made from them while the request is sent, so that no
+/// transformed copy of the file is written first.
+public protocol UploadEncoding: Sendable {
+    /// How many bytes are sent for a file of `size` bytes (the request's length is known before).
+    func encodedSize(of size: Int64) -> Int64
+    /// One pass over a file of `size` bytes; a request sent again makes a new one.
+    func encoder(size: Int64) -> any UploadEncoder
+}
+
+/// One pass of an ``UploadEncoding``: the file's bytes go in, in order and in pieces of any size;
+/// what may be sent so far comes out.
+public protocol UploadEncoder: AnyObject {
+    func encode(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) throws
+    /// After the file's last byte: what is still to send. Throws when fewer bytes came than `size`.
+    func finish(into out: inout [UInt8]) throws
+}
+
 /// How far an upload has got, readable from any task while it runs: bytes sent and the SHA-256 of
 /// exactly those bytes (what the server stored, even if the file changed since it was hashed).
 /// (`@unchecked`: both fields are only touched under `lock`.)
@@ -31,8 +51,11 @@ public final class UploadProgress: @unchecked Sendable {
     private let lock = Mutex(())
     private var sent: Int64 = 0
     private var hasher = ContentHasher()
+    /// Whether the bytes are hashed: not when nothing will compare the hash (a sealed file's
+    /// bytes, which the seal itself checks when they come back), a pass of SHA-256 saved.
+    public let hashing: Bool
 
-    public init() {}
+    public init(hashing: Bool = true) { self.hashing = hashing }
 
     public var bytesSent: Int64 { lock.withLock { _ in sent } }
 
@@ -43,7 +66,7 @@ public final class UploadProgress: @unchecked Sendable {
     public func sent(_ bytes: UnsafeRawBufferPointer) {
         lock.withLock { _ in
             sent += Int64(bytes.count)
-            hasher.update(bytes)
+            if hashing { hasher.update(bytes) }
         }
     }
 }

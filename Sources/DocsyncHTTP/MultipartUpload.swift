@@ -6,7 +6,8 @@ import NIOCore
 import Glibc
 #endif
 
-/// A `multipart/form-data` body carrying JSON fields and then one file, streamed from disk.
+/// A `multipart/form-data` body carrying JSON fields and then one file, streamed from disk (and
+/// encoded on the way when the request says so).
 public struct MultipartUpload: Sendable {
     public let body: HTTPClientRequest.Body
     public let contentType: String
@@ -26,8 +27,10 @@ public struct MultipartUpload: Sendable {
         head += "Content-Type: application/octet-stream\r\n\r\n"
         let tail = "\r\n--\(boundary)--\r\n"
         let stream = MultipartFileBody(
-            head: ByteBuffer(string: head), tail: ByteBuffer(string: tail), path: upload.path, size: upload.size, progress: progress)
-        let length = Int64(head.utf8.count) + upload.size + Int64(tail.utf8.count)
+            head: ByteBuffer(string: head), tail: ByteBuffer(string: tail), path: upload.path, size: upload.size,
+            encoding: upload.encoding, progress: progress)
+        let fileLength = upload.encoding?.encodedSize(of: upload.size) ?? upload.size
+        let length = Int64(head.utf8.count) + fileLength + Int64(tail.utf8.count)
         self.body = .stream(stream, length: .known(length))
         self.contentType = "multipart/form-data; boundary=\(boundary)"
         self.extraTime = .seconds(upload.size >> 20)
@@ -35,13 +38,15 @@ public struct MultipartUpload: Sendable {
 }
 
 /// The multipart body of an upload: the head (the target part and the file part's headers), the
-/// file's bytes read 256 KiB at a time, the closing boundary.
+/// file's bytes read 256 KiB at a time (encoded as they are read, if asked), the closing boundary.
+/// `progress` is told of the bytes as they are sent (the encoded ones, when encoded).
 struct MultipartFileBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let head: ByteBuffer
     let tail: ByteBuffer
     let path: String
     let size: Int64
+    let encoding: (any UploadEncoding)?
     let progress: UploadProgress
 
     func makeAsyncIterator() -> Iterator { Iterator(self) }
@@ -51,6 +56,7 @@ struct MultipartFileBody: AsyncSequence, Sendable {
         private var stage = 0
         private var fd: Int32 = -1
         private var remaining: Int64
+        private var encoder: (any UploadEncoder)?
         static let chunkSize = 256 << 10
 
         init(_ body: MultipartFileBody) {
@@ -66,30 +72,62 @@ struct MultipartFileBody: AsyncSequence, Sendable {
                 stage = 1
                 fd = open(body.path, O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else { throw FileReadError(path: body.path, reason: String(cString: strerror(errno))) }
+                encoder = body.encoding?.encoder(size: body.size)
                 return body.head
             case 1 where remaining > 0:
-                var buffer = ByteBufferAllocator().buffer(capacity: Int(Swift.min(Int64(Self.chunkSize), remaining)))
-                let wanted = buffer.capacity
-                let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { raw -> Int in
-                    while true {
-                        let n = read(fd, raw.baseAddress, wanted)
-                        if n < 0 && errno == EINTR { continue }
-                        return n
-                    }
+                let buffer = try readPiece()
+                guard let encoder else {
+                    buffer.withUnsafeReadableBytes { body.progress.sent($0) }
+                    return buffer
                 }
-                if n < 0 { throw FileReadError(path: body.path, reason: String(cString: strerror(errno))) }
-                if n == 0 { throw FileReadError(path: body.path, reason: "the file became shorter while it was being sent") }
-                remaining -= Int64(n)
-                buffer.withUnsafeReadableBytes { body.progress.sent($0) }
-                return buffer
+                return try encoded { out in
+                    try buffer.withUnsafeReadableBytes { try encoder.encode($0, into: &out) }
+                    if remaining == 0 { try encoder.finish(into: &out) }
+                }
             case 1:
                 stage = 2
                 close(fd)
                 fd = -1
-                return body.tail
+                // An empty file read nothing: its encoding is all made now.
+                guard let encoder, body.size == 0 else { return body.tail }
+                var last = try encoded { try encoder.finish(into: &$0) }
+                last.writeImmutableBuffer(body.tail)
+                return last
             default:
                 return nil
             }
+        }
+
+        /// The next piece of the file.
+        private func readPiece() throws -> ByteBuffer {
+            var buffer = ByteBufferAllocator().buffer(capacity: Int(Swift.min(Int64(Self.chunkSize), remaining)))
+            let wanted = buffer.capacity
+            let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { raw -> Int in
+                while true {
+                    let n = read(fd, raw.baseAddress, wanted)
+                    if n < 0 && errno == EINTR { continue }
+                    return n
+                }
+            }
+            if n < 0 { throw FileReadError(path: body.path, reason: String(cString: strerror(errno))) }
+            if n == 0 { throw FileReadError(path: body.path, reason: "the file became shorter while it was being sent") }
+            remaining -= Int64(n)
+            return buffer
+        }
+
+        /// What the encoder makes, as one buffer, counted as sent; its errors name the file.
+        private func encoded(_ make: (inout [UInt8]) throws -> Void) throws -> ByteBuffer {
+            var out: [UInt8] = []
+            out.reserveCapacity(Self.chunkSize + 4096)
+            do {
+                try make(&out)
+            } catch let error as FileReadError {
+                throw error
+            } catch {
+                throw FileReadError(path: body.path, reason: "\(error)")
+            }
+            out.withUnsafeBytes { body.progress.sent($0) }
+            return ByteBuffer(bytes: out)
         }
     }
 }

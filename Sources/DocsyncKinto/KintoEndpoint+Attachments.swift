@@ -41,8 +41,9 @@ extension KintoEndpoint {
         if reply.status == 404 { throw .unavailable("404: \(reply.message)", retryAfter: nil) }
         guard reply.ok else { throw .rejected("\(reply.status): \(reply.message)") }
         guard let stored = reply.json.object?["location"]?.string, !stored.isEmpty else { throw .badReply("no \"location\" in the attachment reply") }
-        // The plugin hashes what it stored: other bytes than were sent are not taken as the file.
-        if let hash = reply.json.object?["hash"]?.string, hash != progress.sha256() {
+        // The plugin hashes what it stored: other bytes than were sent are not taken as the file
+        // (a sealed file's bytes are not hashed here: its seal checks them when they come back).
+        if progress.hashing, let hash = reply.json.object?["hash"]?.string, hash != progress.sha256() {
             throw .badReply("the server stored other bytes than were sent (SHA-256 \(hash.prefix(64)))")
         }
         let url = Self.absolute(stored, base: plugin.baseURL)

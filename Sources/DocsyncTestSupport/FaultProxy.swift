@@ -48,7 +48,7 @@ public final class FaultProxy: Sendable {
         recording.withLock { handle in
             try? handle?.close()
             handle = path.flatMap { path in
-                FileManager.default.createFile(atPath: path, contents: nil)
+                _ = FileManager.default.createFile(atPath: path, contents: nil)
                 return FileHandle(forWritingAtPath: path)
             }
         }

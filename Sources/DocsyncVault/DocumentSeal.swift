@@ -13,9 +13,11 @@ public struct DocumentSeal: Sendable {
     static let prefix = "1."
 
     let keys: VaultKeys
-    /// HKDF's extract step of the data key (no salt), made once: each document's key is then
-    /// one expand of it, the same key `HKDF.deriveKey(inputKeyMaterial:info:)` makes.
-    let pseudoRandomKey: [UInt8]  // bytes, as ``VaultKeys`` keeps its key: `Sendable` everywhere
+    /// HKDF's extract step of the data key (no salt), made once, and an HMAC keyed with it: each
+    /// document's key is one expand of it (HKDF's first block, `HMAC(prk, info ‖ 0x01)`, a copy
+    /// of this HMAC fed the info), the same key `HKDF.deriveKey(inputKeyMaterial:info:)` makes.
+    /// Keying the HMAC and the allocations of `HKDF.expand` were half of sealing's CPU.
+    let keyedMAC: KeyedMAC
     /// What stays in clear beside the envelope: members the endpoint's server writes itself
     /// (``EndpointCapabilities/serverMembers``). Never trusted: the engine reads them only to
     /// find a file, whose content the seal checks.
@@ -23,7 +25,8 @@ public struct DocumentSeal: Sendable {
 
     public init(_ keys: VaultKeys, serverMembers: Set<String> = []) {
         self.keys = keys
-        self.pseudoRandomKey = Array(HKDF<SHA256>.extract(inputKeyMaterial: keys.dataKey, salt: [UInt8]()))
+        let pseudoRandomKey = HKDF<SHA256>.extract(inputKeyMaterial: keys.dataKey, salt: [UInt8]())
+        self.keyedMAC = KeyedMAC(mac: HMAC<SHA256>(key: SymmetricKey(data: pseudoRandomKey)))
         self.clear = Self.envelope.union(serverMembers)
     }
 
@@ -66,7 +69,20 @@ public struct DocumentSeal: Sendable {
 
     /// The key of the document whose associated data (HKDF's info) is `bound`.
     func documentKey(_ bound: Data) -> SymmetricKey {
-        HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: bound, outputByteCount: 32)
+        var mac = keyedMAC.mac
+        mac.update(data: bound)
+        mac.update(data: Self.firstBlock)
+        return SymmetricKey(data: mac.finalize())
+    }
+
+    /// HKDF's counter byte of its first output block.
+    static let firstBlock = Data([1])
+
+    /// An HMAC keyed once and only ever copied: its hashers copy their state before they are
+    /// written (copy on write, as swift-crypto's digests do), so copies made on many threads at
+    /// once never write into this one. (`HMAC` is generic over its hash, so not `Sendable`.)
+    struct KeyedMAC: @unchecked Sendable {
+        let mac: HMAC<SHA256>
     }
 
     static func associatedData(id: String, docType: String) -> Data { Data("docsync-doc-v1\u{0}\(docType)\u{0}\(id)".utf8) }

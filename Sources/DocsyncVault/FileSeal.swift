@@ -26,34 +26,6 @@ struct FileSeal: Sendable {
         return try! ChaChaPoly.Nonce(data: bytes)  // twelve bytes: always a nonce
     }
 
-    /// Seals `size` bytes of the file at `path` into a new file at `out`; `read` is told of each
-    /// chunk of the plain file as it is read (the upload's progress and hash). Returns the file's
-    /// id (hex), which its document names (sealed) so that no other sealed file passes for it.
-    @discardableResult
-    func seal(path: String, size: Int64, into out: String, read: (UnsafeRawBufferPointer) -> Void) throws -> String {
-        guard let input = FileHandle(forReadingAtPath: path) else { throw SealError("cannot read \(path)") }
-        defer { try? input.close() }
-        guard FileManager.default.createFile(atPath: out, contents: nil), let output = FileHandle(forWritingAtPath: out) else {
-            throw SealError("cannot write \(out)")
-        }
-        defer { try? output.close() }
-        let header = Self.magic + (0..<32).map { _ in UInt8.random(in: 0...255) }
-        let key = fileKey(header[4...])
-        try output.write(contentsOf: Data(header))
-        var left = size
-        var index: UInt64 = 0
-        repeat {
-            let piece = try input.read(upToCount: Int(min(Int64(Self.chunk), left))) ?? Data()
-            guard Int64(piece.count) == min(Int64(Self.chunk), left) else { throw SealError("\(path) is shorter than when it was hashed") }
-            piece.withUnsafeBytes(read)
-            left -= Int64(piece.count)
-            let box = try ChaChaPoly.seal(piece, using: key, nonce: Self.nonce(index, last: left == 0), authenticating: Data(header))
-            try output.write(contentsOf: box.ciphertext + box.tag)
-            index += 1
-        } while left > 0
-        return Self.hex(header[4...])
-    }
-
     static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
     /// Opens a sealed file as it streams in, handing each chunk's plain bytes on.
@@ -62,6 +34,7 @@ struct FileSeal: Sendable {
         /// The file id its document names; `nil`: any (a test of the seal alone).
         var expected: String? = nil
         var header: [UInt8] = []
+        var associated = Data()
         var key: SymmetricKey?
         var pending: [UInt8] = []
         var index: UInt64 = 0
@@ -78,27 +51,38 @@ struct FileSeal: Sendable {
                         throw SealError("it is another sealed file than its document names (moved from another document)")
                     }
                     key = seal.fileKey(header[4...])
+                    associated = Data(header)
                 }
             }
-            pending += bytes
-            // A full chunk with more after it is not the last one.
-            while pending.count > FileSeal.sealedChunk {
-                try open(Array(pending.prefix(FileSeal.sealedChunk)), last: false, sink)
-                pending.removeFirst(FileSeal.sealedChunk)
+            // A full chunk with more after it is not the last one. A chunk wholly inside `bytes`
+            // is opened where it lies; only a chunk split across pieces is gathered in `pending`.
+            if !pending.isEmpty {
+                let take = min(bytes.count, FileSeal.sealedChunk - pending.count)
+                pending += bytes.prefix(take)
+                bytes = bytes.dropFirst(take)
+                guard pending.count == FileSeal.sealedChunk, !bytes.isEmpty else { return }
+                try open(pending[...], last: false, sink)
+                pending.removeAll(keepingCapacity: true)
             }
+            while bytes.count > FileSeal.sealedChunk {
+                try open(UnsafeRawBufferPointer(rebasing: bytes.prefix(FileSeal.sealedChunk)), last: false, sink)
+                bytes = bytes.dropFirst(FileSeal.sealedChunk)
+            }
+            pending += bytes
         }
 
         mutating func finish(_ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
             guard header.count == FileSeal.headerSize, pending.count >= 16 else { throw SealError("it ends before its last chunk (cut short)") }
-            try open(pending, last: true, sink)
+            try open(pending[...], last: true, sink)
             pending = []
         }
 
-        private mutating func open(_ sealed: [UInt8], last: Bool, _ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        private mutating func open<Bytes: DataProtocol>(_ sealed: Bytes, last: Bool, _ sink: (UnsafeRawBufferPointer) throws -> Void) throws
+        where Bytes.SubSequence: DataProtocol {
             guard let key else { throw SealError("no header") }
             do {
                 let box = try ChaChaPoly.SealedBox(nonce: FileSeal.nonce(index, last: last), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
-                let plain = try ChaChaPoly.open(box, using: key, authenticating: Data(header))
+                let plain = try ChaChaPoly.open(box, using: key, authenticating: associated)
                 try plain.withUnsafeBytes(sink)
             } catch let error as SealError {
                 throw error

@@ -3,7 +3,7 @@ import DocsyncEndpoint
 import DocsyncModel
 import Foundation
 
-/// Files of an encrypted folder: sealed in chunks before they are uploaded (``FileSeal``), under a
+/// Files of an encrypted folder: sealed in chunks as they are uploaded (``FileSeal``), under a
 /// name that says nothing of them (`sealed`), into a property whose name says nothing either (the
 /// server sets it in clear beside the sealed content; the next sealed write replaces it); opened as
 /// they stream in. The file's extension travels inside the sealed document, in the URL's fragment,
@@ -19,20 +19,17 @@ extension SealedEndpoint {
     }
 
     public func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject {
-        let temporary = (scratchDirectory ?? NSTemporaryDirectory()) + "/sealing-\(UUID().uuidString).tmp"
-        defer { unlink(temporary) }
-        let fileID: String
-        do {
-            fileID = try FileSeal(keys: seal.keys).seal(path: request.path, size: request.size, into: temporary) { progress.sent($0) }
-        } catch {
-            throw .localFile("sealing \(request.path): \(error)")
-        }
-        let size = (try? FileManager.default.attributesOfItem(atPath: temporary)[.size] as? Int64) ?? 0
+        // Sealed while it is sent: no sealed copy of the file is written anywhere. The agent's
+        // progress counts and hashes the file's own bytes; the adapter's counts the sealed ones it
+        // sent, unhashed (the seal's tags check them when they come back).
+        let sealing = FileSeal.Upload(seal: FileSeal(keys: seal.keys), plain: progress)
         let property = opaque(request.targetProperty)
-        let sealed = FileUploadRequest(
-            path: temporary, size: size, fileName: Self.sealedName, targetID: request.targetID, targetDocType: request.targetDocType,
-            targetProperty: property)
-        let stored = try await inner.upload(sealed, progress: UploadProgress())
+        var sealed = request
+        sealed.fileName = Self.sealedName
+        sealed.targetProperty = property
+        sealed.encoding = sealing
+        let stored = try await inner.upload(sealed, progress: UploadProgress(hashing: false))
+        guard let fileID = sealing.fileID else { throw .badReply("the upload was answered before its file was sent") }
         guard let url = stored[property]?.string else { throw .badReply("the upload's reply names no URL for the sealed file") }
         guard var document = await open([stored]).opened.first else { throw .badReply("the upload's reply cannot be opened") }
         let fragment = Fragment(fileID: fileID, fileExtension: RemoteFile.safeExtension(of: Substring(request.fileName)))

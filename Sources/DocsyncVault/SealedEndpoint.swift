@@ -14,17 +14,14 @@ public final class SealedEndpoint: DocumentEndpoint {
     let inner: any DocumentEndpoint
     let seal: DocumentSeal
     let counters: any SealCounters
-    /// Where a file is sealed before it is uploaded (see ``EndpointContext/scratchDirectory``).
-    let scratchDirectory: String?
 
-    /// `inner` sealed with `keys`; the counters and the scratch directory are the folder's
+    /// `inner` sealed with `keys`; the counters are the folder's
     /// (``EndpointContext``). A context without counters (a one-off tool) numbers every version 1
     /// and catches no replay.
     public init(_ inner: any DocumentEndpoint, keys: VaultKeys, context: EndpointContext) {
         self.inner = inner
         self.seal = DocumentSeal(keys, serverMembers: inner.capabilities.serverMembers)
         self.counters = context.sealCounters ?? UncountedSeals()
-        self.scratchDirectory = context.scratchDirectory
     }
 
     public var location: String { inner.location }

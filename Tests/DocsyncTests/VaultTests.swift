@@ -31,13 +31,28 @@ import Testing
     }
 
     /// Each document's key is HKDF-SHA256 of the data key with the associated data as info: made
-    /// from the extract step kept once (for speed), it must stay the very key a plain
-    /// `HKDF.deriveKey` makes, or every folder sealed before would stop opening.
-    @Test func aDocumentsKeyIsHKDFOfTheDataKeyWithItsAssociatedData() {
+    /// from an HMAC keyed once (for speed) and copied for each document, it must stay the very key
+    /// a plain `HKDF.deriveKey` makes, or every folder sealed before would stop opening; and no
+    /// copy may write into the one kept (keys made one after another and on many threads at once).
+    @Test func aDocumentsKeyIsHKDFOfTheDataKeyWithItsAssociatedData() async {
         let bound = DocumentSeal.associatedData(id: "n1", docType: "note")
         let plain = HKDF<SHA256>.deriveKey(inputKeyMaterial: Self.made.keys.dataKey, info: bound, outputByteCount: 32)
         #expect(seal.documentKey(bound) == plain)
         #expect(seal.documentKey(DocumentSeal.associatedData(id: "n2", docType: "note")) != plain)
+        let (seal, keys) = (self.seal, Self.made.keys)
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    (0..<200).filter { i in
+                        let info = DocumentSeal.associatedData(id: "d\(task)-\(i)", docType: "t\(i % 3)")
+                        return seal.documentKey(info) != HKDF<SHA256>.deriveKey(inputKeyMaterial: keys.dataKey, info: info, outputByteCount: 32)
+                    }.count
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+        #expect(seal.documentKey(bound) == plain)
     }
 
     @Test func aFlippedByteAnotherDocumentsOrDocTypesCiphertextAndAnotherKeyAreRefused() throws {
@@ -141,27 +156,54 @@ import Testing
     }
 
     @Test(arguments: [0, 1, FileSeal.chunk - 1, FileSeal.chunk, FileSeal.chunk + 1, 3 * FileSeal.chunk + 17])
-    func aFileSealedInChunksOpensWhateverPiecesItArrivesIn(size: Int) throws {
-        let folder = try TempFolder("vault-file")
-        defer { folder.remove() }
+    func aFileSealedInChunksOpensWhateverPiecesItIsSealedAndArrivesIn(size: Int) throws {
         let plain = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
-        try Data(plain).write(to: URL(fileURLWithPath: folder.file("plain")))
-        let fileSeal = FileSeal(keys: Self.made.keys)
-        try fileSeal.seal(path: folder.file("plain"), size: Int64(size), into: folder.file("sealed")) { _ in }
-        let sealed = Array(try Data(contentsOf: URL(fileURLWithPath: folder.file("sealed"))))
-        #expect(sealed.count == FileSeal.headerSize + size + 16 * max(1, (size + FileSeal.chunk - 1) / FileSeal.chunk))
-        for piece in [1, 4096, 70_000, sealed.count] {
-            #expect(try open(sealed, pieces: piece) == plain, "in pieces of \(piece)")
+        for sealPieces in [1, 4096, 70_000, 256 << 10, max(1, size)] {
+            let sealed = try seal(plain, pieces: sealPieces).bytes
+            #expect(Int64(sealed.count) == FileSeal.sealedSize(of: Int64(size)))
+            #expect(sealed.count == FileSeal.headerSize + size + 16 * max(1, (size + FileSeal.chunk - 1) / FileSeal.chunk))
+            for piece in [1, 4096, 70_000, sealed.count] {
+                #expect(try open(sealed, pieces: piece) == plain, "sealed in pieces of \(sealPieces), opened in \(piece)")
+            }
         }
     }
 
+    @Test func aFileThatGrewOrShrankSinceItWasHashedIsNotSealed() throws {
+        let sealer = FileSeal.Sealer(seal: FileSeal(keys: Self.made.keys), size: 10)
+        var out: [UInt8] = []
+        #expect(throws: SealError.self) { try [UInt8](repeating: 1, count: 11).withUnsafeBytes { try sealer.encode($0, into: &out) } }
+        let short = FileSeal.Sealer(seal: FileSeal(keys: Self.made.keys), size: 10)
+        try [UInt8](repeating: 1, count: 9).withUnsafeBytes { try short.encode($0, into: &out) }
+        #expect(throws: SealError.self) { try short.finish(into: &out) }
+    }
+
+    @Test func everyPassOverAFileTakesAFreshFileID() {
+        // A request sent again seals again: never the same chunks under the same key and nonce.
+        let upload = FileSeal.Upload(seal: FileSeal(keys: Self.made.keys))
+        let first = (upload.encoder(size: 5) as! FileSeal.Sealer).fileID
+        let second = (upload.encoder(size: 5) as! FileSeal.Sealer).fileID
+        #expect(first != second)
+        #expect(upload.fileID == second)
+    }
+
+    /// `plain` sealed as an upload seals it, handed over in pieces of `pieces` bytes.
+    func seal(_ plain: [UInt8], pieces: Int) throws -> (bytes: [UInt8], fileID: String) {
+        let sealer = FileSeal.Sealer(seal: FileSeal(keys: Self.made.keys), size: Int64(plain.count))
+        var out: [UInt8] = []
+        var start = 0
+        while start < plain.count {
+            let end = min(plain.count, start + pieces)
+            try plain[start..<end].withUnsafeBytes { try sealer.encode($0, into: &out) }
+            start = end
+        }
+        try sealer.finish(into: &out)
+        return (out, sealer.fileID)
+    }
+
     @Test func aFileCutShortReorderedChangedOrUnderAnotherKeyDoesNotOpen() throws {
-        let folder = try TempFolder("vault-file-tamper")
-        defer { folder.remove() }
         let size = 3 * FileSeal.chunk + 5
-        try Data(repeating: 7, count: size).write(to: URL(fileURLWithPath: folder.file("plain")))
-        try FileSeal(keys: Self.made.keys).seal(path: folder.file("plain"), size: Int64(size), into: folder.file("sealed")) { _ in }
-        let sealed = Array(try Data(contentsOf: URL(fileURLWithPath: folder.file("sealed"))))
+        let plain = [UInt8](repeating: 7, count: size)
+        let sealed = try seal(plain, pieces: 4096).bytes
         let (h, c) = (FileSeal.headerSize, FileSeal.sealedChunk)
         var flipped = sealed
         flipped[h + c + 3] ^= 1
@@ -174,9 +216,9 @@ import Testing
         let other = try VaultKeys.create(passphrase: "another passphrase", cost: Self.cheap).keys
         #expect(throws: SealError.self) { _ = try open(sealed, pieces: 4096, keys: other) }
         // Another file of the same folder, named by this document: its id is not the one named.
-        let firstID = try FileSeal(keys: Self.made.keys).seal(path: folder.file("plain"), size: Int64(size), into: folder.file("first")) { _ in }
-        #expect(throws: SealError.self) { _ = try open(sealed, pieces: 4096, expected: firstID) }
-        let own = try open(Array(try Data(contentsOf: URL(fileURLWithPath: folder.file("first")))), pieces: 4096, expected: firstID)
+        let first = try seal(plain, pieces: 4096)
+        #expect(throws: SealError.self) { _ = try open(sealed, pieces: 4096, expected: first.fileID) }
+        let own = try open(first.bytes, pieces: 4096, expected: first.fileID)
         #expect(own.count == size)
     }
 
