@@ -80,16 +80,13 @@ struct MultipartFileBody: AsyncSequence, Sendable {
                     buffer.withUnsafeReadableBytes { body.progress.sent($0) }
                     return buffer
                 }
-                return try encoded { out in
-                    try buffer.withUnsafeReadableBytes { try encoder.encode($0, into: &out) }
-                    if remaining == 0 { try encoder.finish(into: &out) }
-                }
+                return try encoded { out in try buffer.withUnsafeReadableBytes { try encoder.encode($0, into: &out) } }
             case 1:
                 stage = 2
                 close(fd)
                 fd = -1
-                // An empty file read nothing: its encoding is all made now.
-                guard let encoder, body.size == 0 else { return body.tail }
+                // What the encoding still holds (all of it, for an empty file) goes before the tail.
+                guard let encoder else { return body.tail }
                 var last = try encoded { try encoder.finish(into: &$0) }
                 last.writeImmutableBuffer(body.tail)
                 return last

@@ -37,10 +37,7 @@ extension FileSeal {
         var fileID: String { FileSeal.hex(header[4...]) }
 
         func encode(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) throws {
-            if !started {
-                out += header
-                started = true
-            }
+            begin(&out)
             guard Int64(pending.count + bytes.count) <= left else { throw SealError("the file is longer than when it was hashed") }
             plain?.sent(bytes)
             var rest = bytes[...]
@@ -62,13 +59,17 @@ extension FileSeal {
         }
 
         func finish(into out: inout [UInt8]) throws {
-            if !started {
-                out += header
-                started = true
-            }
+            begin(&out)
             guard left == 0, pending.isEmpty else { throw SealError("the file is shorter than when it was hashed") }
             // An empty file is sealed as one empty last chunk.
             if index == 0 { try sealChunk([UInt8]()[...], into: &out) }
+        }
+
+        /// The header goes first, once, before anything else of the pass.
+        private func begin(_ out: inout [UInt8]) {
+            guard !started else { return }
+            out += header
+            started = true
         }
 
         /// The bytes the next chunk takes: a whole one, or what is left of the file.
