@@ -42,6 +42,11 @@ actor GitCommitter: Worker {
     private var writer: GitHistoryWriter?
     /// The last reason given for holding commits back, said once until it changes.
     private var held: String?
+    /// Since when the user's git commands have held every commit back (``patience``).
+    private var contendedSince: ContinuousClock.Instant?
+    /// How long commits wait for a gap between the user's git commands before they are made
+    /// under git's locks, taken first (``GitHistoryWriter/commit(_:insist:)``).
+    static let patience: Duration = .seconds(5)
     static let batchLimit = 20_000
 
     init(root: String, index: Index, options: GitHistoryOptions, logger: Logger, signal: WakeSignal) {
@@ -78,10 +83,18 @@ actor GitCommitter: Worker {
             guard !changes.isEmpty else { return .idle(nil) }
             let planned = Self.groups(changes).compactMap { plan($0, in: writer.repository) }
             var outcome = GitHistoryWriter.Outcome.nothingToCommit
-            if !planned.isEmpty { outcome = try await writer.commit(planned) }
-            if case .held(let why) = outcome {
+            if !planned.isEmpty { outcome = try await writer.commit(planned, insist: insisting()) }
+            switch outcome {
+            case .held(let why):
+                contendedSince = nil
                 await hold(why)
                 return .idle(.seconds(1))
+            case .contended(let why):
+                contendedSince = contendedSince ?? .now
+                await hold(why)
+                return .idle(.milliseconds(200))
+            case .committed, .nothingToCommit:
+                contendedSince = nil
             }
             try await settle(changes, outcome: outcome, commits: planned.count)
             await hold(nil)
@@ -91,6 +104,14 @@ actor GitCommitter: Worker {
             self.writer = nil
             return .idle(.seconds(10))
         }
+    }
+
+    /// Whether the user's commands have held commits back longer than ``patience`` (said in the
+    /// log each time: a command of theirs may meet docsync's locks).
+    private func insisting() -> Bool {
+        guard let since = contendedSince, ContinuousClock.now - since > Self.patience else { return false }
+        logger.notice("committing under git's locks: the user's git commands left no gap", metadata: ["git.held_ms": "\((ContinuousClock.now - since).components.seconds * 1000)"])
+        return true
     }
 
     private func located() async throws -> GitHistoryWriter {

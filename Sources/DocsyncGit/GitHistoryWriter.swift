@@ -13,8 +13,11 @@ public struct GitHistoryWriter: Sendable {
         case committed(String)
         /// Every file of the plan is in the branch as it is already.
         case nothingToCommit
-        /// Not now, and why (a rebase in progress, a detached HEAD, a lock held).
+        /// Not now, and why (a rebase in progress, a detached HEAD).
         case held(String)
+        /// Not now: the user's git commands kept running, or kept changing the branch or the
+        /// index, through every attempt (and why). Made under git's locks when insisted on.
+        case contended(String)
     }
 
     public let repository: GitRepository
@@ -27,11 +30,16 @@ public struct GitHistoryWriter: Sendable {
         self.target = target
     }
 
-    /// Makes `plans` as commits, one on the other, in one step: the branch moves once.
-    public func commit(_ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
+    /// Makes `plans` as commits, one on the other, in one step: the branch moves once. With
+    /// `insist` (commits held back by the user's commands for long), a commit on the checked-out
+    /// branch that finds no gap between them is made under git's locks, taken first.
+    public func commit(_ plan: [GitCommitPlan], insist: Bool = false) async throws(GitError) -> Outcome {
         switch target {
-        case .branch(let name): try await commitOnBranch("refs/heads/" + name, plan)
-        case .checkedOut: try await commitOnCheckedOut(plan)
+        case .branch(let name): return try await commitOnBranch("refs/heads/" + name, plan)
+        case .checkedOut:
+            let outcome = try await commitOnCheckedOut(plan)
+            guard insist, case .contended = outcome else { return outcome }
+            return try await commitUnderLocks(plan)
         }
     }
 
@@ -51,7 +59,7 @@ public struct GitHistoryWriter: Sendable {
             let moved = try await repository.git.run(["update-ref", "-m", "docsync: pulled changes", ref, built.commit, old ?? ""])
             if moved.status == 0 { return .committed(built.commit) }
         }
-        return .held("\(ref) keeps moving while docsync commits to it")
+        return .contended("\(ref) keeps moving while docsync commits to it")
     }
 
     private func commitOnCheckedOut(_ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
@@ -83,8 +91,40 @@ public struct GitHistoryWriter: Sendable {
                 try? await Task.sleep(for: .milliseconds(50))
             }
         }
-        return .held(busy)
+        return .contended(busy)
     }
+
+    /// The commit made with both of git's locks held from the start, at a moment no git command
+    /// of the user's runs (waited for up to ``quietWait``): nothing can move the branch or the
+    /// index under it, and a command of the user's started before it is done meets the locks
+    /// and fails, as it would beside any other git command. The locks are held for the few
+    /// processes that make the commit; commits held back by ``HeadSwap/swap(_:)`` come here only
+    /// after a while (`GitCommitter`), so a user's steady loop of commands cannot hold the pulled
+    /// changes back for ever.
+    private func commitUnderLocks(_ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
+        if let operation = repository.operationInProgress() { return .held("\(operation) is in progress") }
+        guard let ref = try await repository.checkedOutBranch() else { return .held("HEAD is detached (no branch to commit to)") }
+        let quietBy = ContinuousClock.now + Self.quietWait
+        while GitActivity.running(in: repository.workTree) && ContinuousClock.now < quietBy {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        guard let held = try HeadSwap.Held.take(gitDir: repository.gitDir, commonDir: repository.commonDir, ref: ref) else {
+            return .contended("a git command of the user's holds the index's or the branch's lock")
+        }
+        defer { held.release() }
+        let old = HeadSwap.currentValue(of: ref, commonDir: repository.commonDir)
+        let built = try await GitCommitBuilder(repository: repository).build(plan, parent: old)
+        if built.tree == built.parentTree { return .nothingToCommit }
+        let (_, after) = try await followingIndex(old: old, new: built.commit)
+        try held.commit(HeadSwap.Plan(
+            gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: built.commit,
+            indexBefore: nil, indexAfter: after, reflog: "docsync: pulled changes"))
+        return .committed(built.commit)
+    }
+
+    /// How long a commit under the locks waits for a moment no git command runs (a pager's
+    /// `git log` left open runs for hours: it takes no lock, and the commit goes ahead).
+    static let quietWait: Duration = .seconds(2)
 
     /// The user's index as it is, and as it is to be once the branch holds the new commit: each
     /// committed path whose entry the user left as the old commit had it takes the new commit's

@@ -45,6 +45,41 @@ enum HeadSwap {
         return .done
     }
 
+    /// Both locks, taken empty before the commit is made and held while it is: the last resort
+    /// when the user's commands leave no gap for ``swap(_:)`` (see ``GitHistoryWriter``). A
+    /// command of the user's started meanwhile meets them, as it would meet another git command.
+    struct Held {
+        let index: LockFile
+        let ref: LockFile
+
+        /// `nil` when either is held by someone else.
+        static func take(gitDir: String, commonDir: String, ref: String) throws(GitError) -> Held? {
+            guard let index = try LockFile(taking: gitDir + "/index") else { return nil }
+            let refPath = commonDir + "/" + ref
+            try? FileManager.default.createDirectory(atPath: (refPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            guard let refLock = try LockFile(taking: refPath) else {
+                index.release()
+                return nil
+            }
+            return Held(index: index, ref: refLock)
+        }
+
+        /// Writes the plan's branch and index into the locks and puts them in place (the branch
+        /// first, as ``swap(_:)`` does).
+        func commit(_ plan: Plan) throws(GitError) {
+            try ref.fill(Array((plan.new + "\n").utf8))
+            try index.fill(plan.indexAfter)
+            try ref.commit()
+            try index.commit()
+            HeadSwap.appendReflog(plan)
+        }
+
+        func release() {
+            ref.release()
+            index.release()
+        }
+    }
+
     /// The commit a branch points at: its loose file, else its line in `packed-refs`.
     static func currentValue(of ref: String, commonDir: String) -> String? {
         if let loose = try? String(contentsOfFile: commonDir + "/" + ref, encoding: .utf8) {
@@ -57,7 +92,7 @@ enum HeadSwap {
         return nil
     }
 
-    private static func appendReflog(_ plan: Plan) {
+    fileprivate static func appendReflog(_ plan: Plan) {
         let zeros = String(repeating: "0", count: plan.new.count)
         let line = "\(plan.old ?? zeros) \(plan.new) docsync <docsync@localhost> \(Int(Date().timeIntervalSince1970)) +0000\t\(plan.reflog)\n"
         for log in [plan.commonDir + "/logs/" + plan.ref, plan.gitDir + "/logs/HEAD"] {
@@ -117,6 +152,26 @@ final class LockFile {
         guard written == content.count else { throw GitError("cannot write \(staged): \(String(cString: strerror(errno)))") }
         guard link(staged, path) == 0 else { return nil }
         held = true
+    }
+
+    /// Takes the lock on `target` empty (`O_EXCL`), to be filled later; `nil` when someone else
+    /// holds it.
+    init?(taking target: String) throws(GitError) {
+        path = target + ".lock"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 && errno == EEXIST { return nil }
+        guard fd >= 0 else { throw GitError("cannot create \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+        held = true
+    }
+
+    /// Writes `content` into the lock taken empty.
+    func fill(_ content: [UInt8]) throws(GitError) {
+        let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard fd >= 0 else { throw GitError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        let written = content.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == content.count else { throw GitError("cannot write \(path): \(String(cString: strerror(errno)))") }
     }
 
     func commit() throws(GitError) {

@@ -193,8 +193,9 @@ extension HeavySuites {
     }
 
     /// The user's own git commands run throughout (a file of their own added and committed, over
-    /// and over): none finds a lock of docsync's, and every pulled change is committed by docsync.
-    @Test func theUsersOwnGitCommandsRunningThroughoutNeverMeetALock() async throws {
+    /// and over): none finds a lock of docsync's unless they leave docsync no gap for long, and
+    /// every pulled change is committed by docsync while they run.
+    @Test func theUsersOwnGitCommandsRunningThroughoutMeetALockOnlyWhenTheyLeaveNoGap() async throws {
         let rig = try await Rig(target: .checkedOut)
         defer { Task { await rig.finish() } }
         let repo = rig.repo.path
@@ -239,8 +240,13 @@ extension HeavySuites {
         // and holds them for microseconds; a command started during that look can still meet
         // them, rarely (docs/GIT.md). One meeting in a run is that gap; more is a regression
         // (locks held across a process or an fsync fail dozens of rounds).
-        print("git lock meetings: \(failures.count) of \(rounds) rounds \(failures)")
-        #expect(failures.count <= 1, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
+        // On a loaded machine the user's loop can leave docsync no gap at all; after a while
+        // (GitCommitter.patience) it commits under git's locks, held for the commit's few
+        // processes, which the user's commands started meanwhile meet: that trade is said in the
+        // log. Measured on two cores under four busy loops: 6 meetings over 3 such commits.
+        let insisted = rig.agentB.logs.count(containing: "committing under git's locks")
+        print("git lock meetings: \(failures.count) of \(rounds) rounds, \(insisted) commits under the locks \(failures)")
+        #expect(failures.count <= 1 + 3 * insisted, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
         // docsync committed among the user's commands, not only before or after them: one of its
         // commits has the user's on both sides. (How many it makes depends on the machine's load:
         // the busier, the more changes each commit gathers.)
@@ -250,6 +256,33 @@ extension HeavySuites {
         let among = byDocsync.indices.contains { i in byDocsync[i] && byDocsync[..<i].contains(false) && byDocsync[(i + 1)...].contains(false) }
         #expect(among, "docsync's commits among the user's (newest first): \(byDocsync), \(rounds) rounds")
         #expect(await eventually { (try? git(["status", "--porcelain"], in: repo))?.isEmpty == true }, "\((try? git(["status"], in: repo)) ?? "")")
+    }
+
+    /// A git command of the user's that runs for long (a `git log` left open in its pager; here
+    /// `git cat-file --batch` waiting for its input) holds commits back only for a while: they
+    /// are then made under git's locks, which such a command does not take.
+    @Test func aLongRunningGitCommandOfTheUsersHoldsCommitsBackOnlyForAWhile() async throws {
+        let rig = try await Rig(target: .checkedOut)
+        defer { Task { await rig.finish() } }
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        reader.arguments = ["git", "cat-file", "--batch"]
+        reader.currentDirectoryURL = URL(fileURLWithPath: rig.repo.path)
+        let input = Pipe()
+        reader.standardInput = input
+        reader.standardOutput = FileHandle.nullDevice
+        try reader.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            reader.waitUntilExit()
+        }
+        try rig.a.write("note/x.json", #"{"id":"x","title":"first"}"#)
+        #expect(await eventually { (try? rig.repo.read("note/x.json")) != nil })
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.repo.path))?.text(now: 0).contains("git command") == true }, "held back while it runs")
+        #expect(await eventually(timeout: .seconds(30)) { (try? rig.log().first)?.contains("note/x: new") == true }, "\(rig.agentB.logs.all.suffix(6))")
+        #expect(reader.isRunning, "the user's command is left alone")
+        #expect(rig.agentB.logs.count(containing: "committing under git's locks") >= 1, "said in the log")
+        #expect(try git(["status", "--porcelain"], in: rig.repo.path).isEmpty, "the user's index follows the commit")
     }
 
     /// Trust finding (fourth round, 4): a user's `git add -A; git commit` loop beside
