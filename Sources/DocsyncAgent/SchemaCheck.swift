@@ -69,12 +69,15 @@ struct SchemaCheck: Sendable {
         var failing = 0
         while true {
             let page = try await index.read { [after] tx in try tx.liveDocuments(ofType: docType, after: after, limit: Self.pageSize) }
-            let verdicts: [(path: String, id: String, errors: [SchemaViolation])] = page.compactMap { document in
-                guard let path = document.path, let object = (try? JSONParser.parse(document.body))?.object else { return nil }
-                return (path, document.id, schemas.violations(of: object, docType: docType) ?? [])
+            var verdicts: [(path: String, id: String, errors: [SchemaViolation])] = []
+            for document in page {
+                // A costly schema spends its budget on each document: a stop is not kept waiting for a page.
+                try Task.checkCancellation()
+                guard let path = document.path, let object = (try? JSONParser.parse(document.body))?.object else { continue }
+                verdicts.append((path, document.id, schemas.violations(of: object, docType: docType) ?? []))
             }
             failing += verdicts.filter { !$0.errors.isEmpty }.count
-            try await index.write { tx in
+            try await index.write { [verdicts] tx in
                 for v in verdicts { try Self.report(v.errors, path: v.path, id: v.id, docType: docType, tx: tx) }
             }
             guard page.count == Self.pageSize, let last = page.last else { break }
@@ -101,18 +104,19 @@ struct SchemaCheck: Sendable {
             if docType == DocTypeSchemas.docType || schemaTypes.contains(docType) { ids.append(id) }
         }
         if !ids.isEmpty {
-            let book = self.book
-            let failing = try await index.write { [ids] tx in
-                var failing: [(String, [SchemaViolation])] = []
-                for row in try tx.documents(ids: ids).values where row.deletedAt == nil {
-                    guard let path = row.path, let object = (try? JSONParser.parse(row.body))?.object else { continue }
-                    let errors = book.violations(of: object, docType: row.docType) ?? []
-                    try Self.report(errors, path: path, id: row.id, docType: row.docType, tx: tx)
-                    if !errors.isEmpty { failing.append((path, errors)) }
-                }
-                return failing
+            // Checked between a read and a write, not inside the write: a costly schema held the
+            // index's writer (and a stop) for the whole batch.
+            let rows = try await index.read { [ids] tx in Array(try tx.documents(ids: ids).values.filter { $0.deletedAt == nil }) }
+            var verdicts: [(path: String, id: String, docType: String, errors: [SchemaViolation])] = []
+            for row in rows {
+                try Task.checkCancellation()
+                guard let path = row.path, let object = (try? JSONParser.parse(row.body))?.object else { continue }
+                verdicts.append((path, row.id, row.docType, book.violations(of: object, docType: row.docType) ?? []))
             }
-            for (path, errors) in failing {
+            try await index.write { [verdicts] tx in
+                for v in verdicts { try Self.report(v.errors, path: v.path, id: v.id, docType: v.docType, tx: tx) }
+            }
+            for (path, _, _, errors) in verdicts where !errors.isEmpty {
                 logger.warning(
                     "pulled document does not conform to its schema; written as the server holds it: \(errors.map(\.description).joined(separator: "; "))",
                     metadata: ["file.path": "\(path)"])
