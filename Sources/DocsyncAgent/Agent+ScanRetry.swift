@@ -20,6 +20,7 @@ extension Agent {
     private func rescanUntilItSucceeds() async {
         var failures = 0
         let scanner = self.scanner
+        // `scanError` is what `status` shows; the retries below do not depend on it.
         try? await index.write { [lastScanError] in try $0.setMeta(.scanError, lastScanError) }
         while !stopRequested {
             failures += 1

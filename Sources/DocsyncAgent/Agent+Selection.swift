@@ -49,6 +49,7 @@ extension Agent {
             }
             logger.notice("caught up on the newly selected docTypes", metadata: ["pull.documents": "\(pulled)"])
         }
+        // Not recorded: the next start takes the selection for new again and catches up once more.
         if stored != current.text { try? await index.write { try $0.setMeta(.typeSelection, current.text) } }
     }
 

@@ -49,4 +49,11 @@ extension Agent {
                 "scan.invalid": "\(summary.invalid)", "scan.bytes_read": "\(summary.bytesRead)",
             ])
     }
+
+    /// The docTypes the folder holds, for an endpoint that polls each. One that cannot read
+    /// them polls the selected types alone this time; the marks of the others are kept, so the
+    /// next poll finds what changed meanwhile.
+    static func folderTypes(_ index: Index) -> @Sendable () async -> Set<String> {
+        { (try? await index.read { try $0.docTypes() }) ?? [] }
+    }
 }

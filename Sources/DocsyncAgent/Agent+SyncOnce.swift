@@ -15,7 +15,7 @@ extension Agent {
         var failure = await pusher.drain()
         if failure == nil { failure = await uploader.drain() }
         // An upload makes a new revision; a document change queued behind it goes out now.
-        if failure == nil, (try await index.read { try $0.pendingCount(kind: "put") }) > 0 { failure = await pusher.drain() }
+        if failure == nil, (try await index.read { try $0.pendingCount(kind: .put) }) > 0 { failure = await pusher.drain() }
         if failure == nil, endpoint.capabilities.pull != .none {
             failure = await catchUpOnSelection(retrying: false)
             if failure == nil { failure = await puller.pullAll() }

@@ -82,7 +82,7 @@ public actor Agent {
         (self.ignore, self.metrics) = (ignore, metrics)
         let context = EndpointContext(
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
-            selection: options.selection, folderTypes: { [index] in (try? await index.read { try $0.docTypes() }) ?? [] },
+            selection: options.selection, folderTypes: Self.folderTypes(index),
             sealCounters: IndexSealCounters(index: index))
         let endpoint = try makeEndpoint(context)
         self.endpoint = endpoint
@@ -226,7 +226,7 @@ public actor Agent {
     private func follow(_ batches: AsyncStream<ChangeBatch>) async -> Bool {
         for await batch in batches {
             if let unwatched = batch.unwatchedFolders {
-                try? await index.write { try $0.setMeta(.unwatchedFolders, unwatched == 0 ? nil : String(unwatched)) }
+                try? await index.write { try $0.setMeta(.unwatchedFolders, unwatched == 0 ? nil : String(unwatched)) }  // `status` only
             }
             if batch.rootGone {
                 stop()  // everything winds down as for a stop asked for
@@ -278,6 +278,8 @@ public actor Agent {
             try? await Task.sleep(for: .milliseconds(60))
             if Task.isCancelled { return }
             var after = ""
+            // An index that cannot be read ends this look; the files stay unsettled in it, and the
+            // next batch's wake (or the next full scan) looks again.
             while !Task.isCancelled, let unsettled = try? await index.read({ [after] in try $0.unsettledFiles(after: after, limit: Scanner.chunkSize) }),
                   let last = unsettled.last {
                 after = last
@@ -335,7 +337,8 @@ public actor Agent {
 
     // MARK: - Clock
 
-    /// Restores this boot's stored calibration; true when there was one.
+    /// Restores this boot's stored calibration; true when there was one (one that cannot be read
+    /// is none: the clock calibrates afresh, as after a reboot).
     func restoreCalibration() async -> Bool {
         guard let saved = try? await index.read({ try $0.meta(.clock) }), let calibration = Calibration.decode(saved) else { return false }
         clock.restore(calibration)
@@ -381,7 +384,7 @@ public actor Agent {
 
     func saveCalibration() async {
         guard let snapshot = clock.snapshot() else { return }
-        try? await index.write { try $0.setMeta(.clock, snapshot.encoded()) }
+        try? await index.write { try $0.setMeta(.clock, snapshot.encoded()) }  // not kept: the next start calibrates afresh
     }
 
     /// Test seam: stop reading inotify events so the kernel queue overflows (see DirectoryWatcher).

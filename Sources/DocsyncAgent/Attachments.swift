@@ -189,7 +189,7 @@ struct Attachments: Sendable {
                     row.state = .pending
                     row.error = nil
                     row.bytesSent = 0
-                    try tx.enqueue(key: row.outboxKey, docID: docID, kind: "upload", payload: "{}", bodyHash: file.sha256, queuedAt: stamp)
+                    try tx.enqueue(key: row.outboxKey, docID: docID, kind: .upload, payload: "{}", bodyHash: file.sha256, queuedAt: stamp)
                 }
             case .failure(.hashing):
                 // Its documents are looked at again once the hash is known (`BackgroundHashes`);

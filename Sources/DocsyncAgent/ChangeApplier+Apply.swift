@@ -49,7 +49,7 @@ extension ChangeApplier {
             return
         }
         guard let (current, body) = try await localState(incoming, known: known, mapped: mapped, summary: &summary) else { return }
-        let pending = try await index.read { try $0.outboxEntry(key: "doc:\(id)") }
+        let pending = try await index.read { try $0.outboxEntry(key: .document(id)) }
         guard var doc = current else {
             try await applyUnknown(incoming, body: body, summary: &summary)
             return
@@ -87,11 +87,11 @@ extension ChangeApplier {
         let final = doc
         let id = incoming.id
         try await index.write { tx in
-            if let entry = try tx.outboxEntry(key: "doc:\(id)"), entry.bodyHash == final.bodyHash {
+            if let entry = try tx.outboxEntry(key: .document(id)), entry.bodyHash == final.bodyHash {
                 try tx.removeEntry(entry)
             }
             var synced = final
-            if try tx.outboxEntry(key: "doc:\(id)") == nil { synced.state = .synced }
+            if try tx.outboxEntry(key: .document(id)) == nil { synced.state = .synced }
             try tx.upsertDocument(synced)
         }
         return true

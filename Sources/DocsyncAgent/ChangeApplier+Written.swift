@@ -96,11 +96,11 @@ extension ChangeApplier {
             if let pending {
                 doc.state = .pending
                 doc.updatedAt = now
-                try tx.enqueue(key: pending.key, docID: id, kind: "put", payload: nil, bodyHash: bodyHash, queuedAt: now)
+                try tx.enqueue(key: pending.key, docID: id, kind: .put, payload: nil, bodyHash: bodyHash, queuedAt: now)
             } else {
                 doc.state = .synced
                 doc.pushedHash = bodyHash
-                if let entry = try tx.outboxEntry(key: "doc:\(id)") { try tx.removeEntry(entry) }
+                if let entry = try tx.outboxEntry(key: .document(id)) { try tx.removeEntry(entry) }
             }
             try tx.upsertDocument(doc)
             try tx.clearPullFailure(id: id)

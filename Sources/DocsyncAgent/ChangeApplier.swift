@@ -132,7 +132,7 @@ struct ChangeApplier: Sendable {
         guard let known else { return nil }
         return try await index.read { tx -> (rows: [UploadRow], quiet: Bool)? in
             guard try tx.hasUploads() || FileReference.mayAppear(in: known.body) else { return nil }
-            return (try tx.uploads(docID: known.id), try tx.outboxEntry(key: "doc:\(known.id)") == nil)
+            return (try tx.uploads(docID: known.id), try tx.outboxEntry(key: .document(known.id)) == nil)
         }
     }
 

@@ -15,6 +15,7 @@ extension Downloader {
     func bytes(of job: DownloadRow, progress: DownloadProgress) async throws(EndpointError) -> String {
         if let sha256 = job.sha256 {
             if await cached(sha256) { return sha256 }
+            // Unreadable: no local copy is used, and the file is downloaded instead.
             let copies = (try? await index.read { try $0.attachedFiles(sha256: sha256) }) ?? []
             let realRoot = Attachments.realPath(root) ?? root
             for copy in copies {
@@ -35,6 +36,7 @@ extension Downloader {
     /// same file: a change made to it in place shows as another stat, and the entry is dropped.
     func cached(_ sha256: String) async -> Bool {
         let path = cache.path(of: sha256)
+        // The cache is only a cache: an entry that cannot be read or recorded is a miss, downloaded again.
         let recorded = try? await index.read { try $0.cachedFile(sha256: sha256) }
         if let recorded, let info = FileSystem.info(path), info.kind == .file, FileStat(info) == recorded { return true }
         unlink(path)
@@ -110,6 +112,8 @@ extension Downloader {
         let delayMs = delay.wholeMilliseconds
         let message = error.description
         lastFailure = message
+        // Not recorded (the index cannot be written): the job stays due and is tried again, its
+        // failure said below all the same.
         try? await index.write { tx in
             guard var current = try tx.download(docID: job.docID, property: job.property), current.url == job.url else { return }
             if permanent {

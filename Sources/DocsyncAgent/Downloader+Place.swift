@@ -39,7 +39,7 @@ extension Downloader {
     /// reference to it.
     private func attach(_ job: DownloadRow, sha256: String, applier: ChangeApplier) async throws {
         let (docID, property) = (job.docID, job.property)
-        let (doc, pending) = try await index.read { tx in (try tx.document(id: docID), try tx.outboxEntry(key: "doc:\(docID)")) }
+        let (doc, pending) = try await index.read { tx in (try tx.document(id: docID), try tx.outboxEntry(key: .document(docID))) }
         guard let doc, doc.deletedAt == nil, let docPath = doc.path, var content = try? JSONParser.parse(doc.body).object,
               content[property] == .string(job.url)
         else {

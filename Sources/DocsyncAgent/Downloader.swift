@@ -80,7 +80,12 @@ actor Downloader: Worker {
     func prepare() async {
         cache.clearTemporaries()
         let now = clock.now()
-        try? await index.write { try $0.resetDownloadsAtStart(queuedAt: now) }
+        do {
+            try await index.write { try $0.resetDownloadsAtStart(queuedAt: now) }
+        } catch {
+            // The jobs a stop cut short stay due as they were; those that failed wait for the next start.
+            logger.error("cannot queue again the downloads a stop cut short", metadata: ["error": "\(error)"])
+        }
     }
 
     func run() async {
@@ -99,8 +104,7 @@ actor Downloader: Worker {
             if case .idle = await round(ignoringBackoff: true) { break }
             if progressedInRound == 0 { break }
         }
-        let left = (try? await index.read { try $0.pendingCount(kind: "download") }) ?? 0
-        return left == 0 ? nil : (lastFailure ?? "\(left) downloads could not be completed")
+        return await index.leftAfterDrain(.download, failure: lastFailure, what: "downloads could not be completed")
     }
 
     /// Keeps ``concurrency`` jobs running while any is due: a slot freed by one job (done, or
@@ -109,8 +113,8 @@ actor Downloader: Worker {
     private func round(ignoringBackoff: Bool) async -> WorkerOutcome {
         var ran = false
         let work = Task {
-            await withTaskGroup(of: String.self) { group in
-                var running: [String: String] = [:]  // key → content in flight
+            await withTaskGroup(of: OutboxKey.self) { group in
+                var running: [OutboxKey: String] = [:]  // key → content in flight
                 while !stopping {
                     let picked = await pick(Self.concurrency - running.count, excluding: running, ignoringBackoff: ignoringBackoff)
                     for (entry, job) in picked {
@@ -128,13 +132,12 @@ actor Downloader: Worker {
         inFlight = nil
         if ran { return .progressed }
         if ignoringBackoff { return .idle(nil) }
-        let next = try? await index.read { try $0.nextAttemptAt(kind: "download") }
-        return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
+        return await index.idleUntilDue(.download, logger: logger)
     }
 
     /// Up to `count` due jobs not in flight, marked downloading. One job per content at a time:
     /// the others find it in the cache when their turn comes.
-    private func pick(_ count: Int, excluding running: [String: String], ignoringBackoff: Bool) async -> [(OutboxEntry, DownloadRow)] {
+    private func pick(_ count: Int, excluding running: [OutboxKey: String], ignoringBackoff: Bool) async -> [(OutboxEntry, DownloadRow)] {
         guard count > 0 else { return [] }
         let now = ignoringBackoff ? Int64.max : RetryPolicy.deadlineNow()
         do {
@@ -142,8 +145,7 @@ actor Downloader: Worker {
                 var jobs: [(OutboxEntry, DownloadRow)] = []
                 var contents = Set(running.values)
                 for entry in try tx.dueDownloads(now: now, limit: 64, excluding: Set(running.keys)) {
-                    let property = String(entry.key.dropFirst("download:\(entry.docID):".count))
-                    guard var job = try tx.download(docID: entry.docID, property: property), job.state == .pending || job.state == .downloading else {
+                    guard let property = entry.key.property(of: entry.docID, kind: .download), var job = try tx.download(docID: entry.docID, property: property), job.state == .pending || job.state == .downloading else {
                         try tx.deleteEntry(key: entry.key)
                         continue
                     }
@@ -169,7 +171,7 @@ actor Downloader: Worker {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(250))
                 let received = progress.bytesReceived
-                try? await index.write { try $0.setDownloadProgress(docID: docID, property: property, bytesReceived: received) }
+                try? await index.write { try $0.setDownloadProgress(docID: docID, property: property, bytesReceived: received) }  // `status` only
             }
         }
         let result: Result<Void, EndpointError>

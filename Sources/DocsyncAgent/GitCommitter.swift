@@ -65,8 +65,12 @@ actor GitCommitter: Worker {
             switch await workRound() {
             case .progressed: continue
             case .idle:
-                let waiting = (try? await index.read { try $0.gitChangeCount() }) ?? 0
-                return waiting == 0 ? nil : "\(waiting) pulled changes are not committed to git: \(held ?? "held back")"
+                do {
+                    let waiting = try await index.read { try $0.gitChangeCount() }
+                    return waiting == 0 ? nil : "\(waiting) pulled changes are not committed to git: \(held ?? "held back")"
+                } catch {
+                    return "cannot read the index to count the pulled changes not committed to git: \(error)"
+                }
             }
         }
     }
@@ -205,6 +209,6 @@ actor GitCommitter: Worker {
         held = why
         if let why { logger.warning("pulled changes are not committed to git for now: \(why)") }
         let value = why.map { "\($0)\t\(Self.wallNow)" }
-        _ = try? await index.write { try $0.setMeta(.gitHeld, value) }
+        _ = try? await index.write { try $0.setMeta(.gitHeld, value) }  // `status` only; the log said it
     }
 }

@@ -84,7 +84,7 @@ actor Puller {
             case .success(let step):
                 if failures > 0 {
                     logger.info("pulling works again")
-                    try? await index.write { try $0.setMeta(.pullError, nil) }
+                    try? await index.write { try $0.setMeta(.pullError, nil) }  // `status` only
                 }
                 failures = 0
                 first = step.more
@@ -110,7 +110,7 @@ actor Puller {
                 // Said once per outage, and kept for `status`.
                 if failures == 1 {
                     logger.warning("pulling failed; retrying with backoff", metadata: ["error": "\(error)"])
-                    try? await index.write { try $0.setMeta(.pullError, error.description) }
+                    try? await index.write { try $0.setMeta(.pullError, error.description) }  // `status` only; logged
                 }
                 await stopped.wait(timeout: delay)
             }

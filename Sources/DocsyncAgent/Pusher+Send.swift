@@ -11,17 +11,21 @@ extension Pusher {
         var mappings: [String: AttachmentMapping]
         /// Which server the index knew when the batch was read (``Round/epoch``).
         var epoch: String?
+        /// Where the changes a push brings back start (an endpoint that pulls with its pushes).
+        var cursor: SyncCursor?
     }
 
     /// What sending `entries` needs from the index: the revision each document was last known at,
-    /// its files' uploads, the server epoch.
+    /// its files' uploads, the server epoch, the pull cursor.
     /// `nil` when the index cannot be read: a document sent without its files' mapping would send
-    /// `{"$file": …}` references instead of their URLs, so nothing is sent (the round fails and backs off).
+    /// `{"$file": …}` references instead of their URLs, and a push without its cursor would bring
+    /// back every change from the start, so nothing is sent (the round fails and backs off).
     func sendingContext(_ entries: [OutboxEntry]) async -> SendingContext? {
         // The revision each document was last known at (read with its entry): the server refuses a
         // write based on an older one, and the document is merged instead of overwriting someone
         // else's edit.
         let revisions = Dictionary(entries.compactMap { e in e.serverRev.map { (e.docID, $0) } }, uniquingKeysWith: { a, _ in a })
+        let pullsToo = endpoint.capabilities.pullsWithPush
         do {
             return try await index.read { tx in
                 var mappings: [String: AttachmentMapping] = [:]
@@ -29,10 +33,11 @@ extension Pusher {
                 for e in entries where anyUploads || FileReference.mayAppear(in: e.payload) {
                     mappings[e.docID] = AttachmentMapping(try tx.uploads(docID: e.docID))
                 }
-                return SendingContext(revisions: revisions, mappings: mappings, epoch: try tx.meta(.serverReplacedAt))
+                let cursor = pullsToo ? try tx.meta(.cursor).map(SyncCursor.init) : nil
+                return SendingContext(revisions: revisions, mappings: mappings, epoch: try tx.meta(.serverReplacedAt), cursor: cursor)
             }
         } catch {
-            logger.error("cannot read the files' mapping for a push; retrying", metadata: ["error": "\(error)"])
+            logger.error("cannot read the index to push; retrying", metadata: ["error": "\(error)"])
             return nil
         }
     }
@@ -76,14 +81,10 @@ extension Pusher {
             OutgoingChange(
                 id: e.docID, docType: e.docType ?? "", body: Self.wirePayload(e, mapping: context.mappings[e.docID]), baseRevision: context.revisions[e.docID])
         }
-        let pullsToo = endpoint.capabilities.pullsWithPush
-        // A cursor that cannot be read is no cursor: the push still goes, and its reply's changes
-        // (from the start) are taken as any pull's are; nothing is lost, only read again.
-        let cursor = pullsToo ? (try? await index.read { try $0.meta(.cursor) }).flatMap { $0.map(SyncCursor.init) } : nil
         let reply: PushReply
         let started = ContinuousClock.now
         do throws(EndpointError) {
-            reply = try await endpoint.push(changes, pullingAfter: cursor)
+            reply = try await endpoint.push(changes, pullingAfter: context.cursor)
         } catch {
             metrics.call("push", since: started)
             return Round(results: entries.map { ($0, .failed(error)) }, epoch: context.epoch)

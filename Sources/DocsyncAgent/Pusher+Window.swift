@@ -72,7 +72,7 @@ extension Pusher {
 
     /// What the window has in flight and where it reads the outbox on from.
     struct Window {
-        var inFlight = Set<String>()
+        var inFlight = Set<OutboxKey>()
         var cursor: Int64 = 0
         var sent = 0
         var sentSinceStart = 0

@@ -108,7 +108,7 @@ actor Pusher: Worker {
     /// and leaves this list when it has been.
     var recordings: [Task<Void, Never>] = []
     /// Entries of the rounds being recorded: not due again meanwhile.
-    var recordingKeys = Set<String>()
+    var recordingKeys = Set<OutboxKey>()
     /// Clean rounds that may wait for the index's writer before the next reply waits for them.
     /// The writer is shared with the scan: during an import replies can come faster than it
     /// records them, and without this bound every waiting round (with its entries' payloads)
@@ -150,8 +150,7 @@ actor Pusher: Worker {
             if case .idle = outcome {
                 // Its own entries: uploads are the uploader's, drained next (counting them here
                 // ended every `sync` of a folder with an attachment before the upload).
-                let pending = (try? await index.read { try $0.pendingCount(kind: "put") }) ?? 0
-                return pending == 0 ? nil : (lastError ?? "\(pending) changes could not be delivered")
+                return await index.leftAfterDrain(.put, failure: lastError, what: "changes could not be delivered")
             }
         }
     }
@@ -163,7 +162,7 @@ actor Pusher: Worker {
                 endpoint.useCredential(token)
                 logger.info("token changed; resuming pushing")
                 paused = nil
-                try? await index.write { try $0.setMeta(.paused, nil) }
+                try? await index.write { try $0.setMeta(.paused, nil) }  // `status` only; a start clears it too
             } else {
                 return oneShot ? .idle(nil) : .idle(.seconds(2))
             }
@@ -209,8 +208,7 @@ actor Pusher: Worker {
         }
         if waitingForUploads { return .idle(.seconds(1)) }
         if oneShot { return .idle(nil) }
-        let next = try? await index.read { try $0.nextAttemptAt() }
-        return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
+        return await index.idleUntilDue(.put, logger: logger)
     }
 
     /// An entry and what the endpoint made of it.
@@ -230,6 +228,8 @@ actor Pusher: Worker {
         results.allSatisfy { if case .failed = $0.outcome { false } else { true } }
     }
 
+    /// Both are what `status` shows: an index that cannot be read starts the run as online and
+    /// unpaused, which the first push corrects.
     private func restoreState() async {
         let saved = try? await index.read { tx in (try tx.meta(.offlineSince), try tx.meta(.paused)) }
         offlineSince = saved?.0.flatMap { Int64($0) }

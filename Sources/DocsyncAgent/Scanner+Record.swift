@@ -228,7 +228,7 @@ extension Scanner {
     /// Queues the document as the row now holds it (body, `updated_at`, and `deleted_at` for a tombstone).
     static func enqueue(_ row: DocumentRow, stamp: Int64, notBefore: Int64 = 0, tx: IndexTransaction) throws {
         try tx.enqueue(
-            key: "doc:\(row.id)", docID: row.id, kind: "put", payload: nil,
+            key: .document(row.id), docID: row.id, kind: .put, payload: nil,
             bodyHash: OutboxEntry.bodyHash(row.bodyHash, deleted: row.deletedAt != nil), queuedAt: stamp, notBefore: notBefore)
     }
 
@@ -237,7 +237,7 @@ extension Scanner {
     /// back unchanged while the deletion its leaving queued has not been sent (it waits out the
     /// pairing window, see `Scanner.movePairing`). The deletion is withdrawn; true if it was.
     static func withdrawUnsentDeletion(of row: DocumentRow, bodyHash: String, tx: IndexTransaction) throws -> Bool {
-        guard row.deletedAt != nil, row.pushedHash == bodyHash, let entry = try tx.outboxEntry(key: "doc:\(row.id)"),
+        guard row.deletedAt != nil, row.pushedHash == bodyHash, let entry = try tx.outboxEntry(key: .document(row.id)),
               entry.isDeletion, entry.documentHash == bodyHash, entry.attempts == 0, entry.nextAttemptAt > RetryPolicy.deadlineNow()
         else { return false }
         return try tx.removeEntry(entry)

@@ -81,8 +81,7 @@ actor Uploader: Worker {
             if case .idle = await round(ignoringBackoff: true) { break }
             if succeededInRound == 0 { break }  // everything left failed just now
         }
-        let left = (try? await index.read { try $0.pendingCount(kind: "upload") }) ?? 0
-        return left == 0 ? nil : (lastFailure ?? "\(left) uploads could not be delivered")
+        return await index.leftAfterDrain(.upload, failure: lastFailure, what: "uploads could not be delivered")
     }
 
     struct Job: Sendable {
@@ -98,14 +97,13 @@ actor Uploader: Worker {
             picked = try await index.write { tx -> ([Job], Bool) in
                 var jobs: [Job] = []
                 var blocked = false
-                for entry in try tx.dueEntries(now: now, limit: 256, kind: "upload") {
+                for entry in try tx.dueEntries(now: now, limit: 256, kind: .upload) {
                     // The document's own write goes first.
-                    if try tx.outboxEntry(key: "doc:\(entry.docID)") != nil {
+                    if try tx.outboxEntry(key: .document(entry.docID)) != nil {
                         blocked = true
                         continue
                     }
-                    let property = String(entry.key.dropFirst("upload:\(entry.docID):".count))
-                    guard let upload = try tx.upload(docID: entry.docID, property: property), upload.path != nil, upload.sha256 != nil,
+                    guard let property = entry.key.property(of: entry.docID, kind: .upload), let upload = try tx.upload(docID: entry.docID, property: property), upload.path != nil, upload.sha256 != nil,
                           let doc = try tx.document(id: entry.docID), doc.deletedAt == nil
                     else {
                         try tx.deleteEntry(key: entry.key)  // the job went away (reference removed, document deleted)
@@ -123,8 +121,7 @@ actor Uploader: Worker {
         if picked.jobs.isEmpty {
             if ignoringBackoff { return .idle(nil) }
             if picked.blocked { return .idle(.seconds(1)) }  // the pusher wakes us when the document is written
-            let next = try? await index.read { try $0.nextAttemptAt(kind: "upload") }
-            return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
+            return await index.idleUntilDue(.upload, logger: logger)
         }
         guard !stopping else { return .idle(nil) }
         let work = Task {
@@ -136,6 +133,17 @@ actor Uploader: Worker {
         await work.value
         inFlight = nil
         return .progressed
+    }
+
+    /// The job's state and progress are what `status` shows; the outbox entry, not they, says
+    /// what is still to upload, so one that cannot be recorded loses nothing.
+    private func markUploading(_ row: UploadRow) async {
+        try? await index.write { tx in
+            guard var u = try tx.upload(docID: row.docID, property: row.property) else { return }
+            u.state = .uploading
+            u.bytesSent = 0
+            try tx.upsertUpload(u)
+        }
     }
 
     private func run(_ job: Job) async {
@@ -152,12 +160,7 @@ actor Uploader: Worker {
             uploading.remove(docID)
             uploadEnded()
         }
-        try? await index.write { tx in
-            guard var u = try tx.upload(docID: docID, property: row.property) else { return }
-            u.state = .uploading
-            u.bytesSent = 0
-            try tx.upsertUpload(u)
-        }
+        await markUploading(row)
         let progress = UploadProgress()
         let index = self.index
         let reporter = Task {
@@ -220,7 +223,7 @@ actor Uploader: Worker {
                 } else if current, let sha = upload.sha256 {
                     // The file changed while it was sent: what the index knows of it goes next.
                     upload.state = .pending
-                    try tx.enqueue(key: upload.outboxKey, docID: upload.docID, kind: "upload", payload: "{}", bodyHash: sha, queuedAt: now)
+                    try tx.enqueue(key: upload.outboxKey, docID: upload.docID, kind: .upload, payload: "{}", bodyHash: sha, queuedAt: now)
                 }
                 try tx.upsertUpload(upload)
                 // The upload made a new revision of the document: it is what both sides now hold.
@@ -233,7 +236,7 @@ actor Uploader: Worker {
                     doc.serverRev = rev
                     doc.state = .pending
                     try tx.upsertDocument(doc)
-                    try tx.enqueue(key: "doc:\(doc.id)", docID: doc.id, kind: "put", payload: nil, bodyHash: doc.bodyHash, queuedAt: now)
+                    try tx.enqueue(key: .document(doc.id), docID: doc.id, kind: .put, payload: nil, bodyHash: doc.bodyHash, queuedAt: now)
                     return
                 }
                 if let local = try? JSONParser.parse(doc.body).object {
@@ -278,6 +281,8 @@ actor Uploader: Worker {
         let delayMs = delay.wholeMilliseconds
         let message = error.description
         lastFailure = message
+        // Not recorded (the index cannot be written): the job stays due and is tried again, its
+        // failure said below all the same.
         try? await index.write { tx in
             if permanent {
                 try tx.removeEntry(job.entry)

@@ -1,3 +1,6 @@
+import DocsyncIndex
+import Logging
+
 /// What a worker's round did: something moved (go on at once), or nothing can now (wait for its
 /// signal, at most the duration given: a backoff's end, or a poll).
 enum WorkerOutcome: Sendable {
@@ -24,6 +27,33 @@ extension Worker {
             case .progressed: continue
             case .idle(let wait): await signal.wait(timeout: wait)
             }
+        }
+    }
+}
+
+extension Index {
+    /// How long a worker of `kind`'s entries idles: until the next one's retry is due, or until
+    /// woken when none waits. An index that cannot be read is looked at again in ten seconds: read
+    /// as "none waits", a retry due later waited for a wake that only a new change would bring.
+    func idleUntilDue(_ kind: OutboxKind, logger: Logger) async -> WorkerOutcome {
+        do {
+            let next = try await read { try $0.nextAttemptAt(kind: kind) }
+            return .idle(next.map { .milliseconds(max(1, $0 - RetryPolicy.deadlineNow())) })
+        } catch {
+            logger.error("cannot read the outbox; looking again shortly", metadata: ["outbox.kind": "\(kind.rawValue)", "error": "\(error)"])
+            return .idle(.seconds(10))
+        }
+    }
+
+    /// What a one-shot `sync` says is left of `kind`'s entries after draining them: `nil` when
+    /// none is, else `failure` or the count (`"3 " + what`). An index that cannot be read says so:
+    /// read as "none left", `sync` ended as if everything had gone.
+    func leftAfterDrain(_ kind: OutboxKind, failure: String?, what: String) async -> String? {
+        do {
+            let left = try await read { try $0.pendingCount(kind: kind) }
+            return left == 0 ? nil : (failure ?? "\(left) \(what)")
+        } catch {
+            return "cannot read the index to count what is left: \(error)"
         }
     }
 }

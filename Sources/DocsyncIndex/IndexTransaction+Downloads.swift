@@ -43,9 +43,7 @@ public struct DownloadRow: Sendable, Hashable {
             replaces: row["replaces"], state: State(rawValue: row["state"]) ?? .pending, bytesReceived: row["bytes_received"], error: row["error"])
     }
 
-    public var outboxKey: String { Self.outboxKey(docID: docID, property: property) }
-
-    public static func outboxKey(docID: String, property: String) -> String { "download:\(docID):\(property)" }
+    public var outboxKey: OutboxKey { .download(docID: docID, property: property) }
 }
 
 /// Download jobs: one row per (document, property), retried through the outbox.
@@ -64,7 +62,7 @@ extension IndexTransaction {
     public func queueDownload(_ job: DownloadRow, queuedAt: Int64) throws {
         if let existing = try download(docID: job.docID, property: job.property), existing.url == job.url { return }
         try upsertDownload(job)
-        try enqueue(key: job.outboxKey, docID: job.docID, kind: "download", payload: "{}", bodyHash: job.sha256 ?? job.url, queuedAt: queuedAt)
+        try enqueue(key: job.outboxKey, docID: job.docID, kind: .download, payload: "{}", bodyHash: job.sha256 ?? job.url, queuedAt: queuedAt)
     }
 
     public func upsertDownload(_ d: DownloadRow) throws {
@@ -86,7 +84,7 @@ extension IndexTransaction {
 
     /// Ends a job: its row and its queue entry go.
     public func deleteDownload(docID: String, property: String) throws {
-        try deleteEntry(key: DownloadRow.outboxKey(docID: docID, property: property))
+        try deleteEntry(key: .download(docID: docID, property: property))
         try db.cachedStatement(sql: "DELETE FROM download WHERE doc_id = ? AND property = ?").execute(arguments: [docID, property])
     }
 
@@ -110,7 +108,7 @@ extension IndexTransaction {
             row.state = .pending
             row.bytesReceived = 0
             try upsertDownload(row)
-            try enqueue(key: row.outboxKey, docID: row.docID, kind: "download", payload: "{}", bodyHash: row.sha256 ?? row.url, queuedAt: queuedAt)
+            try enqueue(key: row.outboxKey, docID: row.docID, kind: .download, payload: "{}", bodyHash: row.sha256 ?? row.url, queuedAt: queuedAt)
         }
     }
 
@@ -120,7 +118,7 @@ extension IndexTransaction {
             SELECT w.*, d.path AS document_path, o.attempts AS attempts, o.last_error AS last_error
             FROM download w
             LEFT JOIN document d ON d.id = w.doc_id
-            LEFT JOIN outbox o ON o.key = 'download:' || w.doc_id || ':' || w.property
+            LEFT JOIN outbox o ON o.key = \(OutboxKey.sql(.download, docID: "w.doc_id", property: "w.property"))
             ORDER BY d.path, w.property
             """).map { (DownloadRow(row: $0), $0["document_path"], $0["attempts"] ?? 0, $0["last_error"]) }
     }
@@ -151,10 +149,10 @@ extension IndexTransaction {
     /// Download entries due at `now`, those never tried first, then retries by when they became
     /// due: a file that keeps failing (a server trickling it) never holds a slot ahead of one not
     /// tried yet. `excluding`: keys in flight.
-    public func dueDownloads(now: Int64, limit: Int, excluding: Set<String>) throws -> [OutboxEntry] {
+    public func dueDownloads(now: Int64, limit: Int, excluding: Set<OutboxKey>) throws -> [OutboxEntry] {
         let s = try RawStatement(self, """
             SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
-            WHERE o.kind = 'download' AND o.next_attempt_at <= ? ORDER BY o.attempts > 0, o.next_attempt_at, o.seq LIMIT ?
+            WHERE o.kind = \(OutboxKind.download.literal) AND o.next_attempt_at <= ? ORDER BY o.attempts > 0, o.next_attempt_at, o.seq LIMIT ?
             """)
         s.bind(1, now)
         s.bind(2, Int64(limit + excluding.count))

@@ -47,7 +47,7 @@ extension IndexTransaction {
         doc.state = .pending
         doc.updatedAt = now
         try upsertDocument(doc)
-        try enqueue(key: "doc:\(id)", docID: id, kind: "put", payload: nil, bodyHash: doc.bodyHash, queuedAt: now)
+        try enqueue(key: .document(id), docID: id, kind: .put, payload: nil, bodyHash: doc.bodyHash, queuedAt: now)
     }
 
     /// How many live documents a reconcile would take for deleted on the server (see

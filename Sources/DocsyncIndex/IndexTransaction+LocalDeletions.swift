@@ -10,13 +10,13 @@ extension IndexTransaction {
 
     /// Deletions of this folder in the outbox, sent or not yet acknowledged.
     public func pendingDeletionCount() throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = 'put' AND body_hash LIKE 'deleted:%'") ?? 0
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = \(OutboxKind.put.literal) AND body_hash LIKE 'deleted:%'") ?? 0
     }
 
     /// Deletions not tried yet leave no sooner than `notBefore` (boot-clock ms).
     public func deferDeletions(notBefore: Int64) throws {
         try db.execute(sql: """
-            UPDATE outbox SET next_attempt_at = ? WHERE kind = 'put' AND body_hash LIKE 'deleted:%' AND attempts = 0 AND next_attempt_at < ?
+            UPDATE outbox SET next_attempt_at = ? WHERE kind = \(OutboxKind.put.literal) AND body_hash LIKE 'deleted:%' AND attempts = 0 AND next_attempt_at < ?
             """, arguments: [notBefore, notBefore])
     }
 
@@ -24,20 +24,20 @@ extension IndexTransaction {
     public func releaseDeferredDeletions() throws {
         try db.execute(sql: """
             UPDATE outbox SET next_attempt_at = 0
-            WHERE kind = 'put' AND body_hash LIKE 'deleted:%' AND attempts = 0 AND next_attempt_at > 0 AND next_attempt_at != ?
+            WHERE kind = \(OutboxKind.put.literal) AND body_hash LIKE 'deleted:%' AND attempts = 0 AND next_attempt_at > 0 AND next_attempt_at != ?
             """, arguments: [Self.heldForDecision])
     }
 
     /// Held deletions go out now (`resolve --deletions apply`).
     public func releaseHeldLocalDeletions() throws {
-        try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0 WHERE kind = 'put' AND next_attempt_at = ?", arguments: [Self.heldForDecision])
+        try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0 WHERE kind = \(OutboxKind.put.literal) AND next_attempt_at = ?", arguments: [Self.heldForDecision])
     }
 
     /// The held deletions' documents with the path each file had, a page at a time.
     public func heldLocalDeletions(after: String, limit: Int) throws -> [(document: DocumentRow, path: String)] {
         let rows = try Row.fetchAll(db, sql: """
             SELECT o.doc_id, l.path FROM outbox o JOIN local_deletion l ON l.id = o.doc_id
-            WHERE o.kind = 'put' AND o.next_attempt_at = ? AND o.doc_id > ? ORDER BY o.doc_id LIMIT ?
+            WHERE o.kind = \(OutboxKind.put.literal) AND o.next_attempt_at = ? AND o.doc_id > ? ORDER BY o.doc_id LIMIT ?
             """, arguments: [Self.heldForDecision, after, limit])
         return try rows.compactMap { row in
             let id: String = row[0]
@@ -52,10 +52,10 @@ extension IndexTransaction {
 
     /// Forgets the places of deletions no longer waiting in the outbox (sent, or withdrawn).
     public func pruneLocalDeletions() throws {
-        try db.execute(sql: "DELETE FROM local_deletion WHERE id NOT IN (SELECT doc_id FROM outbox WHERE kind = 'put')")
+        try db.execute(sql: "DELETE FROM local_deletion WHERE id NOT IN (SELECT doc_id FROM outbox WHERE kind = \(OutboxKind.put.literal))")
     }
 
     public func heldLocalDeletionCount() throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = 'put' AND next_attempt_at = ?", arguments: [Self.heldForDecision]) ?? 0
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = \(OutboxKind.put.literal) AND next_attempt_at = ?", arguments: [Self.heldForDecision]) ?? 0
     }
 }

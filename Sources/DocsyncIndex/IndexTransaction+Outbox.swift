@@ -11,7 +11,7 @@ extension IndexTransaction {
     /// A `nil` payload is the document's own body with its stamps, read when the entry is: the
     /// body is not stored twice (an entry always goes with the document change that queued it).
     /// `notBefore` (boot-clock milliseconds, as retries) holds it back: see the scanner's deletions.
-    public func enqueue(key: String, docID: String, kind: String, payload: String?, bodyHash: String, queuedAt: Int64, notBefore: Int64 = 0) throws {
+    public func enqueue(key: OutboxKey, docID: String, kind: OutboxKind, payload: String?, bodyHash: String, queuedAt: Int64, notBefore: Int64 = 0) throws {
         let s = try RawStatement(self, """
                 INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at, next_attempt_at)
                 VALUES (?, ?, ?, 1, ?, ?, ?, ?)
@@ -19,9 +19,9 @@ extension IndexTransaction {
                     payload = excluded.payload, body_hash = excluded.body_hash,
                     attempts = 0, next_attempt_at = excluded.next_attempt_at, last_error = NULL
                 """)
-        s.bind(1, key)
+        s.bind(1, key.text)
         s.bind(2, docID)
-        s.bind(3, kind)
+        s.bind(3, kind.rawValue)
         s.bind(4, payload ?? "")
         s.bind(5, bodyHash)
         s.bind(6, queuedAt)
@@ -43,7 +43,7 @@ extension IndexTransaction {
             """)
         try db.execute(sql: """
             INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
-                SELECT 'doc:' || id, id, 'put', 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE '\(OutboxEntry.deletionMark)' || body_hash END, ?
+                SELECT \(OutboxKey.sqlDocument(id: "id")), id, \(OutboxKind.put.literal), 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE '\(OutboxEntry.deletionMark)' || body_hash END, ?
                 FROM document WHERE server_rev = 0
             ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
             """, arguments: [now])
@@ -60,7 +60,7 @@ extension IndexTransaction {
             """)
         try db.execute(sql: """
             INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
-                SELECT 'doc:' || id, id, 'put', 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE '\(OutboxEntry.deletionMark)' || body_hash END, ?
+                SELECT \(OutboxKey.sqlDocument(id: "id")), id, \(OutboxKind.put.literal), 1, '', CASE WHEN deleted_at IS NULL THEN body_hash ELSE '\(OutboxEntry.deletionMark)' || body_hash END, ?
                 FROM document WHERE server_rev IS NOT NULL AND state != 'invalid'
             ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
             """, arguments: [now])
@@ -72,7 +72,7 @@ extension IndexTransaction {
             """)
         try db.execute(sql: """
             INSERT INTO outbox (key, doc_id, kind, version, payload, body_hash, queued_at)
-                SELECT 'upload:' || doc_id || ':' || property, doc_id, 'upload', 1, '{}', sha256, ?
+                SELECT \(OutboxKey.sql(.upload, docID: "doc_id", property: "property")), doc_id, \(OutboxKind.upload.literal), 1, '{}', sha256, ?
                 FROM upload WHERE state = 'pending' AND sha256 IS NOT NULL
             ON CONFLICT(key) DO UPDATE SET attempts = 0, next_attempt_at = 0, last_error = NULL
             """, arguments: [now])
@@ -82,7 +82,7 @@ extension IndexTransaction {
     /// Entries whose time has come, oldest first, leaving out `excluding` (already in flight) and,
     /// with `after`, every entry queued before that `seq` (a reader going through the outbox in
     /// order does not walk again what it has passed).
-    public func dueEntries(now: Int64, limit: Int, kind: String = "put", excluding: Set<String> = [], after: Int64 = 0) throws -> [OutboxEntry] {
+    public func dueEntries(now: Int64, limit: Int, kind: OutboxKind = .put, excluding: Set<OutboxKey> = [], after: Int64 = 0) throws -> [OutboxEntry] {
         try dueEntries(now: now, limit: limit, kind: kind, excludingAny: [excluding], after: after)
     }
 
@@ -90,7 +90,7 @@ extension IndexTransaction {
     /// keys, thousands each: looked up where they are, not copied into one set per call), and
     /// stopping before the payloads pass `maxBytes` (the first entry is always taken).
     public func dueEntries(
-        now: Int64, limit: Int, kind: String = "put", excludingAny sets: [Set<String>], after: Int64 = 0, maxBytes: Int = .max
+        now: Int64, limit: Int, kind: OutboxKind = .put, excludingAny sets: [Set<OutboxKey>], after: Int64 = 0, maxBytes: Int = .max
     ) throws -> [OutboxEntry] {
         let sets = sets.filter { !$0.isEmpty }
         var budget = ByteBudget(maxBytes: maxBytes)
@@ -120,7 +120,7 @@ extension IndexTransaction {
     /// `after` the entries it took has those in flight behind it: the few left out here are
     /// dropped once read, and the range read on until `limit` entries are kept.
     private func dueInOrder(
-        now: Int64, limit: Int, kind: String, excludingAny sets: [Set<String>], after: Int64, budget: inout ByteBudget
+        now: Int64, limit: Int, kind: OutboxKind, excludingAny sets: [Set<OutboxKey>], after: Int64, budget: inout ByteBudget
     ) throws -> [OutboxEntry] {
         var out: [OutboxEntry] = []
         var from = after
@@ -129,8 +129,8 @@ extension IndexTransaction {
             var rows = 0
             // Keyed by its text, not its line: the text depends on `kind`.
             let s = try RawStatement(db, cached: """
-                SELECT \(OutboxEntry.columns) FROM outbox o\(Self.indexFor(kind)) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
-                WHERE o.next_attempt_at <= ? AND o.kind = \(Self.kindLiteral(kind)) AND o.seq > ? ORDER BY o.seq LIMIT ?
+                SELECT \(OutboxEntry.columns) FROM outbox o\(kind.indexedBy) LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc
+                WHERE o.next_attempt_at <= ? AND o.kind = \(kind.literal) AND o.seq > ? ORDER BY o.seq LIMIT ?
                 """)
             s.bind(1, now)
             s.bind(2, from)
@@ -151,16 +151,16 @@ extension IndexTransaction {
     /// From the start, the entries in flight are usually the oldest ones, thousands of them: they
     /// are skipped by key alone, and only the entries taken are joined and decoded.
     private func dueSkippingKeys(
-        now: Int64, limit: Int, kind: String, excludingAny sets: [Set<String>], budget: inout ByteBudget
+        now: Int64, limit: Int, kind: OutboxKind, excludingAny sets: [Set<OutboxKey>], budget: inout ByteBudget
     ) throws -> [OutboxEntry] {
         var seqs: [Int64] = []
         do {
             let s = try RawStatement(
-                db, cached: "SELECT seq, key FROM outbox\(Self.indexFor(kind)) WHERE next_attempt_at <= ? AND kind = \(Self.kindLiteral(kind)) AND seq > ? ORDER BY seq")
+                db, cached: "SELECT seq, key FROM outbox\(kind.indexedBy) WHERE next_attempt_at <= ? AND kind = \(kind.literal) AND seq > ? ORDER BY seq")
             s.bind(1, now)
             s.bind(2, Int64(0))
             while seqs.count < limit, try s.step() {
-                let key = s.string(1)
+                let key = OutboxKey(stored: s.string(1))
                 if !sets.contains(where: { $0.contains(key) }) { seqs.append(s.int64(0) ?? 0) }
             }
         }
@@ -180,15 +180,15 @@ extension IndexTransaction {
         return out
     }
 
-    public func outboxEntry(key: String) throws -> OutboxEntry? {
+    public func outboxEntry(key: OutboxKey) throws -> OutboxEntry? {
         let s = try RawStatement(self, "SELECT \(OutboxEntry.columns) FROM outbox o LEFT JOIN document d ON d.id = o.doc_id LEFT JOIN document_body b ON b.doc = d.doc WHERE o.key = ?")
-        s.bind(1, key)
+        s.bind(1, key.text)
         return try s.step() ? OutboxEntry(s) : nil
     }
 
     /// The earliest `next_attempt_at` among waiting entries of `kind`, if any.
-    public func nextAttemptAt(kind: String = "put") throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE kind = \(Self.kindLiteral(kind))"))
+    public func nextAttemptAt(kind: OutboxKind = .put) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE kind = \(kind.literal)"))
     }
 
     /// Removes the entry if it is still the version that was read; returns whether it was.
@@ -198,30 +198,30 @@ extension IndexTransaction {
         // Found by its seq (the table's own key; a replaced entry keeps it), not through the index of keys.
         let s = try RawStatement(self, "DELETE FROM outbox WHERE seq = ? AND key = ? AND version = ?")
         s.bind(1, entry.seq)
-        s.bind(2, entry.key)
+        s.bind(2, entry.key.text)
         s.bind(3, entry.version)
         try s.run()
         return db.changesCount > 0
     }
 
     /// Removes the entry whatever its version (the work it stood for is no longer wanted).
-    public func deleteEntry(key: String) throws {
-        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [key])
+    public func deleteEntry(key: OutboxKey) throws {
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE key = ?").execute(arguments: [key.text])
     }
 
-    public func recordFailure(key: String, version: Int64, error: String, nextAttemptAt: Int64) throws {
+    public func recordFailure(key: OutboxKey, version: Int64, error: String, nextAttemptAt: Int64) throws {
         try db.cachedStatement(sql: """
                 UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
                 WHERE key = ? AND version = ?
-                """).execute(arguments: [error, nextAttemptAt, key, version])
+                """).execute(arguments: [error, nextAttemptAt, key.text, version])
     }
 
     /// Holds `key`'s entry, whatever its version, until `nextAttemptAt`, counting an attempt that
     /// failed with `error` (a write the server keeps answering with a conflict: the merge queued a
     /// new version, which must still wait).
-    public func deferEntry(key: String, error: String, nextAttemptAt: Int64) throws {
+    public func deferEntry(key: OutboxKey, error: String, nextAttemptAt: Int64) throws {
         try db.cachedStatement(sql: "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE key = ?")
-            .execute(arguments: [error, nextAttemptAt, key])
+            .execute(arguments: [error, nextAttemptAt, key.text])
     }
 
     /// Makes every waiting entry due at `at` (the endpoint came back, or pushing resumed).
@@ -251,8 +251,8 @@ extension IndexTransaction {
     }
 
     /// Entries waiting, of one kind or (`nil`) all.
-    public func pendingCount(kind: String? = nil) throws -> Int {
-        if let kind { return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = \(Self.kindLiteral(kind))") ?? 0 }
+    public func pendingCount(kind: OutboxKind? = nil) throws -> Int {
+        if let kind { return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE kind = \(kind.literal)") ?? 0 }
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
     }
 

@@ -73,7 +73,7 @@ extension IndexTransaction {
     }
 
     public func deleteUpload(docID: String, property: String) throws {
-        try deleteEntry(key: UploadRow.outboxKey(docID: docID, property: property))
+        try deleteEntry(key: .upload(docID: docID, property: property))
         try db.cachedStatement(sql: "DELETE FROM upload WHERE doc_id = ? AND property = ?").execute(arguments: [docID, property])
     }
 
@@ -83,7 +83,7 @@ extension IndexTransaction {
             SELECT u.*, d.path AS document_path, o.attempts AS attempts, o.last_error AS last_error
             FROM upload u
             LEFT JOIN document d ON d.id = u.doc_id
-            LEFT JOIN outbox o ON o.key = 'upload:' || u.doc_id || ':' || u.property
+            LEFT JOIN outbox o ON o.key = \(OutboxKey.sql(.upload, docID: "u.doc_id", property: "u.property"))
             WHERE u.state NOT IN ('done', 'removed')
             ORDER BY d.path, u.property
             """).map { (UploadRow(row: $0), $0["document_path"], $0["attempts"] ?? 0, $0["last_error"]) }

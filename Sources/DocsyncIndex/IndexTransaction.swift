@@ -71,23 +71,6 @@ public struct IndexTransaction {
         return (inListSizes[i], inListPlaceholders[i])
     }
 
-    /// Outbox kinds are written into the SQL as literals, not bound: the uploads' partial index
-    /// (`outbox_upload`) serves only statements that name the kind.
-    static func kindLiteral(_ kind: String) -> String {
-        precondition(kind == "put" || kind == "upload" || kind == "download", "unknown outbox kind \(kind)")
-        return "'\(kind)'"
-    }
-
-    /// Upload entries are read through their index: the planner would rather walk the whole
-    /// outbox in `seq` order than sort the few uploads due.
-    static func indexFor(_ kind: String) -> String {
-        switch kind {
-        case "upload": " INDEXED BY outbox_upload"
-        case "download": " INDEXED BY outbox_download"
-        default: ""
-        }
-    }
-
     /// Every file's stat and state, keyed by path (for tests and small trees; a full scan pages
     /// through ``fileStats(after:limit:)`` instead).
     public func allFileStats() throws -> [String: FileSummary] {
@@ -301,7 +284,7 @@ extension OutboxEntry {
             }
         }
         self.init(
-            seq: s.int64(0) ?? 0, key: s.string(1), docID: s.string(2), kind: s.string(3), version: s.int64(4) ?? 0,
+            seq: s.int64(0) ?? 0, key: OutboxKey(stored: s.string(1)), docID: s.string(2), kind: OutboxKind(rawValue: s.string(3)) ?? .put, version: s.int64(4) ?? 0,
             payload: payload, bodyHash: s.string(6), queuedAt: s.int64(7) ?? 0,
             attempts: Int(s.int64(8) ?? 0), nextAttemptAt: s.int64(9) ?? 0, lastError: s.text(10), serverRev: s.int64(11),
             docKey: s.int64(15), docType: s.text(16))

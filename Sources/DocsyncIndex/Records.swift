@@ -90,9 +90,9 @@ public struct DocumentRow: Sendable, Hashable {
 /// acknowledgement, and a struct of seven strings cost seven reference counts at every copy.
 public final class OutboxEntry: Sendable {
     public let seq: Int64
-    public let key: String
+    public let key: OutboxKey
     public let docID: String
-    public let kind: String
+    public let kind: OutboxKind
     public let version: Int64
     public let payload: String
     public let bodyHash: String
@@ -108,7 +108,7 @@ public final class OutboxEntry: Sendable {
     public let docType: String?
 
     public init(
-        seq: Int64, key: String, docID: String, kind: String, version: Int64, payload: String, bodyHash: String, queuedAt: Int64,
+        seq: Int64, key: OutboxKey, docID: String, kind: OutboxKind, version: Int64, payload: String, bodyHash: String, queuedAt: Int64,
         attempts: Int, nextAttemptAt: Int64, lastError: String?, serverRev: Int64?, docKey: Int64?, docType: String? = nil
     ) {
         self.seq = seq
@@ -191,7 +191,5 @@ public struct UploadRow: Sendable, Hashable {
     }
 
     /// The outbox key of this job.
-    public var outboxKey: String { Self.outboxKey(docID: docID, property: property) }
-
-    public static func outboxKey(docID: String, property: String) -> String { "upload:\(docID):\(property)" }
+    public var outboxKey: OutboxKey { .upload(docID: docID, property: property) }
 }

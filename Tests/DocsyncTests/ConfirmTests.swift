@@ -46,7 +46,7 @@ import Testing
         #expect(summary.queued == 0)
         let info = try #require(FileSystem.info(folder.file("note/n.json")))
         #expect(try row(scanner)?.stat == FileStat(size: info.size, mtimeNs: info.mtimeNs, inode: info.inode))
-        #expect(try scanner.index.readSync { try $0.outboxEntry(key: "doc:n1") } == nil)
+        #expect(try scanner.index.readSync { try $0.outboxEntry(key: .document("n1")) } == nil)
     }
 
     /// The same size and inode, other bytes: the file is judged, and its document queued.
@@ -57,7 +57,7 @@ import Testing
         #expect(summary.read == 1)
         #expect(summary.queued == 1)
         #expect(try row(scanner)?.hash == ContentHash.sha256Hex(Array(Self.text.utf8)))
-        #expect(try scanner.index.readSync { try $0.outboxEntry(key: "doc:n1") } != nil)
+        #expect(try scanner.index.readSync { try $0.outboxEntry(key: .document("n1")) } != nil)
     }
 
     /// Confirming takes no tree lock: a row recorded anew between the look and the stat's write

@@ -184,7 +184,7 @@ import Testing
         #expect(await eventually { (try? folder.read("note/doc.scan.pdf")) == Self.content }, "the other property's file comes")
         #expect((1...2).contains(agent.logs.count(containing: "not fetched, the property cannot carry one: its name holds a control character")), "said, not repeated")
         // The file is renamed into place before its job is deleted: wait for the job's end.
-        #expect(await eventually { (try? await agent.index.read { try $0.pendingCount(kind: "download") }) == 0 }, "no job is left behind")
+        #expect(await eventually { (try? await agent.index.read { try $0.pendingCount(kind: .download) }) == 0 }, "no job is left behind")
         try await agent.stop()
         await endpoint.stop()
     }

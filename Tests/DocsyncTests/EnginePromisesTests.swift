@@ -103,7 +103,7 @@ extension HeavySuites {
         #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"x","docType":"note","title":"pulled"}"#).status == 200)
         #expect(await eventually { stopped.withLock { $0 } }, "\(agent.logs.all.suffix(6))")
         #expect(await eventually { (try? await agent.index.read { try $0.document(id: "x") })?.path == "note/x.json" }, "\(agent.logs.all.suffix(6))")
-        let recorded = try await agent.index.read { tx in (try tx.document(id: "x"), try tx.outboxEntry(key: "doc:x")) }
+        let recorded = try await agent.index.read { tx in (try tx.document(id: "x"), try tx.outboxEntry(key: .document("x"))) }
         #expect(recorded.0?.state == .synced && recorded.0?.serverRev == 1 && recorded.1 == nil, "recorded as pulled, nothing to send")
         #expect(!folder.exists("note/x-2.json"))
         try await agent.stop()

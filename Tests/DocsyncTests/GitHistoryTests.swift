@@ -243,10 +243,12 @@ extension HeavySuites {
         // On a loaded machine the user's loop can leave docsync no gap at all; after a while
         // (GitCommitter.patience) it commits under git's locks, held for the commit's few
         // processes, which the user's commands started meanwhile meet: that trade is said in the
-        // log. Measured on two cores under four busy loops: 6 meetings over 3 such commits.
+        // log. The locks are held for nine git processes, a user's round is three (and a pause):
+        // a hold spans at most about three rounds. Measured on two cores under four busy loops, 6
+        // meetings over 3 such commits; in the full suite, 2 and 3 over 1.
         let insisted = rig.agentB.logs.count(containing: "committing under git's locks")
         print("git lock meetings: \(failures.count) of \(rounds) rounds, \(insisted) commits under the locks \(failures)")
-        #expect(failures.count <= 1 + 3 * insisted, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
+        #expect(failures.count <= 1 + 4 * insisted, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
         // docsync committed among the user's commands, not only before or after them: one of its
         // commits has the user's on both sides. (How many it makes depends on the machine's load:
         // the busier, the more changes each commit gathers.)

@@ -37,7 +37,7 @@ extension HeavySuites {
             return text.contains("second") && text.contains("\"mine\": true")
         }, "\((try? viewerFolder.read("note/n1.json")) ?? "")")
         // The merge queued the edit once more: refused once more, then held, not retried in a loop.
-        let attempts = { try await viewer.index.read { try $0.outboxEntry(key: "doc:n1")?.attempts } }
+        let attempts = { try await viewer.index.read { try $0.outboxEntry(key: .document("n1"))?.attempts } }
         #expect(await eventually {
             let held = (try? await AgentStatus.read(viewer.index))?.notAllowedCount == 1
             return held ? (try? await attempts()) == 1 : false

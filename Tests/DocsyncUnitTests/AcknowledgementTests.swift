@@ -17,7 +17,7 @@ import Testing
         let sent = self.sent
         let entry = try await index.write { tx in
             try tx.upsertDocument(DocumentRow(id: "a", docType: "note", path: "a.json", body: sent, bodyHash: ContentHash.sha256Hex(sent.utf8), updatedAt: 1_000))
-            try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: nil, bodyHash: ContentHash.sha256Hex(sent.utf8), queuedAt: 1)
+            try tx.enqueue(key: .document("a"), docID: "a", kind: .put, payload: nil, bodyHash: ContentHash.sha256Hex(sent.utf8), queuedAt: 1)
             return try tx.dueEntries(now: 10, limit: 1)[0]
         }
         try await body(index, entry)
@@ -42,7 +42,7 @@ import Testing
                 doc.bodyHash = ContentHash.sha256Hex(edited.utf8)
                 doc.updatedAt = 2_000
                 try tx.upsertDocument(doc)
-                try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: nil, bodyHash: doc.bodyHash, queuedAt: 2)
+                try tx.enqueue(key: .document("a"), docID: "a", kind: .put, payload: nil, bodyHash: doc.bodyHash, queuedAt: 2)
             }
             let ack = Acknowledgement(entry, outcome: .storedAsSent(revision: 3))
             try await index.write { tx in try ack.record(tx: tx, anyUploads: false) }
@@ -50,7 +50,7 @@ import Testing
             #expect(doc.body == edited)
             #expect(doc.base == sent, "the server holds the version sent, not the edit")
             #expect(doc.serverRev == 3 && doc.state == .pending)
-            #expect(try await index.read { try $0.outboxEntry(key: "doc:a")?.payload.contains(#""v":2"#) } == true)
+            #expect(try await index.read { try $0.outboxEntry(key: .document("a"))?.payload.contains(#""v":2"#) } == true)
         }
     }
 

@@ -128,24 +128,24 @@ import Testing
         #expect(a?.body == bodyA && a?.base == bodyA && a?.serverRev == 3 && a?.state == .synced && a?.pushedHash == "ha")
         #expect(b?.body == bodyB && b?.base == nil && b?.state == .pending && b?.pushedHash == nil)
         #expect(files["a.json"]?.stat == FileStat(size: 10, mtimeNs: 5, inode: 7) && files["b.json"]?.stat.size == 11)
-        #expect(due.map(\.key) == ["doc:b"])
+        #expect(due.map(\.key.text) == ["doc:b"])
         #expect(due.first?.payload == #"{"id":"b","docType":"note","t":2,"updated_at":"1970-01-01T00:00:02.000Z"}"#)
         // Written after the migration: the new document keeps its own body, its entry comes last.
         let bodyC = #"{"id":"c","docType":"note","t":3}"#
         try await index.write { tx in
             try tx.upsertDocument(DocumentRow(id: "c", docType: "note", path: "c.json", body: bodyC, bodyHash: "hc", updatedAt: 3_000))
-            try tx.enqueue(key: "doc:c", docID: "c", kind: "put", payload: nil, bodyHash: "hc", queuedAt: 3_000)
+            try tx.enqueue(key: .document("c"), docID: "c", kind: .put, payload: nil, bodyHash: "hc", queuedAt: 3_000)
         }
         let after = try await index.read { tx in (try tx.documents(ids: ["a", "b", "c"]), try tx.dueEntries(now: 10_000, limit: 10)) }
         #expect(after.0.mapValues(\.body) == ["a": bodyA, "b": bodyB, "c": bodyC])
-        #expect(after.1.map(\.key) == ["doc:b", "doc:c"])
+        #expect(after.1.map(\.key.text) == ["doc:b", "doc:c"])
     }
 
     @Test func aDocumentKeepsItsBodyThroughAcknowledgementsAndStateChanges() async throws {
         try await withIndex { index in
             try await index.write { tx in
                 // Another table's insert first: the document's new key is not the last one inserted before it.
-                try tx.enqueue(key: "doc:x", docID: "x", kind: "put", payload: "{}", bodyHash: "hx", queuedAt: 1)
+                try tx.enqueue(key: .document("x"), docID: "x", kind: .put, payload: "{}", bodyHash: "hx", queuedAt: 1)
                 try tx.upsertDocument(DocumentRow(id: "a", docType: "note", path: "a.json", body: "v1", bodyHash: "h1"))
                 try tx.upsertDocument(DocumentRow(id: "b", docType: "note", path: "b.json", body: "w1", bodyHash: "g1"))
                 try tx.recordAcknowledged(id: "a", pushedHash: "h1", serverRev: 4, base: nil, baseHash: "h1", current: true)
@@ -191,12 +191,12 @@ import Testing
         try await withIndex { index in
             for n in 1...10 {
                 try await index.write { tx in
-                    try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "{\"n\":\(n)}", bodyHash: "h\(n)", queuedAt: Int64(n))
+                    try tx.enqueue(key: .document("a"), docID: "a", kind: .put, payload: "{\"n\":\(n)}", bodyHash: "h\(n)", queuedAt: Int64(n))
                 }
             }
-            try await index.write { try $0.enqueue(key: "doc:b", docID: "b", kind: "put", payload: "{}", bodyHash: "hb", queuedAt: 11) }
+            try await index.write { try $0.enqueue(key: .document("b"), docID: "b", kind: .put, payload: "{}", bodyHash: "hb", queuedAt: 11) }
             let due = try await index.read { try $0.dueEntries(now: 100, limit: 10) }
-            #expect(due.map(\.key) == ["doc:a", "doc:b"], "order by first queued")
+            #expect(due.map(\.key.text) == ["doc:a", "doc:b"], "order by first queued")
             #expect(due[0].payload == "{\"n\":10}")
             #expect(due[0].version == 10)
         }
@@ -206,35 +206,35 @@ import Testing
         try await withIndex { index in
             try await index.write { tx in
                 for n in 0..<1_200 {
-                    try tx.enqueue(key: "doc:\(n)", docID: "\(n)", kind: "put", payload: "{\"n\":\(n)}", bodyHash: "h", queuedAt: Int64(n))
+                    try tx.enqueue(key: .document("\(n)"), docID: "\(n)", kind: .put, payload: "{\"n\":\(n)}", bodyHash: "h", queuedAt: Int64(n))
                 }
-                try tx.recordFailure(key: "doc:1000", version: 1, error: "503", nextAttemptAt: 50)
+                try tx.recordFailure(key: .document("1000"), version: 1, error: "503", nextAttemptAt: 50)
             }
-            let inFlight = Set((0..<1_000).map { "doc:\($0)" }).subtracting(["doc:7"])
+            let inFlight = Set((0..<1_000).map { OutboxKey.document("\($0)") }).subtracting([.document("7")])
             let due = try await index.read { try $0.dueEntries(now: 10, limit: 600, excluding: inFlight) }
-            #expect(due.map(\.key) == ["doc:7"] + (1_001..<1_200).map { "doc:\($0)" })
+            #expect(due.map(\.key.text) == ["doc:7"] + (1_001..<1_200).map { "doc:\($0)" })
             #expect(due.last?.payload == #"{"n":1199}"#)
             let firstTwo = try await index.read { try $0.dueEntries(now: 10, limit: 2, excluding: inFlight) }
-            #expect(firstTwo.map(\.key) == ["doc:7", "doc:1001"])
+            #expect(firstTwo.map(\.key.text) == ["doc:7", "doc:1001"])
             // Going on after an entry read before: what follows it in order, less what is in flight
             // or not due.
-            let five = try #require(try await index.read { try $0.outboxEntry(key: "doc:5") })
+            let five = try #require(try await index.read { try $0.outboxEntry(key: .document("5")) })
             let onFromFive = try await index.read { try $0.dueEntries(now: 10, limit: 5, excludingAny: [inFlight], after: five.seq) }
-            #expect(onFromFive.map(\.key) == ["doc:7", "doc:1001", "doc:1002", "doc:1003", "doc:1004"])
+            #expect(onFromFive.map(\.key.text) == ["doc:7", "doc:1001", "doc:1002", "doc:1003", "doc:1004"])
             let seven = try #require(onFromFive.first)
             let onFromSeven = try await index.read { try $0.dueEntries(now: 10, limit: 1_000, excludingAny: [[], inFlight], after: seven.seq) }
-            #expect(onFromSeven.map(\.key) == (1_001..<1_200).map { "doc:\($0)" })
+            #expect(onFromSeven.map(\.key.text) == (1_001..<1_200).map { "doc:\($0)" })
         }
     }
 
     @Test func anAcknowledgementOfAnOlderVersionLeavesTheNewerQueued() async throws {
         try await withIndex { index in
-            try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v1", bodyHash: "h1", queuedAt: 1) }
+            try await index.write { try $0.enqueue(key: .document("a"), docID: "a", kind: .put, payload: "v1", bodyHash: "h1", queuedAt: 1) }
             let sent = try #require(try await index.read { try $0.dueEntries(now: 10, limit: 1) }.first)
-            try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v2", bodyHash: "h2", queuedAt: 2) }
+            try await index.write { try $0.enqueue(key: .document("a"), docID: "a", kind: .put, payload: "v2", bodyHash: "h2", queuedAt: 2) }
             let removed = try await index.write { try $0.removeEntry(sent) }
             #expect(!removed)
-            #expect(try await index.read { try $0.outboxEntry(key: "doc:a")?.payload } == "v2")
+            #expect(try await index.read { try $0.outboxEntry(key: .document("a"))?.payload } == "v2")
         }
     }
 
@@ -243,7 +243,7 @@ import Testing
             let body = #"{"id":"a","docType":"note","t":"x"}"#
             try await index.write { tx in
                 try tx.upsertDocument(DocumentRow(id: "a", docType: "note", path: "a.json", body: body, bodyHash: "h1", updatedAt: 1_000))
-                try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: nil, bodyHash: "h1", queuedAt: 1)
+                try tx.enqueue(key: .document("a"), docID: "a", kind: .put, payload: nil, bodyHash: "h1", queuedAt: 1)
             }
             let live = try #require(try await index.read { try $0.dueEntries(now: 10, limit: 1) }.first)
             #expect(live.payload == #"{"id":"a","docType":"note","t":"x","updated_at":"1970-01-01T00:00:01.000Z"}"#)
@@ -253,9 +253,9 @@ import Testing
                 doc.deletedAt = 2_000
                 doc.updatedAt = 2_000
                 try tx.upsertDocument(doc)
-                try tx.enqueue(key: "doc:a", docID: "a", kind: "put", payload: nil, bodyHash: "deleted:h1", queuedAt: 2)
+                try tx.enqueue(key: .document("a"), docID: "a", kind: .put, payload: nil, bodyHash: "deleted:h1", queuedAt: 2)
             }
-            let deleted = try #require(try await index.read { try $0.outboxEntry(key: "doc:a") })
+            let deleted = try #require(try await index.read { try $0.outboxEntry(key: .document("a")) })
             #expect(deleted.payload == #"{"id":"a","docType":"note","t":"x","updated_at":"1970-01-01T00:00:02.000Z","deleted_at":"1970-01-01T00:00:02.000Z"}"#)
         }
     }
@@ -289,11 +289,11 @@ import Testing
 
     @Test func failuresBackOffPerEntry() async throws {
         try await withIndex { index in
-            try await index.write { try $0.enqueue(key: "doc:a", docID: "a", kind: "put", payload: "v1", bodyHash: "h1", queuedAt: 1) }
-            try await index.write { try $0.recordFailure(key: "doc:a", version: 1, error: "boom", nextAttemptAt: 500) }
+            try await index.write { try $0.enqueue(key: .document("a"), docID: "a", kind: .put, payload: "v1", bodyHash: "h1", queuedAt: 1) }
+            try await index.write { try $0.recordFailure(key: .document("a"), version: 1, error: "boom", nextAttemptAt: 500) }
             #expect(try await index.read { try $0.dueEntries(now: 499, limit: 5) }.isEmpty)
             #expect(try await index.read { try $0.dueEntries(now: 500, limit: 5) }.count == 1)
-            #expect(try await index.read { try $0.outboxEntry(key: "doc:a")?.attempts } == 1)
+            #expect(try await index.read { try $0.outboxEntry(key: .document("a"))?.attempts } == 1)
             #expect(try await index.read { try $0.nextAttemptAt() } == 500)
         }
     }
@@ -357,19 +357,19 @@ import Testing
         try await withIndex { index in
             try await index.write { tx in
                 for i in 0..<40 {
-                    let kind = i % 10 == 3 ? "upload" : "put"
-                    try tx.enqueue(key: "\(kind):\(i)", docID: "d\(i)", kind: kind, payload: "{}", bodyHash: "h", queuedAt: Int64(i))
+                    let kind: OutboxKind = i % 10 == 3 ? .upload : .put
+                    try tx.enqueue(key: OutboxKey(stored: "\(kind.rawValue):\(i)"), docID: "d\(i)", kind: kind, payload: "{}", bodyHash: "h", queuedAt: Int64(i))
                 }
-                try tx.recordFailure(key: "upload:13", version: 1, error: "later", nextAttemptAt: 900)
+                try tx.recordFailure(key: OutboxKey(stored: "upload:13"), version: 1, error: "later", nextAttemptAt: 900)
             }
-            let uploads = try await index.read { try $0.dueEntries(now: 100, limit: 10, kind: "upload") }
-            #expect(uploads.map(\.key) == ["upload:3", "upload:23", "upload:33"])
-            let skipping = try await index.read { try $0.dueEntries(now: 1000, limit: 10, kind: "upload", excluding: ["upload:3"]) }
-            #expect(skipping.map(\.key) == ["upload:13", "upload:23", "upload:33"])
-            #expect(try await index.read { try $0.nextAttemptAt(kind: "upload") } == 0)
-            #expect(try await index.read { try $0.pendingCount(kind: "upload") } == 4)
-            let puts = try await index.read { try $0.dueEntries(now: 100, limit: 7, excluding: ["put:0", "put:2"]) }
-            #expect(puts.map(\.key) == ["put:1", "put:4", "put:5", "put:6", "put:7", "put:8", "put:9"])
+            let uploads = try await index.read { try $0.dueEntries(now: 100, limit: 10, kind: .upload) }
+            #expect(uploads.map(\.key.text) == ["upload:3", "upload:23", "upload:33"])
+            let skipping = try await index.read { try $0.dueEntries(now: 1000, limit: 10, kind: .upload, excluding: [OutboxKey(stored: "upload:3")]) }
+            #expect(skipping.map(\.key.text) == ["upload:13", "upload:23", "upload:33"])
+            #expect(try await index.read { try $0.nextAttemptAt(kind: .upload) } == 0)
+            #expect(try await index.read { try $0.pendingCount(kind: .upload) } == 4)
+            let puts = try await index.read { try $0.dueEntries(now: 100, limit: 7, excluding: [OutboxKey(stored: "put:0"), OutboxKey(stored: "put:2")]) }
+            #expect(puts.map(\.key.text) == ["put:1", "put:4", "put:5", "put:6", "put:7", "put:8", "put:9"])
         }
     }
 

@@ -31,10 +31,10 @@ import Testing
                 try tx.upsertDocument(document(i))
                 let state: FileRow.State = i % 10 == 0 ? .invalid : i % 10 == 1 ? .excluded : .ok
                 try tx.upsertFile(FileRow(path: "n/d\(i).json", docID: "d\(i)", docType: "note", hash: "h", stat: FileStat(size: 1, mtimeNs: 1, inode: UInt64(i)), state: state, error: nil))
-                try tx.enqueue(key: "doc:d\(i)", docID: "d\(i)", kind: "put", payload: nil, bodyHash: "h\(i)", queuedAt: 1)
+                try tx.enqueue(key: .document("d\(i)"), docID: "d\(i)", kind: .put, payload: nil, bodyHash: "h\(i)", queuedAt: 1)
             }
             // A second enqueue of the same key replaces the entry: no new row.
-            try tx.enqueue(key: "doc:d\(start)", docID: "d\(start)", kind: "put", payload: nil, bodyHash: "h2", queuedAt: 2)
+            try tx.enqueue(key: .document("d\(start)"), docID: "d\(start)", kind: .put, payload: nil, bodyHash: "h2", queuedAt: 2)
         }
         try await index.write { tx in
             var tombstone = document(start + 1)
