@@ -3,11 +3,10 @@ import DocsyncWatcher
 /// Large referenced files are hashed in the background (``BackgroundHashes``); once a hash is
 /// known, the documents that refer to the file are looked at again and its upload is queued.
 extension Agent {
-    func keepHashesFlowing() async {
-        while !stopRequested {
-            await hashes.done.wait(timeout: nil)
-            await scanHashed()
-        }
+    /// A worker's round, each time a hash is done.
+    func hashesRound() async -> WorkerOutcome {
+        await scanHashed()
+        return .idle(nil)
     }
 
     /// `sync`: the hashes its scan asked for, waited for and recorded before anything is pushed.

@@ -14,32 +14,36 @@ extension Agent {
         logger.error("scan failed; the whole folder is scanned again until it succeeds", metadata: ["error": "\(error)"])
         lastScanError = "\(error)"
         guard scanRetry == nil else { return }
-        scanRetry = Task { await self.rescanUntilItSucceeds() }
+        let policy = options.retryPolicy
+        // Woken by the agent's stop, which it looks for first.
+        let retry = LoopWorker(
+            "the rescan after a failed scan", signal: stopSignal, backoff: policy,
+            start: .after(policy.delay(afterFailures: 1, unit: Double.random(in: 0..<1))), logger: logger
+        ) { await self.rescanRound() }
+        scanRetry = Task {
+            // `scanError` is what `status` shows; the retries do not depend on it.
+            try? await self.index.write { [lastScanError] in try $0.setMeta(.scanError, lastScanError) }
+            await retry.run()
+            self.scanRetry = nil
+        }
     }
 
-    private func rescanUntilItSucceeds() async {
-        var failures = 0
+    /// One full rescan: finished once one succeeds (or the agent stops).
+    private func rescanRound() async -> WorkerOutcome {
+        if stopRequested { return .finished }
         let scanner = self.scanner
-        // `scanError` is what `status` shows; the retries below do not depend on it.
-        try? await index.write { [lastScanError] in try $0.setMeta(.scanError, lastScanError) }
-        while !stopRequested {
-            failures += 1
-            await stopSignal.wait(timeout: options.retryPolicy.delay(afterFailures: failures, unit: Double.random(in: 0..<1)))
-            if stopRequested { break }
-            do {
-                metrics.rescan("retry")
-                let summary = try await writer.locked { try await scanner.fullScan() }
-                try? await index.write { try $0.setMeta(.scanError, nil) }
-                logger.notice("the folder scanned cleanly again", metadata: ["scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)"])
-                lastScanError = nil
-                if summary.queued + summary.deleted > 0 { pusher.wake() }
-                break
-            } catch {
-                lastScanError = "\(error)"
-                try? await index.write { [lastScanError] in try $0.setMeta(.scanError, lastScanError) }
-                logger.debug("rescan failed again", metadata: ["error": "\(error)"])
-            }
+        do {
+            metrics.rescan("retry")
+            let summary = try await writer.locked { try await scanner.fullScan() }
+            try? await index.write { try $0.setMeta(.scanError, nil) }
+            logger.notice("the folder scanned cleanly again", metadata: ["scan.queued": "\(summary.queued)", "scan.deleted": "\(summary.deleted)"])
+            lastScanError = nil
+            if summary.queued + summary.deleted > 0 { pusher.wake() }
+            return .finished
+        } catch {
+            lastScanError = "\(error)"
+            try? await index.write { [lastScanError] in try $0.setMeta(.scanError, lastScanError) }
+            return .failed(error)
         }
-        scanRetry = nil
     }
 }

@@ -20,18 +20,14 @@ extension Agent {
         return summary
     }
 
-    /// Refreshes the schemas each time a schema document changed (saved, deleted or pulled), until
-    /// the task is cancelled; held saves marked for another look go to the stat settler.
-    func keepSchemasChecked() async {
-        let schemaCheck = self.schemaCheck
-        while !Task.isCancelled {
-            await schemaCheck.changed.wait(timeout: nil)
-            if Task.isCancelled { return }
-            do {
-                if try await schemaCheck.refresh() > 0 { wakeSettler() }
-            } catch {
-                logger.warning("checking documents against a changed schema failed; the next change of a schema tries again", metadata: ["error": "\(error)"])
-            }
+    /// The schemas refreshed after a schema document changed (saved, deleted or pulled), as a
+    /// worker's round; held saves marked for another look go to the stat settler.
+    func schemaRound() async -> WorkerOutcome {
+        do {
+            if try await schemaCheck.refresh() > 0 { wakeSettler() }
+            return .idle(nil)
+        } catch {
+            return .failed(error)
         }
     }
 }

@@ -8,25 +8,26 @@ import Logging
 /// start, by an adapter asking for them alone; what the folder already has is not pulled again.
 /// A shrinking selection needs nothing: the dropped types' files stay as they are.
 extension Agent {
-    /// Catches up on newly selected docTypes (retrying while the endpoint cannot be reached), then
-    /// records the selection as the cursor's. Returns why it stopped early, if it did.
-    @discardableResult
-    func catchUpOnSelection(retrying: Bool) async -> String? {
-        var failures = 0
-        while !stopRequested {
-            do throws(EndpointError) {
-                try await catchUpOnSelectionOnce()
-                return nil
-            } catch .unsupported {
-                return nil  // a push-only endpoint: nothing to pull
-            } catch {
-                guard retrying else { return "catching up on newly selected docTypes: \(error)" }
-                failures += 1
-                if failures == 1 { logger.warning("catching up on newly selected docTypes failed; retrying", metadata: ["error": "\(error)"]) }
-                await stopSignal.wait(timeout: options.retryPolicy.delay(afterFailures: failures, unit: Double.random(in: 0..<1)))
-            }
+    /// Catches up on newly selected docTypes once, then records the selection as the cursor's
+    /// (one-shot `sync`). Returns why it failed, if it did.
+    func catchUpOnSelection() async -> String? {
+        switch await catchUpRound() {
+        case .failed(let error): "catching up on newly selected docTypes: \(error)"
+        default: nil
         }
-        return nil
+    }
+
+    /// The catch-up as a worker's round (a `watch` retries it with backoff before it pulls):
+    /// finished once done, or on a push-only endpoint (nothing to pull).
+    func catchUpRound() async -> WorkerOutcome {
+        do throws(EndpointError) {
+            try await catchUpOnSelectionOnce()
+            return .finished
+        } catch .unsupported {
+            return .finished
+        } catch {
+            return .failed(error)
+        }
     }
 
     private func catchUpOnSelectionOnce() async throws(EndpointError) {

@@ -17,7 +17,7 @@ extension Agent {
         // An upload makes a new revision; a document change queued behind it goes out now.
         if failure == nil, (try await index.read { try $0.pendingCount(kind: .put) }) > 0 { failure = await pusher.drain() }
         if failure == nil, endpoint.capabilities.pull != .none {
-            failure = await catchUpOnSelection(retrying: false)
+            failure = await catchUpOnSelection()
             if failure == nil { failure = await puller.pullAll() }
             if failure == nil { failure = await downloader.drain() }
         }

@@ -51,9 +51,9 @@ public actor Agent {
     var watcher: DirectoryWatcher?
     private(set) var stopRequested = false
     /// Set when a pull found the folder gone (see ``folderWentAway()``).
-    private var folderGone = false
-    private let calibratorWake = WakeSignal()
-    private let settlerWake = WakeSignal()
+    var folderGone = false
+    let calibratorWake = WakeSignal()
+    let settlerWake = WakeSignal()
     /// Ends retry waits when the agent stops.
     let stopSignal = WakeSignal()
     /// Large referenced files, hashed away from the documents' path.
@@ -167,56 +167,23 @@ public actor Agent {
         let held = try FolderLock(root: options.root)
         defer { withExtendedLifetime(held) {} }
         let (batches, restored) = try await gated { try await self.begin() }
-        let pusher = self.pusher
-        let uploader = self.uploader
-        let puller = self.puller
         // A stored estimate stamps the scan's changes at once and is refreshed alongside it; only
         // a folder that never saw the endpoint waits for a first sample (a refused connect fails fast).
         if !restored { await refreshCalibration() }
-        let pushing = Task {
-            await pusher.run()
-            // The pusher found the folder gone before sending a deletion.
-            if await pusher.folderGone { self.folderWentAway() }
+        let running = startWorkers(restored: restored)
+        do {
+            try await scanAtStart()
+        } catch {
+            stop()
+            await stopWorkers(running)
+            throw error
         }
-        let uploading = Task { await uploader.run() }
-        let downloader = self.downloader
-        let downloading = Task { await downloader.run() }
-        let pulling = Task {
-            await self.catchUpOnSelection(retrying: true)
-            await puller.run()
-            // Found by the pull before (or instead of) the watcher: the agent stops as for a
-            // folder the watcher saw go.
-            if await puller.folderGone { self.folderWentAway() }
-        }
-        let calibrating = Task {
-            if restored { await self.refreshCalibration() }
-            await self.keepClockCalibrated()
-        }
-        let settling = Task { await self.keepStatsSettled() }
-        let committer = self.committer
-        let committing = Task { if let committer { await committer.run() } }
-        let checkingSchemas = Task { await self.keepSchemasChecked() }
-        let hashing = Task { await self.keepHashesFlowing() }
-        try await scanAtStart()
         options.onWatching?()
         pusher.wake()
         uploader.wake()
         settlerWake.signal()
         let gone = await follow(batches) || folderGone
-        await pusher.stop()
-        await uploader.stop()
-        await downloader.stop()
-        await puller.stop()
-        await committer?.stop()
-        settling.cancel()
-        checkingSchemas.cancel()
-        hashes.stop()
-        await hashing.value
-        stopSignal.signal()
-        await scanRetry?.value
-        for task in [pushing, uploading, downloading, pulling, settling, committing, checkingSchemas] { await task.value }
-        calibratorWake.signal()
-        await calibrating.value
+        await stopWorkers(running)
         await saveCalibration()
         if gone { throw RootGone(root: options.root) }
     }
@@ -263,39 +230,6 @@ public actor Agent {
             logger.debug("batch", metadata: ["scan.queued": "\(s.queued)", "scan.moved": "\(s.moved)", "scan.deleted": "\(s.deleted)"])
         } catch {
             scanFailed(error)
-        }
-    }
-
-    /// Files read within moments of a change were recorded with a stat that cannot be trusted
-    /// (``FileStat/unsettled``): each is read once more when it is old enough, shortly after the
-    /// batch that recorded it, so that a restart's rescan reads nothing. A save that the kernel
-    /// stamped with the stat it already had is found here at the latest.
-    private func keepStatsSettled() async {
-        let (index, scanner, writer) = (self.index, self.scanner, self.writer)
-        while !Task.isCancelled {
-            await settlerWake.wait(timeout: nil)
-            // Past the 50 ms margin of the files the batch just recorded.
-            try? await Task.sleep(for: .milliseconds(60))
-            if Task.isCancelled { return }
-            var after = ""
-            // An index that cannot be read ends this look; the files stay unsettled in it, and the
-            // next batch's wake (or the next full scan) looks again.
-            while !Task.isCancelled, let unsettled = try? await index.read({ [after] in try $0.unsettledFiles(after: after, limit: Scanner.chunkSize) }),
-                  let last = unsettled.last {
-                after = last
-                do {
-                    let (recorded, rest) = try await scanner.lookAgain(unsettled, readyBefore: FileSystem.realtimeNanoseconds())
-                    if recorded.isEmpty && rest.isEmpty { continue }
-                    let s = try await scanner.confirmThenJudge(recorded, rest: rest) { try await writer.locked($0) }
-                    if s.schemasChanged { schemaCheck.changed.signal() }
-                    if s.queued + s.deleted > 0 {
-                        logger.info("found a save that left the file's stat as it was", metadata: ["scan.queued": "\(s.queued)"])
-                        pusher.wake()
-                    }
-                } catch {
-                    logger.debug("settling stats failed; the next rescan reads those files", metadata: ["error": "\(error)"])
-                }
-            }
         }
     }
 
@@ -365,21 +299,6 @@ public actor Agent {
     func calibrateClock() async {
         _ = await restoreCalibration()
         await refreshCalibration()
-    }
-
-    /// Keeps the estimate fresh when no traffic does: sleeps until it turns `clockMaxAge` old
-    /// (no polling in between), then asks `/api/time`.
-    func keepClockCalibrated() async {
-        while !stopRequested {
-            let age = clock.estimateAge ?? options.clockMaxAge
-            let wait = max(options.clockMaxAge - age, .seconds(1))
-            await calibratorWake.wait(timeout: wait)
-            if stopRequested { return }
-            if (clock.estimateAge ?? options.clockMaxAge) >= options.clockMaxAge {
-                try? await endpoint.sampleClock()
-                await saveCalibration()
-            }
-        }
     }
 
     func saveCalibration() async {

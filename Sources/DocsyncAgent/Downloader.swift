@@ -40,7 +40,7 @@ actor Downloader: Worker {
     /// The token, refused or replaced after a 401/403 (see ``Credential``).
     let credential: Credential
     let signal: WakeSignal
-    private(set) var stopping = false
+    var stopping = false
     private var inFlight: Task<Void, Never>?
     var lastFailure: String?
     var progressedInRound = 0
@@ -70,11 +70,10 @@ actor Downloader: Worker {
 
     nonisolated func wake() { signal.signal() }
 
-    func stop() {
-        stopping = true
-        inFlight?.cancel()
-        signal.signal()
-    }
+    func cancelInFlight() { inFlight?.cancel() }
+
+    /// Each job backs off on its own (its entry's attempts); a round does not fail.
+    var backoff: RetryPolicy { policy }
 
     /// Jobs a stop or crash cut short start over; their temporaries go.
     func prepare() async {

@@ -38,7 +38,7 @@ actor GitCommitter: Worker {
     let options: GitHistoryOptions
     let logger: Logger
     let signal: WakeSignal
-    private(set) var stopping = false
+    var stopping = false
     private var writer: GitHistoryWriter?
     /// The last reason given for holding commits back, said once until it changes.
     private var held: String?
@@ -57,14 +57,13 @@ actor GitCommitter: Worker {
         self.signal = signal
     }
 
-    func run() async { await loop() }
 
     /// Commits what waits (a one-shot `sync`); why some is still held, if it is.
     func drain() async -> String? {
         while true {
             switch await workRound() {
             case .progressed: continue
-            case .idle:
+            case .idle, .failed, .finished:
                 do {
                     let waiting = try await index.read { try $0.gitChangeCount() }
                     return waiting == 0 ? nil : "\(waiting) pulled changes are not committed to git: \(held ?? "held back")"
@@ -75,10 +74,8 @@ actor GitCommitter: Worker {
         }
     }
 
-    func stop() {
-        stopping = true
-        signal.signal()
-    }
+    /// After a failure to find the repository or to run git.
+    let backoff = RetryPolicy(initial: .seconds(10), cap: .seconds(60))
 
     func workRound() async -> WorkerOutcome {
         do {
@@ -106,7 +103,7 @@ actor GitCommitter: Worker {
         } catch {
             await hold("\(error)")
             self.writer = nil
-            return .idle(.seconds(10))
+            return .failed(error)
         }
     }
 

@@ -8,7 +8,7 @@ import Logging
 /// until something changes, or 25 s pass: changes arrive at once and an idle agent sends two
 /// requests a minute), a pull every `pollInterval` where it has not, nothing from a push-only
 /// endpoint.
-actor Puller {
+actor Puller: Worker {
     let endpoint: any DocumentEndpoint
     let index: Index
     /// Where a reply's changes go (the cursor moves only past what is durable there).
@@ -17,12 +17,18 @@ actor Puller {
     let logger: Logger
     let wait: Int
     let pollInterval: Duration
-    private var stopping = false
+    var stopping = false
+    var backoff: RetryPolicy { policy }
+    /// The next pull asks at once (the first, and after more was said to wait or a failure).
+    private var first = true
+    private var idle = IdleReturns()
+    /// Pulls in a row that found the endpoint's cursor stuck.
+    private var stuck = 0
     /// The synced folder went away while a pull was being written: pulling has stopped.
     private(set) var folderGone = false
     private var task: Task<Result<Step, EndpointError>, Never>?
     /// Ends a backoff or poll wait early when the agent stops: a retry delay can be a minute long.
-    private let stopped = WakeSignal()
+    let signal = WakeSignal()
     let metrics: AgentMetrics
     /// The full reconcile against the server's live set (see ``Reconciler``).
     private let reconciler: Reconciler
@@ -50,71 +56,71 @@ actor Puller {
         self.pollInterval = pollInterval
     }
 
-    func stop() {
-        stopping = true
+    /// The long poll in flight, and the next page asked for ahead of its turn.
+    func cancelInFlight() {
         task?.cancel()
         ahead?.task.cancel()
-        stopped.signal()
-        changes.failedWork.signal()
     }
 
-    func run() async {
-        let retrying = Task { await self.retryFailedChanges() }
-        defer { retrying.cancel() }
-        var failures = 0
-        var first = true
-        var idle = IdleReturns()
-        var stuck = 0
-        while !stopping {
-            let longPoll = endpoint.capabilities.pull == .longPoll
-            let wait: Duration? = first || !longPoll ? nil : .seconds(Self.spread(self.wait))
-            let began = ContinuousClock.now
-            let work = Task { () -> Result<Step, EndpointError> in
-                do throws(EndpointError) {
-                    return .success(try await self.pullOnce(wait: wait))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            task = work
-            let outcome = await work.value
-            task = nil
-            if stopping { return }
-            switch outcome {
-            case .success(let step):
-                if failures > 0 {
-                    logger.info("pulling works again")
-                    try? await index.write { try $0.setMeta(.pullError, nil) }  // `status` only
-                }
-                failures = 0
-                first = step.more
-                stuck = noteStuck(step, after: stuck)
-                if !step.more && endpoint.capabilities.pull == .poll { await stopped.wait(timeout: pollInterval) }
-                if let pause = idle.after(step, longPoll: wait != nil, took: ContinuousClock.now - began, policy: policy) {
-                    if idle.streak == IdleReturns.reported {
-                        logger.warning("the endpoint answers long polls at once with nothing new; asking with backoff")
-                        metrics.repeated("pull")
-                    }
-                    await stopped.wait(timeout: pause)
-                }
-            case .failure(.unsupported(let why)):
-                logger.notice("\(why); pushing only")
-                return
-            case .failure(let error) where folderGone:
-                logger.error("\(error); pulling stopped")
-                return
-            case .failure(let error):
-                failures += 1
-                first = true
-                let delay = policy.delay(afterFailures: failures, unit: Double.random(in: 0..<1))
-                // Said once per outage, and kept for `status`.
-                if failures == 1 {
-                    logger.warning("pulling failed; retrying with backoff", metadata: ["error": "\(error)"])
-                    try? await index.write { try $0.setMeta(.pullError, error.description) }  // `status` only; logged
-                }
-                await stopped.wait(timeout: delay)
+    /// One pull: a long poll where the endpoint has them (a catch-up asks at once), then the
+    /// wait the reply calls for: none while more is waiting, the poll interval on an endpoint
+    /// that polls, a backoff when long polls return at once with nothing.
+    func workRound() async -> WorkerOutcome {
+        let longPoll = endpoint.capabilities.pull == .longPoll
+        let wait: Duration? = first || !longPoll ? nil : .seconds(Self.spread(self.wait))
+        let began = ContinuousClock.now
+        let work = Task { () -> Result<Step, EndpointError> in
+            do throws(EndpointError) {
+                return .success(try await self.pullOnce(wait: wait))
+            } catch {
+                return .failure(error)
             }
         }
+        task = work
+        let outcome = await work.value
+        task = nil
+        if stopping { return .finished }
+        switch outcome {
+        case .success(let step): return settled(step, longPoll: wait != nil, took: ContinuousClock.now - began)
+        case .failure(.unsupported(let why)):
+            logger.notice("\(why); pushing only")
+            return .finished
+        case .failure(let error) where folderGone:
+            logger.error("\(error); pulling stopped")
+            return .finished
+        case .failure(let error):
+            first = true
+            return .failed(error)
+        }
+    }
+
+    /// What follows a pull that worked.
+    private func settled(_ step: Step, longPoll: Bool, took: Duration) -> WorkerOutcome {
+        first = step.more
+        stuck = noteStuck(step, after: stuck)
+        var pause: Duration?
+        if !step.more && endpoint.capabilities.pull == .poll { pause = pollInterval }
+        if let backoff = idle.after(step, longPoll: longPoll, took: took, policy: policy) {
+            if idle.streak == IdleReturns.reported {
+                logger.warning("the endpoint answers long polls at once with nothing new; asking with backoff")
+                metrics.repeated("pull")
+            }
+            pause = (pause ?? .zero) + backoff
+        }
+        return pause.map { .idle($0) } ?? .progressed
+    }
+
+    /// Said once per outage, and kept for `status`.
+    func failed(_ error: any Error, count: Int) async {
+        guard count == 1 else { return }
+        logger.warning("pulling failed; retrying with backoff", metadata: ["error": "\(error)"])
+        let text = (error as? EndpointError)?.description ?? "\(error)"
+        try? await index.write { try $0.setMeta(.pullError, text) }  // `status` only; logged
+    }
+
+    func recovered(after failures: Int) async {
+        logger.info("pulling works again")
+        try? await index.write { try $0.setMeta(.pullError, nil) }  // `status` only
     }
 
     /// A long poll's length, a random part of its last fifth left out: the polls of many folders
@@ -155,43 +161,6 @@ actor Puller {
             metrics.repeated("pull")
         }
         return streak + 1
-    }
-
-    /// Writes again, each when its backoff ends, the pulled changes that could not be written
-    /// (a full disk, say), beside the pulls and without waiting for one: freed space is used
-    /// within one backoff step.
-    private func retryFailedChanges() async {
-        try? await index.write { try $0.makePullFailuresDue() }  // deadlines of another run or boot
-        var failures = 0
-        // After a look that found nothing waiting: the index as it was before that look. While it
-        // is unchanged, nothing can have come to wait, and the index (closed while idle among
-        // hundreds of folders) is not opened to be told so.
-        var unchanged: IndexStamp?
-        // A burst of pulled deletions waits to be applied until it is quiet: when it will be.
-        var burstEnds: Duration?
-        while !stopping && !Task.isCancelled {
-            var wait: Duration?
-            do {
-                let before = index.stamp
-                var next: Int64?
-                if before != unchanged || burstEnds != nil {
-                    try await changes.settleHeldDeletions()
-                    burstEnds = try await changes.releaseWaitingDeletions()
-                    next = try await changes.retryFailed()
-                    unchanged = next == nil && burstEnds == nil ? before : nil
-                }
-                failures = 0
-                // With none due, it looks again within `cap`, at a random point of its second half: the
-                // folders of one process, started together, would otherwise all open their index at once.
-                wait = next.map { .milliseconds(max(0, $0 - RetryPolicy.deadlineNow())) } ?? policy.cap * Double.random(in: 0.5...1)
-                if let burstEnds { wait = min(wait ?? burstEnds, burstEnds + .milliseconds(20)) }
-            } catch {
-                failures += 1
-                if failures == 1 { logger.error("cannot retry pulled changes", metadata: ["error": "\(error)"]) }
-                wait = policy.delay(afterFailures: failures, unit: Double.random(in: 0..<1))
-            }
-            await changes.failedWork.wait(timeout: wait)
-        }
     }
 
     /// Pulls until nothing more is waiting (for one-shot `sync`); returns why it stopped early.

@@ -79,11 +79,10 @@ actor Pusher: Worker {
         _ = try? await index.write { try $0.rescheduleNotAllowed(at: 0) }  // a failure leaves them to their hour
     }
 
-    /// Ends `run` after the round in flight: requests already sent are answered and recorded.
-    func stop() {
-        stopping = true
-        signal.signal()
-    }
+    /// Entries back off on their own (their attempts) and the endpoint's outage as a whole
+    /// (``nextTry``); a round does not fail. A stop ends `run` after the round in flight:
+    /// requests already sent are answered and recorded.
+    var backoff: RetryPolicy { policy }
 
     /// The folder is gone: pushing ends, and ``run()``'s caller stops the agent.
     func noteFolderGone() {

@@ -28,7 +28,7 @@ actor Uploader: Worker {
     let uploadEnded: @Sendable () -> Void
     /// The token, refused or replaced after a 401/403 (see ``Credential``).
     let credential: Credential
-    private(set) var stopping = false
+    var stopping = false
     /// The uploads in flight: cancelled when the agent stops (a large file would otherwise hold
     /// the exit until it is sent; it is sent again at the next start).
     private var inFlight: Task<Void, Never>?
@@ -61,13 +61,10 @@ actor Uploader: Worker {
 
     nonisolated func wake() { signal.signal() }
 
-    func stop() {
-        stopping = true
-        inFlight?.cancel()
-        signal.signal()
-    }
+    func cancelInFlight() { inFlight?.cancel() }
 
-    func run() async { await loop() }
+    /// Each job backs off on its own (its entry's attempts); a round does not fail.
+    var backoff: RetryPolicy { policy }
 
     func workRound() async -> WorkerOutcome { await round() }
 
