@@ -80,61 +80,53 @@ public actor Agent {
         self.index = try Index.openChecked(root: root, footprint: options.indexFootprint)
         let (ignore, metrics) = (TreeWalker.ignoreRules(root: root, extra: options.extraIgnore), AgentMetrics(folder: options.name ?? Self.defaultName(root: root)))
         (self.ignore, self.metrics) = (ignore, metrics)
-        let context = EndpointContext(
+        let endpointContext = EndpointContext(
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
             selection: options.selection, folderTypes: Self.folderTypes(index),
             sealCounters: IndexSealCounters(index: index))
-        let endpoint = try makeEndpoint(context)
+        let endpoint = try makeEndpoint(endpointContext)
         self.endpoint = endpoint
-        let credential = Credential(token: options.token, file: options.tokenFile)
-        // The parts meet through these signals and values, each made before any part that uses it.
+        // Every part is made from this, and from the signals and values made before it.
+        let context = FolderContext(
+            root: root, gate: try PathGate(root: root, staging: ChangeApplier.stagingFolders[0]), index: index, clock: clock, logger: logger,
+            metrics: metrics, policy: options.retryPolicy, credential: Credential(token: options.token, file: options.tokenFile),
+            selection: options.selection)
         let (pushWork, uploadWork) = (WakeSignal(), WakeSignal())
-        let gate = try PathGate(root: root, staging: ChangeApplier.stagingFolders[0])
         let schemaCheck = SchemaCheck(index: index, book: SchemaBook(), logger: logger, changed: WakeSignal(), assertFormats: options.assertFormats)
         self.schemaCheck = schemaCheck
         let scanner = Scanner(
-            root: root, gate: gate, index: index, clock: clock, maxFileSize: options.maxFileSize, ignore: ignore, logger: logger,
-            filesPerDocument: endpoint.capabilities.filesPerDocument, maxUploadBytes: options.maxUploadBytes, selection: options.selection,
-            schemas: schemaCheck.book, movePairing: options.movePairing, hashes: hashes, deletionGuard: options.deletionGuard) { pushWork.signal() }
+            context, maxFileSize: options.maxFileSize, ignore: ignore, filesPerDocument: endpoint.capabilities.filesPerDocument,
+            maxUploadBytes: options.maxUploadBytes, schemas: schemaCheck.book, movePairing: options.movePairing, hashes: hashes,
+            deletionGuard: options.deletionGuard) { pushWork.signal() }
         self.scanner = scanner
         let uploading = DocumentSet()
         self.uploading = uploading
-        self.uploader = Uploader(
-            root: root, index: index, endpoint: endpoint, clock: clock, logger: logger, policy: options.retryPolicy,
-            uploading: uploading, credential: credential, metrics: metrics, signal: uploadWork, uploadEnded: { pushWork.signal() })
-        let applier = Self.applier(
-            options, gate: gate, index: index, clock: clock, scanner: scanner, endpoint: endpoint, pushWork: pushWork, metrics: metrics, logger: logger)
+        self.uploader = Uploader(context, endpoint: endpoint, uploading: uploading, signal: uploadWork, uploadEnded: { pushWork.signal() })
+        let applier = Self.applier(options, context: context, scanner: scanner, endpoint: endpoint, pushWork: pushWork)
         self.applier = applier
         let (git, committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
         self.committer = committer
         let writer = FolderWriter(applier: applier, lock: lock, git: git, schemas: schemaCheck)
         self.writer = writer
         let changes = ServerChanges(
-            endpoint: endpoint, index: index, writer: writer, policy: options.retryPolicy, logger: logger, metrics: metrics,
-            pushWork: pushWork, deletionGuard: options.deletionGuard, localDeletions: scanner.deletions)
+            context, endpoint: endpoint, writer: writer, pushWork: pushWork, deletionGuard: options.deletionGuard, localDeletions: scanner.deletions)
         self.serverChanges = changes
-        self.pusher = Pusher(changes: changes, clock: clock, logger: logger, signal: pushWork, uploading: uploading, uploadWork: uploadWork, credential: credential)
-        self.downloader = Downloader(
-            root: root, gate: gate, index: index, endpoint: endpoint, writer: writer, clock: clock, logger: logger,
-            policy: options.retryPolicy, metrics: metrics, maxBytes: options.maxDownloadBytes, signal: applier.downloadsQueued,
-            credential: credential)
-        let fresh = FreshPull(make: makeEndpoint, context: context, credential: credential)
+        self.pusher = Pusher(context, changes: changes, signal: pushWork, uploading: uploading, uploadWork: uploadWork)
+        self.downloader = Downloader(context, endpoint: endpoint, writer: writer, maxBytes: options.maxDownloadBytes, signal: applier.downloadsQueued)
+        let fresh = FreshPull(make: makeEndpoint, context: endpointContext, credential: context.credential)
         self.fresh = fresh
         self.puller = Puller(
-            changes: changes,
+            context, changes: changes,
             reconciler: Reconciler(fresh: fresh, changes: changes, clock: clock, selection: options.selection, logger: logger),
-            logger: logger, pollInterval: options.pollInterval, turns: options.turns)
+            pollInterval: options.pollInterval, turns: options.turns)
     }
 
     /// What brings the server's documents into the folder (the folder writer's applier).
-    static func applier(
-        _ options: AgentOptions, gate: PathGate, index: Index, clock: ServerClock, scanner: Scanner, endpoint: any DocumentEndpoint,
-        pushWork: WakeSignal, metrics: AgentMetrics, logger: Logger
-    ) -> ChangeApplier {
+    static func applier(_ options: AgentOptions, context: FolderContext, scanner: Scanner, endpoint: any DocumentEndpoint, pushWork: WakeSignal) -> ChangeApplier {
         ChangeApplier(
-            root: options.root, gate: gate, index: index, clock: clock, walker: scanner.walker,
-            rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: logger,
-            metrics: metrics, selection: options.selection,
+            root: context.root, gate: context.gate, index: context.index, clock: context.clock, walker: scanner.walker,
+            rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: context.logger,
+            metrics: context.metrics, selection: context.selection,
             remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(),
             beforeRecording: options.beforeRecordingAPulledWrite)
     }

@@ -48,24 +48,20 @@ actor Downloader: Worker {
     /// Downloads in flight at once.
     static let concurrency = 2
 
-    init(
-        root: String, gate: PathGate, index: Index, endpoint: any DocumentEndpoint, writer: FolderWriter, clock: ServerClock,
-        logger: Logger, policy: RetryPolicy, metrics: AgentMetrics, maxBytes: Int64, signal: WakeSignal,
-        credential: Credential
-    ) {
+    init(_ context: FolderContext, endpoint: any DocumentEndpoint, writer: FolderWriter, maxBytes: Int64, signal: WakeSignal) {
         self.signal = signal
-        self.root = root
-        self.gate = gate
-        self.index = index
+        self.root = context.root
+        self.gate = context.gate
+        self.index = context.index
         self.endpoint = endpoint
         self.writer = writer
-        self.cache = FileCache(folder: root)
-        self.clock = clock
-        self.logger = logger
-        self.policy = policy
-        self.metrics = metrics
+        self.cache = FileCache(folder: context.root)
+        self.clock = context.clock
+        self.logger = context.logger
+        self.policy = context.policy
+        self.metrics = context.metrics
         self.maxBytes = maxBytes
-        self.credential = credential
+        self.credential = context.credential
     }
 
     nonisolated func wake() { signal.signal() }

@@ -41,17 +41,17 @@ actor Puller: Worker {
     let turns: Permits?
 
     init(
-        changes: ServerChanges, reconciler: Reconciler, logger: Logger, wait: Int = 25, pollInterval: Duration = .seconds(10),
+        _ context: FolderContext, changes: ServerChanges, reconciler: Reconciler, wait: Int = 25, pollInterval: Duration = .seconds(10),
         turns: Permits? = nil
     ) {
         self.turns = turns
         self.changes = changes
         self.reconciler = reconciler
-        self.metrics = changes.metrics
+        self.metrics = context.metrics
         self.endpoint = changes.endpoint
-        self.index = changes.index
-        self.policy = changes.policy
-        self.logger = logger
+        self.index = context.index
+        self.policy = context.policy
+        self.logger = context.logger
         self.wait = wait
         self.pollInterval = pollInterval
     }

@@ -51,21 +51,18 @@ actor Pusher: Worker {
 
     let metrics: AgentMetrics
 
-    init(
-        changes: ServerChanges, clock: ServerClock, logger: Logger, signal: WakeSignal, uploading: DocumentSet, uploadWork: WakeSignal,
-        credential: Credential
-    ) {
+    init(_ context: FolderContext, changes: ServerChanges, signal: WakeSignal, uploading: DocumentSet, uploadWork: WakeSignal) {
         self.changes = changes
-        self.metrics = changes.metrics
-        self.index = changes.index
+        self.metrics = context.metrics
+        self.index = context.index
         self.endpoint = changes.endpoint
-        self.policy = changes.policy
-        self.clock = clock
-        self.logger = logger
+        self.policy = context.policy
+        self.clock = context.clock
+        self.logger = context.logger
         self.signal = signal
         self.uploading = uploading
         self.uploadWork = uploadWork
-        self.credential = credential
+        self.credential = context.credential
     }
 
     nonisolated func wake() { signal.signal() }

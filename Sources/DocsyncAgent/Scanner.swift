@@ -75,24 +75,24 @@ struct Scanner: Sendable {
     var mergeChunk = 4096
 
     init(
-        root: String, gate: PathGate, index: Index, clock: ServerClock, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(), logger: Logger,
-        filesPerDocument: Int? = nil, maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes, selection: TypeSelection = .all,
+        _ context: FolderContext, maxFileSize: Int, ignore: IgnoreRules = IgnoreRules(),
+        filesPerDocument: Int? = nil, maxUploadBytes: Int64 = AgentOptions.defaultMaxUploadBytes,
         schemas: SchemaBook = SchemaBook(), movePairing: Duration = .zero, hashes: BackgroundHashes? = nil,
         deletionGuard: DeletionGuard? = nil, queued: @escaping @Sendable () -> Void = {}
     ) {
         self.movePairingMs = movePairing.wholeMilliseconds
         self.deletions = LocalDeletionGuard(rule: deletionGuard, pairing: movePairing)
         self.schemas = schemas
-        self.selection = selection
+        self.selection = context.selection
         self.queued = queued
-        self.root = root
-        self.gate = gate
-        self.index = index
-        self.clock = clock
+        self.root = context.root
+        self.gate = context.gate
+        self.index = context.index
+        self.clock = context.clock
         self.maxFileSize = maxFileSize
-        self.logger = logger
-        self.walker = TreeWalker(root: root, ignore: ignore)
-        self.attachments = Attachments(root: root, filesPerDocument: filesPerDocument, maxBytes: maxUploadBytes, background: hashes)
+        self.logger = context.logger
+        self.walker = TreeWalker(root: context.root, ignore: ignore)
+        self.attachments = Attachments(root: context.root, filesPerDocument: filesPerDocument, maxBytes: maxUploadBytes, background: hashes)
     }
 
     // MARK: - Gathering

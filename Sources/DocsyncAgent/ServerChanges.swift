@@ -31,9 +31,18 @@ struct ServerChanges: Sendable {
     let localDeletions: LocalDeletionGuard?
     /// The deletions of the pull under way (see ``DeletionGuard``).
     let deletionTally = DeletionTally()
-    /// Told when changes that could not be written were recorded: the puller's retry loop waits
-    /// on it (one waiter only, as every ``WakeSignal``).
+    /// Told when changes that could not be written were recorded: ``PullRetrier`` waits on it
+    /// (one waiter only, as every ``WakeSignal``).
     let failedWork = WakeSignal()
+
+    init(
+        _ context: FolderContext, endpoint: any DocumentEndpoint, writer: FolderWriter, pushWork: WakeSignal, deletionGuard: DeletionGuard?,
+        localDeletions: LocalDeletionGuard?
+    ) {
+        (self.endpoint, self.writer, self.pushWork) = (endpoint, writer, pushWork)
+        (self.index, self.policy, self.logger, self.metrics) = (context.index, context.policy, context.logger, context.metrics)
+        (self.deletionGuard, self.localDeletions) = (deletionGuard, localDeletions)
+    }
 
     /// The synced folder was deleted or moved away while changes were being taken: nothing more is
     /// written (a long pull would otherwise go on recording every change as failed).

@@ -41,20 +41,19 @@ actor Uploader: Worker {
     let metrics: AgentMetrics
 
     init(
-        root: String, index: Index, endpoint: any DocumentEndpoint, clock: ServerClock, logger: Logger, policy: RetryPolicy,
-        uploading: DocumentSet, credential: Credential, metrics: AgentMetrics,
-        signal: WakeSignal, uploadEnded: @escaping @Sendable () -> Void
+        _ context: FolderContext, endpoint: any DocumentEndpoint, uploading: DocumentSet, signal: WakeSignal,
+        uploadEnded: @escaping @Sendable () -> Void
     ) {
         self.signal = signal
-        self.metrics = metrics
-        self.credential = credential
-        self.root = root
-        self.realRoot = Attachments.realPath(root) ?? root
-        self.index = index
+        self.metrics = context.metrics
+        self.credential = context.credential
+        self.root = context.root
+        self.realRoot = Attachments.realPath(context.root) ?? context.root
+        self.index = context.index
         self.endpoint = endpoint
-        self.clock = clock
-        self.logger = logger
-        self.policy = policy
+        self.clock = context.clock
+        self.logger = context.logger
+        self.policy = context.policy
         self.uploading = uploading
         self.uploadEnded = uploadEnded
     }

@@ -27,9 +27,7 @@ import Testing
                 path: "note/n.json", docID: "n1", docType: "note", hash: ContentHash.sha256Hex(Array(recordedText.utf8)),
                 stat: FileStat(size: info.size, mtimeNs: FileStat.unsettled, inode: info.inode), state: .ok, error: nil))
         }
-        let scanner = DocsyncAgent.Scanner(
-            root: folder.path, gate: try PathGate(root: folder.path), index: index, clock: ServerClock(), maxFileSize: 1 << 20,
-            logger: CapturedLogs().logger())
+        let scanner = DocsyncAgent.Scanner(try FolderContext.forTests(folder.path, index: index), maxFileSize: 1 << 20)
         return (folder, scanner)
     }
 

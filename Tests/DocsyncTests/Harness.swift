@@ -260,3 +260,12 @@ func serverMatchesFolder(_ root: String, api: APIClient, types: [String], delete
     }
     return live == expected && tombstones.isSubset(of: deleted) && deleted.subtracting(mayBeAbsent).isSubset(of: tombstones)
 }
+
+extension FolderContext {
+    /// A folder's context for a part made on its own in a test: the clock uncalibrated, no token.
+    static func forTests(_ root: String, index: Index, logger: Logger = CapturedLogs().logger()) throws -> FolderContext {
+        FolderContext(
+            root: root, gate: try PathGate(root: root), index: index, clock: ServerClock(), logger: logger, metrics: AgentMetrics(folder: "test"),
+            policy: RetryPolicy(), credential: Credential(token: "", file: nil), selection: .all)
+    }
+}

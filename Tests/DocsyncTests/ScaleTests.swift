@@ -15,9 +15,7 @@ import Testing
     static let perFolder = 50
 
     func scanner(_ folder: TempFolder, chunk: Int) throws -> DocsyncAgent.Scanner {
-        var scanner = DocsyncAgent.Scanner(
-            root: folder.path, gate: try PathGate(root: folder.path), index: try Index.open(root: folder.path), clock: ServerClock(),
-            maxFileSize: 1 << 20, logger: CapturedLogs().logger())
+        var scanner = DocsyncAgent.Scanner(try FolderContext.forTests(folder.path, index: try Index.open(root: folder.path)), maxFileSize: 1 << 20)
         scanner.mergeChunk = chunk
         return scanner
     }

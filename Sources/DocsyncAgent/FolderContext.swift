@@ -1,0 +1,26 @@
+import DocsyncClock
+import DocsyncFiles
+import DocsyncIndex
+import DocsyncModel
+import Logging
+
+/// What every part of one folder's engine is made from: made once, by `Agent.init`, before any
+/// part, and never changed. A part takes what it needs from it in its `init`; what only one part
+/// uses (a limit, a signal between two parts) is given to that part alone.
+struct FolderContext: Sendable {
+    /// The synced folder (no trailing `/`).
+    let root: String
+    /// Whether the folder at `root` is still the one synced.
+    let gate: PathGate
+    let index: Index
+    /// The server-calibrated clock that stamps every change.
+    let clock: ServerClock
+    let logger: Logger
+    let metrics: AgentMetrics
+    /// The backoff after failures.
+    let policy: RetryPolicy
+    /// The token, and the file it may be read again from.
+    let credential: Credential
+    /// The docTypes this folder syncs.
+    let selection: TypeSelection
+}
