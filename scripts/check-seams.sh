@@ -28,7 +28,7 @@ if late=$(grep -rnE "func attach\((applier|reconcile)|\.attach\((applier|reconci
   echo "$late" >&2
   status=1
 fi
-if held=$(grep -rnE "^\s*(let|var) scanner: Scanner" Sources/DocsyncAgent/ChangeApplier*.swift Sources/DocsyncAgent/Puller.swift Sources/DocsyncAgent/Pusher*.swift); then
+if held=$(find Sources/DocsyncAgent \( -name 'ChangeApplier*.swift' -o -name 'Puller*.swift' -o -name 'Pusher*.swift' \) -exec grep -nE "^\s*(let|var) scanner: Scanner" {} +); then
   echo "a part holds the scanner (give it a signal or a closure instead):" >&2
   echo "$held" >&2
   status=1
@@ -46,7 +46,7 @@ fi
 # One writer into the folder: the applier's writes are called by the folder writer alone (and by
 # the download placement the writer hands its applier to), never by a part on the side.
 if doors=$(grep -rnE "applier\.(apply|writeFile|writeConflictCopy|trash|mergeAndWrite)\(" Sources/DocsyncAgent \
-    | grep -vE "^Sources/DocsyncAgent/(ChangeApplier[^/]*|FolderWriter|Downloader\+Place)\.swift:"); then
+    | grep -vE "^Sources/DocsyncAgent/([^:]*/)?(ChangeApplier[^/:]*|FolderWriter|Downloader\+Place)\.swift:"); then
   echo "a side door into the folder: the applier's writes go through FolderWriter:" >&2
   echo "$doors" >&2
   status=1

@@ -33,13 +33,13 @@ public struct TLSFiles: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificate)
         } catch {
-            throw StoreError(.failed, "cannot read the TLS certificate \(certificate): \(error)")
+            throw TLSFileError("cannot read the TLS certificate \(certificate): \(error)")
         }
-        guard !chain.isEmpty else { throw StoreError(.failed, "no certificate in \(certificate)") }
+        guard !chain.isEmpty else { throw TLSFileError("no certificate in \(certificate)") }
         do {
             return (chain, try NIOSSLPrivateKey(file: key, format: .pem))
         } catch {
-            throw StoreError(.failed, "cannot read the TLS private key \(key): \(error)")
+            throw TLSFileError("cannot read the TLS private key \(key): \(error)")
         }
     }
 
@@ -80,4 +80,12 @@ public final class TLSReloader: Sendable {
         }
         return override
     }
+}
+
+/// A TLS certificate or key file that cannot be read or holds nothing usable: said at start, and
+/// when a reload finds it so (the old pair is kept).
+struct TLSFileError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) { self.description = description }
 }

@@ -91,7 +91,7 @@ struct UploadRoutes: Sendable {
             throw HTTPRefusal(415, "an upload is multipart/form-data with a boundary")
         }
         if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length > maxUploadBytes + 65536 {
-            throw StoreError(.tooLarge, "the upload is larger than the limit of \(maxUploadBytes) bytes")
+            throw HTTPRefusal(413, "the upload is larger than the limit of \(maxUploadBytes) bytes")
         }
         let parts = try UploadParts(temporaryDirectory: blobs.temporaryDirectory, maxFileBytes: maxUploadBytes)
         defer { parts.discard() }
@@ -110,13 +110,13 @@ struct UploadRoutes: Sendable {
                     }
                 }
             } catch {
-                throw StoreError(.invalid, "the upload is not valid multipart/form-data")
+                throw HTTPRefusal(400, "the upload is not valid multipart/form-data")
             }
             if let problem = parts.problem { throw problem }
         }
-        guard stream.isComplete else { throw StoreError(.invalid, "the upload ended before its closing boundary") }
-        guard let file = parts.file else { throw StoreError(.invalid, "the upload has no complete \"file\" part") }
-        guard let targetBytes = parts.target else { throw StoreError(.invalid, "the upload has no \"targetDocument\" part") }
+        guard stream.isComplete else { throw HTTPRefusal(400, "the upload ended before its closing boundary") }
+        guard let file = parts.file else { throw HTTPRefusal(400, "the upload has no complete \"file\" part") }
+        guard let targetBytes = parts.target else { throw HTTPRefusal(400, "the upload has no \"targetDocument\" part") }
         let target = try Self.target(targetBytes)
         // Refused before the file is kept (the store checks again against the stored document).
         if !context.access.mayWrite(target.docType) {
@@ -152,16 +152,16 @@ struct UploadRoutes: Sendable {
 
     static func target(_ bytes: [UInt8]) throws -> Target {
         guard case .object(let o)? = try? JSONParser.parse(bytes) else {
-            throw StoreError(.invalid, "\"targetDocument\" must be a JSON object {\"targetId\", \"targetDocType\", \"targetProperty\"}")
+            throw HTTPRefusal(400, "\"targetDocument\" must be a JSON object {\"targetId\", \"targetDocType\", \"targetProperty\"}")
         }
         guard let id = o["targetId"]?.string, DocumentRules.isSafeIdentifier(id) else {
-            throw StoreError(.invalid, "\"targetId\" must be a document id")
+            throw HTTPRefusal(400, "\"targetId\" must be a document id")
         }
-        guard let docType = o["targetDocType"]?.string else { throw StoreError(.invalid, "\"targetDocType\" must be a string") }
+        guard let docType = o["targetDocType"]?.string else { throw HTTPRefusal(400, "\"targetDocType\" must be a string") }
         guard let property = o["targetProperty"]?.string, !property.isEmpty, property.utf8.count <= 256,
               !["id", "docType"].contains(property), !DocumentRules.reservedKeys.contains(property)
         else {
-            throw StoreError(.invalid, "\"targetProperty\" must name an ordinary property of the document")
+            throw HTTPRefusal(400, "\"targetProperty\" must name an ordinary property of the document")
         }
         return Target(id: id, docType: docType, property: property)
     }
@@ -224,7 +224,7 @@ struct UploadRoutes: Sendable {
               // A file of documents the token may not read is, to it, not there.
               blob.isReadable(by: context.access)
         else {
-            return ReferenceServer.errorResponse(StoreError(.notFound, "no such upload"))
+            return ReferenceServer.errorResponse(HTTPRefusal(404, "no such upload"))
         }
         let body = try await FileIO().loadFile(path: blobs.path(of: sha), context: context)
         var headers: HTTPFields = [.contentType: blob.contentType, .contentLength: String(blob.size)]
@@ -249,7 +249,7 @@ final class UploadParts {
 
     private let temporaryDirectory: String
     private let maxFileBytes: Int64
-    private(set) var problem: StoreError?
+    private(set) var problem: (any Error)?
     private(set) var file: File?
     private(set) var target: [UInt8]?
 
@@ -281,7 +281,7 @@ final class UploadParts {
         case .file:
             written += Int64(raw.count)
             if written > maxFileBytes {
-                problem = StoreError(.tooLarge, "the file is larger than the limit of \(maxFileBytes) bytes")
+                problem = HTTPRefusal(413, "the file is larger than the limit of \(maxFileBytes) bytes")
                 return
             }
             hasher.update(bufferPointer: raw)
@@ -290,7 +290,7 @@ final class UploadParts {
             if pending.count >= 1 << 20 { flush() }
         case .target:
             collected += raw
-            if collected.count > 65536 { problem = StoreError(.invalid, "\"targetDocument\" is larger than 64 KiB") }
+            if collected.count > 65536 { problem = HTTPRefusal(400, "\"targetDocument\" is larger than 64 KiB") }
         case .other, .none:
             break
         }

@@ -30,17 +30,17 @@ import Testing
     }
 
     @Test func theSourcesAsTheyAreHoldTheSeams() throws {
-        let (code, text) = try check(planting: "// nothing", in: "Sources/DocsyncAgent/Pusher.swift")
+        let (code, text) = try check(planting: "// nothing", in: "Sources/DocsyncAgent/Push/Pusher.swift")
         #expect(code == 0, "\(text)")
     }
 
     @Test func aSideDoorIntoTheFolderFailsTheCheck() throws {
-        let (code, text) = try check(planting: "func door() async throws { _ = try await changes.applier.apply([]) }", in: "Sources/DocsyncAgent/Pusher.swift")
+        let (code, text) = try check(planting: "func door() async throws { _ = try await changes.applier.apply([]) }", in: "Sources/DocsyncAgent/Push/Pusher.swift")
         #expect(code != 0 && text.contains("a side door into the folder"), "\(text)")
     }
 
     @Test func aPartSetAfterItWasMadeFailsTheCheck() throws {
-        let (code, text) = try check(planting: "        applier.remoteFiles = { _, _ in nil }", in: "Sources/DocsyncAgent/Agent.swift")
+        let (code, text) = try check(planting: "        applier.remoteFiles = { _, _ in nil }", in: "Sources/DocsyncAgent/Agent/Agent.swift")
         #expect(code != 0 && text.contains("assigned after it was made"), "\(text)")
     }
 }
