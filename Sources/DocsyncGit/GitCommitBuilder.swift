@@ -82,9 +82,11 @@ struct GitCommitBuilder: Sendable {
     let repository: GitRepository
 
     /// The new commits, one on the other over `parent`: the last one and its tree, and the
-    /// parent's tree (equal: the commits change nothing).
-    func build(_ plans: [GitCommitPlan], parent: String?) async throws(GitError) -> (commit: String, tree: String, parentTree: String?) {
-        let blobs = try await writeBlobs(plans)
+    /// parent's tree (equal: the commits change nothing). `blobs`: the plans' blobs when they are
+    /// written already (``writeBlobs(_:)``; they do not depend on the parent).
+    func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil) async throws(GitError) -> (commit: String, tree: String, parentTree: String?) {
+        var blobs = written ?? []
+        if written == nil { blobs = try await writeBlobs(plans) }
         let scratch = repository.gitDir + "/docsync-build-index-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { unlink(scratch) }
         let index = ["GIT_INDEX_FILE": scratch]

@@ -104,6 +104,9 @@ public struct GitHistoryWriter: Sendable {
     private func commitUnderLocks(_ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
         if let operation = repository.operationInProgress() { return .held("\(operation) is in progress") }
         guard let ref = try await repository.checkedOutBranch() else { return .held("HEAD is detached (no branch to commit to)") }
+        // The blobs first, outside the locks: they do not depend on the parent.
+        let builder = GitCommitBuilder(repository: repository)
+        let blobs = try await builder.writeBlobs(plan)
         let quietBy = ContinuousClock.now + Self.quietWait
         while GitActivity.running(in: repository.workTree) && ContinuousClock.now < quietBy {
             try? await Task.sleep(for: .milliseconds(5))
@@ -113,7 +116,7 @@ public struct GitHistoryWriter: Sendable {
         }
         defer { held.release() }
         let old = HeadSwap.currentValue(of: ref, commonDir: repository.commonDir)
-        let built = try await GitCommitBuilder(repository: repository).build(plan, parent: old)
+        let built = try await builder.build(plan, parent: old, blobs: blobs)
         if built.tree == built.parentTree { return .nothingToCommit }
         let (_, after) = try await followingIndex(old: old, new: built.commit)
         try held.commit(HeadSwap.Plan(
