@@ -249,7 +249,7 @@ extension HeavySuites {
         // On a loaded machine the user's loop can leave docsync no gap at all; after a while
         // (GitCommitter.patience) it commits under git's locks, held for the commit's few
         // processes, which the user's commands started meanwhile meet: that trade is said in the
-        // log. The locks are held for nine git processes, a user's round is three (and a pause):
+        // log. The locks are held for eight git processes, a user's round is three (and a pause):
         // a hold spans at most about three rounds. Measured on two cores under four busy loops, 6
         // meetings over 3 such commits; in the full suite, 2 and 3 over 1.
         let insisted = rig.agentB.logs.count(containing: "committing under git's locks")
