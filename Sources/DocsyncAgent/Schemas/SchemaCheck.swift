@@ -69,17 +69,9 @@ struct SchemaCheck: Sendable {
         var failing = 0
         while true {
             let page = try await index.read { [after] tx in try tx.liveDocuments(ofType: docType, after: after, limit: Self.pageSize) }
-            var verdicts: [(path: String, id: String, errors: [SchemaViolation])] = []
-            for document in page {
-                // A costly schema spends its budget on each document: a stop is not kept waiting for a page.
-                try Task.checkCancellation()
-                guard let path = document.path, let object = (try? JSONParser.parse(document.body))?.object else { continue }
-                verdicts.append((path, document.id, schemas.violations(of: object, docType: docType) ?? []))
-            }
+            let verdicts = try Self.judge(page.map { ($0.id, $0.path, $0.body, docType) }) { schemas.violations(of: $0, docType: $1) }
             failing += verdicts.filter { !$0.errors.isEmpty }.count
-            try await index.write { [verdicts] tx in
-                for v in verdicts { try Self.report(v.errors, path: v.path, id: v.id, docType: docType, tx: tx) }
-            }
+            try await record(verdicts)
             guard page.count == Self.pageSize, let last = page.last else { break }
             after = last.id
         }
@@ -104,35 +96,55 @@ struct SchemaCheck: Sendable {
             if docType == DocTypeSchemas.docType || schemaTypes.contains(docType) { ids.append(id) }
         }
         if !ids.isEmpty {
-            // Checked between a read and a write, not inside the write: a costly schema held the
-            // index's writer (and a stop) for the whole batch.
             let rows = try await index.read { [ids] tx in Array(try tx.documents(ids: ids).values.filter { $0.deletedAt == nil }) }
-            var verdicts: [(path: String, id: String, docType: String, errors: [SchemaViolation])] = []
-            for row in rows {
-                try Task.checkCancellation()
-                guard let path = row.path, let object = (try? JSONParser.parse(row.body))?.object else { continue }
-                verdicts.append((path, row.id, row.docType, book.violations(of: object, docType: row.docType) ?? []))
-            }
-            try await index.write { [verdicts] tx in
-                for v in verdicts { try Self.report(v.errors, path: v.path, id: v.id, docType: v.docType, tx: tx) }
-            }
-            for (path, _, _, errors) in verdicts where !errors.isEmpty {
+            let book = self.book
+            let verdicts = try Self.judge(rows.map { ($0.id, $0.path, $0.body, $0.docType) }) { book.violations(of: $0, docType: $1) }
+            try await record(verdicts)
+            for verdict in verdicts where !verdict.errors.isEmpty {
                 logger.warning(
-                    "pulled document does not conform to its schema; written as the server holds it: \(errors.map(\.description).joined(separator: "; "))",
-                    metadata: ["file.path": "\(path)"])
+                    "pulled document does not conform to its schema; written as the server holds it: \(verdict.errors.map(\.description).joined(separator: "; "))",
+                    metadata: ["file.path": "\(verdict.path)"])
             }
         }
         if wroteSchema { changed.signal() }
     }
 
-    /// A synced document's verdict: reported when it fails, cleared when it passes (a held save
-    /// at the same path is the file's own verdict and stays).
-    private static func report(_ errors: [SchemaViolation], path: String, id: String, docType: String, tx: IndexTransaction) throws {
-        if errors.isEmpty {
-            try tx.clearReportedSchemaViolation(path: path)
-        } else {
-            try tx.reportSchemaViolation(IndexTransaction.SchemaViolationRow(
-                path: path, docID: id, docType: docType, held: false, errors: SchemaViolation.text(errors)))
+    /// A synced document's verdict: its violations (none: it passes).
+    struct Verdict: Sendable {
+        var path: String
+        var id: String
+        var docType: String
+        var errors: [SchemaViolation]
+    }
+
+    /// The verdicts of `documents` (id, path, body, docType; one without a file or not an object
+    /// has none), judged outside any index transaction: a costly schema held the index's writer,
+    /// and a stop, for the whole batch. A stop is not kept waiting for the rest of the documents
+    /// either: each spends its own budget.
+    private static func judge(
+        _ documents: [(id: String, path: String?, body: String, docType: String)], by violations: (JSONObject, String) -> [SchemaViolation]?
+    ) throws -> [Verdict] {
+        var verdicts: [Verdict] = []
+        for document in documents {
+            try Task.checkCancellation()
+            guard let path = document.path, let object = (try? JSONParser.parse(document.body))?.object else { continue }
+            verdicts.append(Verdict(path: path, id: document.id, docType: document.docType, errors: violations(object, document.docType) ?? []))
+        }
+        return verdicts
+    }
+
+    /// Each verdict reported when it fails, cleared when it passes (a held save at the same path
+    /// is the file's own verdict and stays).
+    private func record(_ verdicts: [Verdict]) async throws {
+        try await index.write { tx in
+            for v in verdicts {
+                if v.errors.isEmpty {
+                    try tx.clearReportedSchemaViolation(path: v.path)
+                } else {
+                    try tx.reportSchemaViolation(IndexTransaction.SchemaViolationRow(
+                        path: v.path, docID: v.id, docType: v.docType, held: false, errors: SchemaViolation.text(v.errors)))
+                }
+            }
         }
     }
 
