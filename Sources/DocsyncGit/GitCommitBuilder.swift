@@ -85,8 +85,8 @@ struct GitCommitBuilder: Sendable {
     /// parent's tree (equal: the commits change nothing). `blobs`: the plans' blobs when they are
     /// written already (``writeBlobs(_:)``; they do not depend on the parent).
     func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil) async throws(GitError) -> (commit: String, tree: String, parentTree: String?) {
-        var blobs = written ?? []
-        if written == nil { blobs = try await writeBlobs(plans) }
+        let blobs: [String]
+        if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
         let scratch = repository.gitDir + "/docsync-build-index-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { unlink(scratch) }
         let index = ["GIT_INDEX_FILE": scratch]

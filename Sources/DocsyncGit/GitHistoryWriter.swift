@@ -80,10 +80,7 @@ public struct GitHistoryWriter: Sendable {
                 (made, commit) = ((old, built.commit), built.commit)
             }
             let (before, after) = try await followingIndex(old: old, new: commit)
-            let swap = HeadSwap.Plan(
-                gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: commit,
-                indexBefore: before, indexAfter: after, reflog: "docsync: pulled changes")
-            switch try HeadSwap.swap(swap) {
+            switch try HeadSwap.swap(swapPlan(ref: ref, old: old, new: commit, indexBefore: before, indexAfter: after)) {
             case .done: return .committed(commit)
             case .changed: continue
             case .busy(let why):
@@ -119,10 +116,15 @@ public struct GitHistoryWriter: Sendable {
         let built = try await builder.build(plan, parent: old, blobs: blobs)
         if built.tree == built.parentTree { return .nothingToCommit }
         let (_, after) = try await followingIndex(old: old, new: built.commit)
-        try held.commit(HeadSwap.Plan(
-            gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: built.commit,
-            indexBefore: nil, indexAfter: after, reflog: "docsync: pulled changes"))
+        try held.commit(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: nil, indexAfter: after))
         return .committed(built.commit)
+    }
+
+    /// Moving `ref` from `old` to `new` with the user's index following, in this repository.
+    private func swapPlan(ref: String, old: String?, new: String, indexBefore: IndexFile.Stamp?, indexAfter: [UInt8]) -> HeadSwap.Plan {
+        HeadSwap.Plan(
+            gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: new,
+            indexBefore: indexBefore, indexAfter: indexAfter, reflog: "docsync: pulled changes")
     }
 
     /// How long a commit under the locks waits for a moment no git command runs (a pager's

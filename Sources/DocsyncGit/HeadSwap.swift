@@ -143,13 +143,8 @@ final class LockFile {
     init?(_ target: String, content: [UInt8], gitDir: String) throws(GitError) {
         path = target + ".lock"
         let staged = gitDir + "/docsync-lock-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw GitError("cannot write \(staged): \(String(cString: strerror(errno)))") }
-        // Not synced to disk, as git does not sync its index and refs by default.
-        let written = content.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
         defer { unlink(staged) }
-        guard written == content.count else { throw GitError("cannot write \(staged): \(String(cString: strerror(errno)))") }
+        try Self.writeWhole(content, to: staged, flags: O_CREAT)
         guard link(staged, path) == 0 else { return nil }
         held = true
     }
@@ -167,7 +162,13 @@ final class LockFile {
 
     /// Writes `content` into the lock taken empty.
     func fill(_ content: [UInt8]) throws(GitError) {
-        let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        try Self.writeWhole(content, to: path, flags: 0)
+    }
+
+    /// `content` as the whole of the file at `path` (`flags`: `O_CREAT` to make it). Not synced
+    /// to disk, as git does not sync its index and refs by default.
+    private static func writeWhole(_ content: [UInt8], to path: String, flags: Int32) throws(GitError) {
+        let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | flags, 0o644)
         guard fd >= 0 else { throw GitError("cannot write \(path): \(String(cString: strerror(errno)))") }
         let written = content.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
