@@ -64,12 +64,8 @@ actor GitCommitter: Worker {
             switch await workRound() {
             case .progressed: continue
             case .idle, .failed, .finished:
-                do {
-                    let waiting = try await index.read { try $0.gitChangeCount() }
-                    return waiting == 0 ? nil : "\(waiting) pulled changes are not committed to git: \(held ?? "held back")"
-                } catch {
-                    return "cannot read the index to count the pulled changes not committed to git: \(error)"
-                }
+                let why = held ?? "held back"
+                return await index.leftAfterDrain(counting: { try $0.gitChangeCount() }) { "\($0) pulled changes are not committed to git: \(why)" }
             }
         }
     }

@@ -114,7 +114,7 @@ actor Puller: Worker {
     func failed(_ error: any Error, count: Int) async {
         guard count == 1 else { return }
         logger.warning("pulling failed; retrying with backoff", metadata: ["error": "\(error)"])
-        let text = (error as? EndpointError)?.description ?? "\(error)"
+        let text = "\(error)"
         try? await index.write { try $0.setMeta(.pullError, text) }  // `status` only; logged
     }
 

@@ -88,12 +88,18 @@ extension Index {
     }
 
     /// What a one-shot `sync` says is left of `kind`'s entries after draining them: `nil` when
-    /// none is, else `failure` or the count (`"3 " + what`). An index that cannot be read says so:
-    /// read as "none left", `sync` ended as if everything had gone.
+    /// none is, else `failure` or the count (`"3 " + what`).
     func leftAfterDrain(_ kind: OutboxKind, failure: String?, what: String) async -> String? {
+        await leftAfterDrain(counting: { try $0.pendingCount(kind: kind) }) { failure ?? "\($0) \(what)" }
+    }
+
+    /// What a one-shot `sync` says is left after a part drained its work: `nil` when `counting`
+    /// finds none, else what `said` makes of the count. An index that cannot be read says so:
+    /// read as "none left", `sync` ended as if everything had gone.
+    func leftAfterDrain(counting: @escaping @Sendable (IndexTransaction) throws -> Int, said: (Int) -> String) async -> String? {
         do {
-            let left = try await read { try $0.pendingCount(kind: kind) }
-            return left == 0 ? nil : (failure ?? "\(left) \(what)")
+            let left = try await read(counting)
+            return left == 0 ? nil : said(left)
         } catch {
             return "cannot read the index to count what is left: \(error)"
         }
