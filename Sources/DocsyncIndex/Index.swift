@@ -112,6 +112,13 @@ public struct Index: Sendable {
     /// Opens the index of the synced folder `root`, creating `<root>/.docsync/` with a `.gitignore`
     /// holding `*` so the state folder never shows up in the user's git tree.
     public static func open(root: String, footprint: Footprint = .roomy) throws -> Index {
+        try Index(path: try makeStateDirectory(root: root) + "/index.sqlite", footprint: footprint)
+    }
+
+    /// Makes `<root>/.docsync/` (with its `.gitignore`) if it is not there, and returns its path:
+    /// the agent keeps its lock, trash and staging there whichever index it has.
+    @discardableResult
+    public static func makeStateDirectory(root: String) throws -> String {
         let dir = stateDirectory(root: root)
         try refuseLinks(in: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -119,7 +126,7 @@ public struct Index: Sendable {
         if !FileManager.default.fileExists(atPath: gitignore) {
             try Data("*\n".utf8).write(to: URL(fileURLWithPath: gitignore))
         }
-        return try Index(path: dir + "/index.sqlite", footprint: footprint)
+        return dir
     }
 
     /// The state folder and the folders in it are the agent's own: a symlink there would send its

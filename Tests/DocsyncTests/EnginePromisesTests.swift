@@ -9,9 +9,11 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The engine's rules (docs/ARCHITECTURE.md, "The engine's rules"), each against the case that
-/// broke it: the cursor moves only past what is durable, nothing loops without backing off, a
-/// lost reply never overwrites someone else's edit.
+/// The engine's rules (docs/ARCHITECTURE.md, "The engine's rules") that need the real server,
+/// a disk that fills or a reply lost on the wire, each against the case that broke it: the cursor
+/// moves only past what is durable, nothing loops without backing off, a lost reply never
+/// overwrites someone else's edit. Those that hold whatever the adapter run in memory
+/// (MemoryEngineTests+Promises).
 extension HeavySuites {
 @Suite(.serialized) struct EnginePromisesTests {
     /// Regression: on a folder that filled up, pulled documents that could not be written were
@@ -50,113 +52,6 @@ extension HeavySuites {
         // No restart, no further change: every document arrives.
         #expect(await eventually(timeout: .seconds(30)) { ids.allSatisfy { folder.exists("note/\($0).json") } }, "\(agent.logs.all.suffix(6))")
         #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.inSync() == true })
-        try await agent.stop()
-        await server.stop()
-    }
-
-    /// Regression (ConvergenceTests, seed 1461806029286022442): a save that landed between a
-    /// pulled change's write and its record was recorded as the pulled version, since the record
-    /// read the file back. The save was never sent, and the next pulled change wrote over it.
-    @Test func aSaveLandingWhileAPulledChangeIsRecordedIsSentAndKept() async throws {
-        let server = try await TestServer.start()
-        let folder = try TempFolder("save-mid-pull")
-        defer { folder.remove() }
-        let armed = Mutex(false)
-        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { options in
-            options.beforeRecordingAPulledWrite = { path in
-                guard path == "note/d.json", armed.withLock({ armed in defer { armed = false }; return armed }) else { return }
-                // The user's editor saves over the pulled version, adding a field of their own.
-                #expect((try? carefulEdit(folder, path) { $0["mine"] = .string("kept") }) != nil)
-            }
-        }
-        try folder.write("note/d.json", #"{"id":"d","docType":"note","title":"first"}"#)
-        #expect(await eventually { (try? await server.api.documents(type: "note"))?["d"] != nil })
-        armed.withLock { $0 = true }
-        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"d","docType":"note","title":"second"}"#).status == 200)
-        let both: @Sendable (JSONObject?) -> Bool = { $0?["title"] == .string("second") && $0?["mine"] == .string("kept") }
-        #expect(await eventually { both(try? await server.api.documents(type: "note")["d"]) }, "the save reaches the server: \(agent.logs.all.suffix(6))")
-        #expect(await eventually { both(try? DocumentRules.parseObject(Array(folder.bytes("note/d.json")))) }, "and stays in the file")
-        #expect(!armed.withLock { $0 }, "the save was made between the write and its record")
-        try await agent.stop()
-        await server.stop()
-    }
-
-    /// Regression (ConvergenceTests, 100 rounds, seed 3526239147733308086): an agent stopped
-    /// between creating a page's new files and recording them left files the index did not know
-    /// (the record was cancelled with its task). The same run pulled the page again and wrote
-    /// each document once more beside the first (`<id>-2.json`); the next start took the first
-    /// for a copy and gave it a new id, and the user's edit of it went to a new document.
-    @Test func aStopBetweenWritingPulledFilesAndRecordingThemLeavesThemRecorded() async throws {
-        let server = try await TestServer.start()
-        let folder = try TempFolder("stop-mid-record")
-        defer { folder.remove() }
-        let stopped = Mutex(false)
-        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { options in
-            // The watcher's news of the new file comes late, as from an agent whose watcher has
-            // stopped already: the pull is tried again first.
-            (options.settle, options.maxDelay) = (.seconds(3), .seconds(3))
-            options.beforeRecordingAPulledWrite = { path in
-                guard path == "note/x.json", stopped.withLock({ stopped in defer { stopped = true }; return !stopped }) else { return }
-                withUnsafeCurrentTask { $0?.cancel() }  // the stop arrives here
-            }
-        }
-        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"x","docType":"note","title":"pulled"}"#).status == 200)
-        #expect(await eventually { stopped.withLock { $0 } }, "\(agent.logs.all.suffix(6))")
-        #expect(await eventually { (try? await agent.index.read { try $0.document(id: "x") })?.path == "note/x.json" }, "\(agent.logs.all.suffix(6))")
-        let recorded = try await agent.index.read { tx in (try tx.document(id: "x"), try tx.outboxEntry(key: .document("x"))) }
-        #expect(recorded.0?.state == .synced && recorded.0?.serverRev == 1 && recorded.1 == nil, "recorded as pulled, nothing to send")
-        #expect(!folder.exists("note/x-2.json"))
-        try await agent.stop()
-        await server.stop()
-    }
-
-    /// Pulled changes that wait for their files past a pull's tries (the cursor stays, and each
-    /// pull tries them again) were only logged: `status` said in sync while the folder was
-    /// behind. Here the watcher's news of a move is held back longer than a pull tries.
-    @Test func aPulledChangeWaitingForItsFileIsShownAndTheFolderIsNotCalledInSync() async throws {
-        let server = try await TestServer.start()
-        let folder = try TempFolder("pull-waiting")
-        defer { folder.remove() }
-        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","title":"first"}"#).status == 200)
-        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { options in
-            (options.settle, options.maxDelay, options.pollInterval) = (.seconds(12), .seconds(12), .seconds(1))
-        }
-        func status() async -> AgentStatus? { try? await AgentStatus.read(root: folder.path) }
-        #expect(await eventually { await status()?.inSync() == true && folder.exists("note/a.json") })
-        #expect(mkdir(folder.file("archive"), 0o755) == 0 && rename(folder.file("note/a.json"), folder.file("archive/a.json")) == 0)
-        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","title":"second"}"#).status == 200)
-        #expect(await eventually(timeout: .seconds(11)) { (await status())?.pullWaiting != nil }, "\(agent.logs.all.suffix(4))")
-        let waiting = try #require(await status())
-        #expect(!waiting.inSync() && waiting.text(now: 0).contains("wait for their files") && waiting.pullWaiting?.contains("a") == true)
-        #expect(await eventually(timeout: .seconds(30)) {
-            guard await status()?.inSync() == true else { return false }
-            return (try? folder.read("archive/a.json"))?.contains("second") == true
-        }, "\(agent.logs.all.suffix(4))")
-        let after = await status()
-        #expect(after?.pullWaiting == nil)
-        try await agent.stop()
-        await server.stop()
-    }
-
-    /// Regression (ConvergenceTests, seed 4719781550540053962): a file moved while its text
-    /// changed but not its content (its members in another order, as a pulled version written in
-    /// the file's own order is) left the document at its old path. The move's path was written,
-    /// then the old one again with the new text, and every later change from the server waited
-    /// for a file that was not there.
-    @Test func aMovedFileWhoseTextChangedButNotItsContentTakesTheDocumentWithIt() async throws {
-        let server = try await TestServer.start()
-        let folder = try TempFolder("move-reordered")
-        defer { folder.remove() }
-        var agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
-        try folder.write("notes/a.json", #"{"id":"a","docType":"note","title":"first","n":1}"#)
-        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.inSync() == true && folder.exists("notes/a.json") })
-        try await agent.stop()
-        try folder.write("archive/a.json", #"{"n":1,"title":"first","docType":"note","id":"a"}"#)
-        try folder.remove("notes/a.json")
-        agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
-        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"a","docType":"note","title":"second","n":1}"#).status == 200)
-        #expect(await eventually { (try? folder.read("archive/a.json"))?.contains("second") == true }, "\(agent.logs.all.suffix(6))")
-        #expect(!folder.exists("notes/a.json"))
         try await agent.stop()
         await server.stop()
     }
@@ -226,29 +121,6 @@ extension HeavySuites {
         #expect(!agent.logs.all.contains { $0.contains("edited on the server; the edit wins") })
         try await agent.stop()
         await proxy.stop()
-        await server.stop()
-    }
-
-    /// Regression: an edit made offline to a document deleted meanwhile, whose tombstone was then
-    /// purged, never reached the server: every write was answered "not current", the document was
-    /// fetched (404) and sent again, thousands of times, with nothing in `status` or the log.
-    @Test func anOfflineEditOfADocumentDeletedAndPurgedMeanwhileIsSentAsNew() async throws {
-        let server = try await TestServer.start(configure: { $0.tombstoneRetention = .seconds(1) })
-        let folder = try TempFolder("purged-edit")
-        defer { folder.remove() }
-        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"doc1","docType":"note","v":1}"#).status == 200)
-        var agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
-        #expect(await eventually { folder.exists("note/doc1.json") })
-        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.counts.pending == 0 })
-        try await agent.stop()
-        try folder.write("note/doc1.json", #"{"id":"doc1","docType":"note","v":2,"offline":true}"#)
-        #expect(try await server.api.request("DELETE", "/api/document", body: #"{"id":"doc1","docType":"note"}"#).status == 200)
-        #expect(await eventually(timeout: .seconds(10)) { (try? await server.api.documents(type: "note"))?["doc1"] == nil }, "purged")
-        agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
-        #expect(await eventually { (try? await server.api.documents(type: "note"))?["doc1"]?["offline"] == .bool(true) }, "\(agent.logs.all.suffix(6))")
-        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.counts.pending == 0 })
-        #expect(folder.exists("note/doc1.json"), "an edit beats a delete")
-        try await agent.stop()
         await server.stop()
     }
 

@@ -105,15 +105,16 @@ final class TestAgent: Sendable {
 
     static func start(
         folder: TempFolder, endpoint: String, token: String, logLevel: Logger.Level = .info, clock: ServerClock? = nil,
-        adapter: AdapterMaker? = nil, configure: (inout AgentOptions) -> Void = { _ in }
+        adapter: AdapterMaker? = nil, index: Index? = nil, configure: (inout AgentOptions) -> Void = { _ in }
     ) async throws -> TestAgent {
         let logs = CapturedLogs()
         var options = AgentOptions(root: folder.path, endpointURL: endpoint, token: token)
         options.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(500))
         configure(&options)
-        let agent = try Agent(options: options, endpoint: adapter?.make ?? pingPong(options.endpointURL), clock: clock, logger: logs.logger(level: logLevel))
+        let agent = try Agent(
+            options: options, endpoint: adapter?.make ?? pingPong(options.endpointURL), index: index, clock: clock, logger: logs.logger(level: logLevel))
         let task = Task { try await agent.run() }
-        return TestAgent(agent: agent, folder: folder, task: task, index: try Index.open(root: folder.path), logs: logs)
+        return TestAgent(agent: agent, folder: folder, task: task, index: try index ?? Index.open(root: folder.path), logs: logs)
     }
 
     init(agent: Agent, folder: TempFolder, task: Task<Void, any Error>, index: Index, logs: CapturedLogs) {

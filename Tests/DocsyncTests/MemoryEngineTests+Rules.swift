@@ -1,4 +1,5 @@
 import DocsyncAgent
+import DocsyncIndex
 import DocsyncModel
 import DocsyncStore
 import DocsyncTestSupport
@@ -49,7 +50,7 @@ extension MemoryEngineTests {
         try a.write("notes/doc.json", #"{"id":"doc","docType":"note","title":"from A"}"#)
         #expect(await eventually(timeout: Self.patience) { (try? await stored(server, "doc"))?["title"] == "from A" })
         try b.write("note/doc.json", #"{"id":"doc","docType":"note","title":"from B"}"#)
-        agentB = try await agent(b, server)
+        agentB = try await agent(b, server, index: agentB.index)
         #expect(await eventually(timeout: Self.patience) { (try? a.read("notes/doc.json"))?.contains("from B") == true }, "\(agentA.logs.all.suffix(4))")
         #expect(await eventually(timeout: Self.patience) { conflictCopies(in: b).count == 1 }, "\(agentB.logs.all.suffix(4))")
         let copy = try #require(conflictCopies(in: b).first)
@@ -123,7 +124,7 @@ extension MemoryEngineTests {
         try folder.write("note/y.json", #"{"id":"y","docType":"note","v":2,"offline":true}"#)
         try folder.write("note/w.json", #"{"id":"w","docType":"note"}"#)
 
-        agent = try await self.agent(folder, server)
+        agent = try await self.agent(folder, server, index: agent.index)
         #expect(await eventually(timeout: Self.patience) { !folder.exists("note/x.json") }, "the deletion is applied: \(agent.logs.all.suffix(5))")
         #expect(await eventually(timeout: Self.patience) { (try? await stored(server, "y"))?["offline"] == .bool(true) }, "the offline edit is kept")
         #expect(await eventually(timeout: Self.patience) { (try? await stored(server, "w")) != nil }, "the offline document is pushed")

@@ -21,10 +21,13 @@ import Testing
         AdapterMaker { context in server.client(id: context.clientID, credential: context.credential, clock: context.clock) }
     }
 
+    /// An agent on `folder` against `server`, its index in memory: a fresh one, or `index` (the
+    /// one a stopped agent had, for a restart); `onDisk` for what tests the index's file itself.
     func agent(
-        _ folder: TempFolder, _ server: MemoryServer, configure: (inout AgentOptions) -> Void = { _ in }
+        _ folder: TempFolder, _ server: MemoryServer, index: Index? = nil, onDisk: Bool = false, configure: (inout AgentOptions) -> Void = { _ in }
     ) async throws -> TestAgent {
-        try await TestAgent.start(folder: folder, endpoint: "memory:", token: server.token, adapter: memoryAdapter(server)) {
+        let index = onDisk ? nil : try index ?? Index.inMemory()
+        return try await TestAgent.start(folder: folder, endpoint: "memory:", token: server.token, adapter: memoryAdapter(server), index: index) {
             $0.pollInterval = .milliseconds(50)
             configure(&$0)
         }
@@ -53,6 +56,7 @@ import Testing
 
         try a.remove("notes/n.json")
         #expect(await eventually(timeout: Self.patience) { !b.exists("note/n.json") }, "\(agentB.logs.all.suffix(4))")
+        #expect(!a.exists(".docsync/index.sqlite") && !b.exists(".docsync/index.sqlite"), "both indexes were in memory")
         try await agentA.stop()
         try await agentB.stop()
     }
@@ -66,7 +70,7 @@ import Testing
         defer { a.remove(); b.remove() }
         // The retry of failed pulled changes looks at the index every `cap` when it has none: a
         // minute by default, here longer than the test.
-        let agentA = try await agent(a, server) {
+        let agentA = try await agent(a, server, onDisk: true) {
             $0.indexFootprint = .lean
             $0.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .seconds(60))
         }
@@ -96,7 +100,7 @@ import Testing
         let server = MemoryServer()
         let folder = try TempFolder("retry-idle")
         defer { folder.remove() }
-        let agentA = try await agent(folder, server) {
+        let agentA = try await agent(folder, server, onDisk: true) {
             $0.indexFootprint = .lean
             $0.retryPolicy = RetryPolicy(initial: .milliseconds(50), cap: .milliseconds(100))
         }
@@ -127,7 +131,7 @@ import Testing
         defer { folder.remove() }
         let agent = try Agent(
             options: AgentOptions(root: folder.path, endpointURL: "memory:", token: server.token),
-            endpoint: { server.client(id: $0.clientID, credential: $0.credential, clock: $0.clock) }, logger: CapturedLogs().logger())
+            endpoint: { server.client(id: $0.clientID, credential: $0.credential, clock: $0.clock) }, index: .inMemory(), logger: CapturedLogs().logger())
         let report = try await agent.syncOnce()
         #expect(report.complete, "\(report)")
         #expect(TreeWalkerProbe.documents(in: folder.path).count == count)

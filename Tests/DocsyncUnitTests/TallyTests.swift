@@ -77,6 +77,20 @@ import Testing
         for (name, counts) in try await Self.kept(other) { #expect(counts[0] == counts[1], "\(name): kept \(counts[0]), counted \(counts[1])") }
     }
 
+    /// An index in memory (the engine's rules in the tests) keeps its counts as one on disk does,
+    /// and a release of memory, which closes an idle lean index, leaves it open and whole.
+    @Test(arguments: [TallyCounter.Keeper.hook, .triggers])
+    func anIndexInMemoryKeepsItsCountsAndItsRows(keeper: TallyCounter.Keeper) async throws {
+        let index = try Index.inMemory(tallyKeeper: keeper)
+        #expect(index.isInMemory && index.tally.keeper == keeper)
+        try await Self.work(index, from: 0)
+        await index.releaseMemory()
+        #expect(index.holdsConnection, "closed, an in-memory index would be empty")
+        try await Self.work(index, from: 1000)
+        for (name, counts) in try await Self.kept(index) { #expect(counts[0] == counts[1], "\(name): kept \(counts[0]), counted \(counts[1])") }
+        #expect(try await index.read { try $0.document(id: "d1005") }?.body == #"{"n":1005}"#, "read back through the one connection")
+    }
+
     /// A lean index closes its connection while idle: the one opened again keeps counting.
     @Test(arguments: [TallyCounter.Keeper.hook, .triggers])
     func theCountsGoOnAcrossAnIdleClose(keeper: TallyCounter.Keeper) async throws {

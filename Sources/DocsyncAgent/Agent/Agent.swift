@@ -64,11 +64,13 @@ public actor Agent {
 
     /// - Parameters:
     ///   - endpoint: makes the adapter for the folder's endpoint (the CLI picks it by URL).
+    ///   - index: the folder's index; by default the one in its state folder, opened and checked
+    ///     (tests give one in memory, ``Index/inMemory(tallyKeeper:)``).
     ///   - clock: the server clock (tests give one with a seam); by default one that logs
     ///     through `logger` (a wall-clock step, headers it does not believe).
     public init(
-        options: AgentOptions, endpoint makeEndpoint: @escaping @Sendable (EndpointContext) throws -> any DocumentEndpoint, clock: ServerClock? = nil,
-        logger: Logger
+        options: AgentOptions, endpoint makeEndpoint: @escaping @Sendable (EndpointContext) throws -> any DocumentEndpoint, index given: Index? = nil,
+        clock: ServerClock? = nil, logger: Logger
     ) throws {
         let clock = clock ?? ServerClock(logger: logger)
         let root = try Self.folder(options.root)
@@ -77,7 +79,9 @@ public actor Agent {
         self.options = options
         self.clock = clock
         self.logger = logger
-        self.index = try Index.openChecked(root: root, footprint: options.indexFootprint)
+        if given != nil { try Index.makeStateDirectory(root: root) }
+        let index = try given ?? Index.openChecked(root: root, footprint: options.indexFootprint)
+        self.index = index
         let (ignore, metrics) = (TreeWalker.ignoreRules(root: root, extra: options.extraIgnore), AgentMetrics(folder: options.name ?? Self.defaultName(root: root)))
         (self.ignore, self.metrics) = (ignore, metrics)
         let endpointContext = EndpointContext(
