@@ -16,34 +16,14 @@ import Testing
     }
 }
 
+/// Held deletions the user decides on with `docsync resolve` (a process beside the agent, reading
+/// the index's file). The guard's other rules run in memory (MemoryEngineTests+Deletions).
 extension HeavySuites {
 @Suite(.serialized) struct DeletionGuardTests {
     func deleteOnServer(_ server: TestServer, _ ids: [String]) async throws {
         let stamp = Timestamp(unixMilliseconds: Int64(Date().timeIntervalSince1970 * 1000)).rfc3339
         let tombstones = ids.map { #"{"id":"\#($0)","docType":"note","deleted_at":"\#(stamp)"}"# }.joined(separator: ",")
         #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(tombstones)]}"#).status == 200)
-    }
-
-    /// Trust finding (fourth round, 7): counted per pull, a client deleting 200 of 250 documents
-    /// 30 ms apart (one tombstone a reply) had every file trashed and none held. Deletions that
-    /// keep coming are one burst, counted together and held before any goes.
-    @Test func deletionsArrivingOneAReplyAreCountedTogetherAndHeld() async throws {
-        let server = try await TestServer.start()
-        let folder = try TempFolder("deletion-trickle")
-        defer { folder.remove() }
-        let ids = (0..<250).map { "n\($0)" }
-        let documents = ids.map { #"{"id":"\#($0)","docType":"note","v":1}"# }.joined(separator: ",")
-        #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(documents)]}"#).status == 200)
-        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
-        #expect(await eventually { ids.allSatisfy { folder.exists("note/\($0).json") } })
-        for id in ids.prefix(200) {
-            #expect(try await server.api.request("DELETE", "/api/document", body: #"{"id":"\#(id)","docType":"note"}"#).status == 200)
-            try await Task.sleep(for: .milliseconds(30))  // the pace of the finding's client, not a synchronisation
-        }
-        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.heldDeletions == 200 }, "\(agent.logs.all.suffix(4))")
-        #expect(ids.allSatisfy { folder.exists("note/\($0).json") }, "no file went to the trash")
-        try await agent.stop()
-        await server.stop()
     }
 
     @Test func mostOfTheFolderDeletedInOnePullIsHeldUntilTheUserDecides() async throws {
@@ -85,21 +65,6 @@ extension HeavySuites {
         await server.stop()
     }
 
-    @Test func theGuardCanBeOff() async throws {
-        let server = try await TestServer.start()
-        let folder = try TempFolder("deletion-guard-off")
-        defer { folder.remove() }
-        let ids = (0..<120).map { "m\($0)" }
-        let documents = ids.map { #"{"id":"\#($0)","docType":"note"}"# }.joined(separator: ",")
-        #expect(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[\#(documents)]}"#).status == 200)
-        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token) { $0.deletionGuard = nil }
-        #expect(await eventually { ids.allSatisfy { folder.exists("note/\($0).json") } })
-        try await deleteOnServer(server, ids)
-        #expect(await eventually { ids.allSatisfy { !folder.exists("note/\($0).json") } })
-        #expect(try await AgentStatus.read(root: folder.path).heldDeletions == 0)
-        try await agent.stop()
-        await server.stop()
-    }
 }
 }
 
