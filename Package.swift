@@ -147,8 +147,23 @@ let package = Package(
             "DocsyncModel",
             .product(name: "Yams", package: "Yams"),
         ]),
+        // What a running agent or server shows and obeys beyond the engine: the metrics and status
+        // listener with its page, systemd's notify protocol, the progress line, memory given back
+        // by idle folders, and the services and shutdown deadline the commands run under.
+        .target(name: "DocsyncRuntime", dependencies: [
+            "DocsyncAgent", "DocsyncClock", "DocsyncFiles", "DocsyncIndex", "DocsyncModel", "DocsyncWatcher", "CGlibcExtras",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
         .executableTarget(name: "docsync", dependencies: [
-            "DocsyncConfig",
+            "DocsyncConfig", "DocsyncRuntime",
             "DocsyncAgent", "DocsyncServer", "DocsyncEndpoint", "DocsyncHTTP", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncKinto",
             "DocsyncClock", "DocsyncIndex", "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncPostgres", "DocsyncSchema", "DocsyncStore", "DocsyncSQLiteStore", "CGlibcExtras", "DocsyncVault",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -195,7 +210,7 @@ let package = Package(
         // the adapters and the end-to-end runs of the binary.
         .testTarget(name: "DocsyncUnitTests", dependencies: [
             "DocsyncModel", "DocsyncIndex", "DocsyncSQL", "DocsyncAgent", "DocsyncEndpoint", "DocsyncServer", "DocsyncTestSupport",
-            "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncFiles",
+            "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncFiles", "DocsyncRuntime",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "DocsyncSchemaTests", dependencies: ["DocsyncModel", "DocsyncSchema", "DocsyncTestSupport"]),

@@ -4,31 +4,6 @@ import DocsyncFiles
 import DocsyncIndex
 import Foundation
 
-/// Conflict copies: `<name>.sync-conflict-<yyyyMMdd-HHmmss>.json` beside `<name>.json`.
-enum ConflictCopy {
-    static let marker = ".sync-conflict-"
-
-    /// The document a conflict copy belongs to, or `nil` if `path` is not a conflict copy.
-    static func documentPath(of path: String) -> String? {
-        guard path.hasSuffix(".json"), let range = path.range(of: marker, options: .backwards) else { return nil }
-        return String(path[..<range.lowerBound]) + ".json"
-    }
-
-    /// Every conflict copy under `root` (the state folder left out), sorted.
-    static func all(in root: String) -> [String] {
-        guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
-        var found: [String] = []
-        while let item = walker.nextObject() as? String {
-            if item == ".docsync" || item.hasPrefix(".docsync/") {
-                walker.skipDescendants()
-                continue
-            }
-            if documentPath(of: item) != nil { found.append(item) }
-        }
-        return found.sorted()
-    }
-}
-
 struct Conflicts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List conflict copies: the losing versions of documents edited on two sides at once.")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DocsyncAgent
+import DocsyncFiles
 import Foundation
 
 /// `docsync repair DIR --endpoint URL`: the index made again from the folder and the server.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DocsyncRuntime
 import DocsyncModel
 import DocsyncFiles
 import DocsyncServer

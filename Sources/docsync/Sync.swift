@@ -1,4 +1,5 @@
 import ArgumentParser
+import DocsyncRuntime
 import DocsyncAgent
 
 struct Sync: AsyncParsableCommand {

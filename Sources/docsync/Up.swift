@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import DocsyncRuntime
 import DocsyncAgent
 import DocsyncClock
 import DocsyncEndpoint

@@ -1,6 +1,7 @@
 import DocsyncAgent
 import DocsyncClock
 import DocsyncIndex
+import DocsyncFiles
 import DocsyncModel
 import Foundation
 import Synchronization
@@ -8,9 +9,9 @@ import Synchronization
 /// One folder's part of what `/status` answers while the agent runs: `status --json`'s object,
 /// plus the folder's name and path, whether it is in sync, the conflict copies to resolve, and the
 /// files changed last. Its metrics are refreshed from the same index at each scrape.
-final class LiveStatus: Sendable {
-    let name: String
-    let root: String
+public final class LiveStatus: Sendable {
+    public let name: String
+    public let root: String
     let clock: ServerClock
     let metrics: AgentMetrics
     /// Conflict copies are found by walking the tree: at most every `conflictsEvery`, not each poll.
@@ -18,9 +19,9 @@ final class LiveStatus: Sendable {
     static let conflictsEvery: Duration = .seconds(5)
 
     /// The agent's own index (no pool of its own).
-    let index: Index
+    public let index: Index
 
-    init(name: String, root: String, clock: ServerClock, metrics: AgentMetrics, index: Index) {
+    public init(name: String, root: String, clock: ServerClock, metrics: AgentMetrics, index: Index) {
         self.name = name
         self.root = root
         self.clock = clock

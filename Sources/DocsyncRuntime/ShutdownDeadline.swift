@@ -26,7 +26,7 @@ struct ShutdownDeadline: Service {
 
 /// The group every command that runs until a signal uses: SIGTERM and SIGINT shut it down
 /// gracefully, the deadline bounds how long that takes.
-func signalledGroup(_ services: [ServiceGroupConfiguration.ServiceConfiguration], logger: Logger) -> ServiceGroup {
+public func signalledGroup(_ services: [ServiceGroupConfiguration.ServiceConfiguration], logger: Logger) -> ServiceGroup {
     ServiceGroup(configuration: .init(
         services: services + [.init(service: ShutdownDeadline(logger: logger), successTerminationBehavior: .ignore)],
         gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

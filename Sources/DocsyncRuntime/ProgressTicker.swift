@@ -9,14 +9,14 @@ import Glibc
 /// and an ETA. Once work has lasted two seconds: on a terminal one line updated in place every
 /// second; otherwise a plain line every ten seconds (logs, journald). Read from the index from
 /// outside the engine, so it costs two counts a tick and nothing on the sync path.
-struct ProgressTicker: Sendable {
+public struct ProgressTicker: Sendable {
     /// The agent's index (read, never opened again).
     let index: Index
     let terminal: Bool
     let every: Duration
     let after: Duration
 
-    init(index: Index, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(index: Index, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.index = index
         terminal = isatty(STDERR_FILENO) == 1
         // Test seam: DOCSYNC_PROGRESS_MS shortens both the tick and the two seconds' grace.
@@ -32,7 +32,7 @@ struct ProgressTicker: Sendable {
     }
 
     /// Runs until cancelled.
-    func run() async {
+    public func run() async {
         var previous: Sample?
         var start: Sample?  // when the work began; rates are averages since
         var peak = 0

@@ -9,7 +9,7 @@ import Synchronization
 /// With several folders in one process (`watch --config`), one folder's end is not the others':
 /// a folder deleted under its agent, or one that fails, is logged with its name and the rest go
 /// on; only when the last folder has ended does its error end the process.
-struct AgentService: Service {
+public struct AgentService: Service {
     /// Makes the agent when the service starts (in `up`, once the embedded server listens);
     /// `nil` means there is nothing to run (shutdown came first).
     let make: @Sendable () async throws -> Agent?
@@ -17,19 +17,19 @@ struct AgentService: Service {
     let folders: RunningFolders?
     let logger: Logger?
 
-    init(agent: Agent, folders: RunningFolders? = nil, logger: Logger? = nil) {
+    public init(agent: Agent, folders: RunningFolders? = nil, logger: Logger? = nil) {
         make = { agent }
         self.folders = folders
         self.logger = logger
     }
 
-    init(make: @escaping @Sendable () async throws -> Agent?) {
+    public init(make: @escaping @Sendable () async throws -> Agent?) {
         self.make = make
         folders = nil
         logger = nil
     }
 
-    func run() async throws {
+    public func run() async throws {
         guard let agent = try await make() else { return }
         do {
             try await withGracefulShutdownHandler {
@@ -47,10 +47,10 @@ struct AgentService: Service {
 }
 
 /// How many agents of one process are still running.
-final class RunningFolders: Sendable {
+public final class RunningFolders: Sendable {
     private let count: Mutex<Int>
 
-    init(_ count: Int) { self.count = Mutex(count) }
+    public init(_ count: Int) { self.count = Mutex(count) }
 
     /// One has ended; how many are left.
     func leave() -> Int { count.withLock { $0 -= 1; return $0 } }

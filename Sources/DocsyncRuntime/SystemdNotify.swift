@@ -11,18 +11,18 @@ import Glibc
 /// systemd's notify protocol (sd_notify(3)) without libsystemd: one datagram of `KEY=VALUE` lines
 /// to the socket named by `$NOTIFY_SOCKET` (`@name` is the abstract namespace). Without the
 /// variable (not started by systemd with `Type=notify`), every call does nothing.
-struct SystemdNotifier: Sendable {
+public struct SystemdNotifier: Sendable {
     let socketPath: String?
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    var isActive: Bool { socketPath != nil }
+    public var isActive: Bool { socketPath != nil }
 
     /// Sends `state` (e.g. `READY=1\nSTATUS=…`); false when it could not be sent.
     @discardableResult
-    func notify(_ state: String) -> Bool {
+    public func notify(_ state: String) -> Bool {
         guard let socketPath else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
@@ -54,13 +54,17 @@ struct SystemdNotifier: Sendable {
 /// Tells systemd how the agent is doing: `READY=1` once the first scan has queued the folder's
 /// changes, a `STATUS=` line as the counts change, `WATCHDOG=1` at half the watchdog interval,
 /// `STOPPING=1` when asked to stop.
-struct SystemdAgentService: Service {
+public struct SystemdAgentService: Service {
     let notifier: SystemdNotifier
     /// The folders the process syncs; READY=1 goes out once every one is watched.
     let folders: [LiveStatus]
     let ready: AsyncStream<Void>
 
-    func run() async throws {
+    public init(notifier: SystemdNotifier, folders: [LiveStatus], ready: AsyncStream<Void>) {
+        (self.notifier, self.folders, self.ready) = (notifier, folders, ready)
+    }
+
+    public func run() async throws {
         // Until graceful shutdown begins: this service is the last one made, so it is the first
         // told, and STOPPING=1 goes out as the agent starts to stop.
         try? await cancelWhenGracefulShutdown {
@@ -107,11 +111,15 @@ struct SystemdAgentService: Service {
 
 /// `docsync serve` under systemd: `READY=1` once it listens, `WATCHDOG=1` while it runs (when
 /// asked for), `STOPPING=1` when asked to stop.
-struct SystemdServeService: Service {
+public struct SystemdServeService: Service {
     let notifier: SystemdNotifier
     let listening: AsyncStream<String>
 
-    func run() async throws {
+    public init(notifier: SystemdNotifier, listening: AsyncStream<String>) {
+        (self.notifier, self.listening) = (notifier, listening)
+    }
+
+    public func run() async throws {
         try? await cancelWhenGracefulShutdown {
             var iterator = listening.makeAsyncIterator()
             guard let url = await iterator.next() else { return }

@@ -12,18 +12,20 @@ import Glibc
 /// C heap returns its free pages to the system. Folders at work keep theirs. Without it, a process
 /// that synced 500 folders once keeps the high-water mark of all of them at the same time, and the
 /// long polls of idle folders fill their caches again between two looks.
-struct LeanMemory: Service {
+public struct LeanMemory: Service {
     let indexes: [Index]
     var every: Duration = .seconds(5)
+
+    public init(indexes: [Index]) { self.indexes = indexes }
 
     /// Large blocks (a batch's body, a page of changes) get pages of their own, returned to the
     /// system when freed. glibc would otherwise raise this threshold to the largest block freed so
     /// far, and those blocks would then be carved from the heap, between small ones that stay.
-    static func preferMappedBlocks() {
+    public static func preferMappedBlocks() {
         _ = mallopt(M_MMAP_THRESHOLD, 64 << 10)
     }
 
-    func run() async throws {
+    public func run() async throws {
         let (indexes, every) = (self.indexes, self.every)
         await cancelWhenGracefulShutdown {
             var seen = indexes.map(\.writes.value)

@@ -1,7 +1,7 @@
-import ArgumentParser
 import DocsyncAgent
 import DocsyncClock
 import DocsyncModel
+import DocsyncWatcher
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -15,15 +15,15 @@ import Prometheus
 
 /// The process's metrics: swift-metrics bootstrapped once with a Prometheus registry, so that
 /// whatever the agent and the server count can be scraped.
-enum MetricsExport {
+public enum MetricsExport {
     static let registry = PrometheusCollectorRegistry()
 
     /// Bootstraps swift-metrics (once per process; later calls do nothing).
-    static func bootstrap() { _ = bootstrapped }
+    public static func bootstrap() { _ = bootstrapped }
     private static let bootstrapped: Void = { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry)) }()
 
     /// The registry in Prometheus's text exposition format.
-    static func text() -> ByteBuffer {
+    public static func text() -> ByteBuffer {
         var bytes: [UInt8] = []
         registry.emit(into: &bytes)
         return ByteBuffer(bytes: bytes)
@@ -38,8 +38,8 @@ enum MetricsExport {
 /// the process syncs. HummingbirdCore's server without the application layer: three fixed
 /// routes need no router, and the application's once-a-second date timer would triple the idle
 /// agent's CPU.
-enum MetricsListener {
-    static func application(address: String, folders: [LiveStatus], logger: Logger) throws -> some Service {
+public enum MetricsListener {
+    public static func application(address: String, folders: [LiveStatus], logger: Logger) throws -> some Service {
         let (host, port) = try parse(address)
         let live = folders
         return Server(
@@ -105,10 +105,16 @@ enum MetricsListener {
     }
 
     /// `HOST:PORT` (port 0: any free one).
-    static func parse(_ address: String) throws -> (String, Int) {
+    public static func parse(_ address: String) throws -> (String, Int) {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (0...65535).contains(port),
               colon > address.startIndex
-        else { throw ValidationError("--metrics-addr takes HOST:PORT, e.g. 127.0.0.1:9464") }
+        else { throw MetricsAddressError(address: address) }
         return (String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
     }
+}
+
+/// A `--metrics-addr` that is not `HOST:PORT`.
+public struct MetricsAddressError: Error, CustomStringConvertible {
+    public let address: String
+    public var description: String { "--metrics-addr takes HOST:PORT, e.g. 127.0.0.1:9464 (not \(LogText.escaped(address)))" }
 }
