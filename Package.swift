@@ -96,7 +96,8 @@ let package = Package(
         ]),
         // JSON Schema draft 2020-12 on our JSON value: compiled once, checked exactly (numbers as
         // literals), bounded against hostile schemas. No maintained Swift library is in our mirror.
-        .target(name: "DocsyncSchema", dependencies: ["DocsyncModel", "CPCRE2"]),
+        // With `FolderSchemaCheck`, `validate`'s check of a folder's documents against its schemas.
+        .target(name: "DocsyncSchema", dependencies: ["DocsyncModel", "DocsyncFiles", "CPCRE2"]),
         // End-to-end encryption: the folder's keys (wrapped by a passphrase with scrypt), documents
         // and files sealed (ChaCha20-Poly1305), and the endpoint that seals and opens them.
         .target(name: "DocsyncVault", dependencies: [
@@ -213,7 +214,7 @@ let package = Package(
             "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncFiles", "DocsyncRuntime",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "DocsyncSchemaTests", dependencies: ["DocsyncModel", "DocsyncSchema", "DocsyncTestSupport"]),
+        .testTarget(name: "DocsyncSchemaTests", dependencies: ["DocsyncModel", "DocsyncFiles", "DocsyncSchema", "DocsyncTestSupport"]),
         .testTarget(name: "DocsyncStoreTests", dependencies: [
             "DocsyncModel", "DocsyncStore", "DocsyncSQLiteStore", "DocsyncPostgres", "DocsyncServer", "DocsyncTestSupport",
             .product(name: "Logging", package: "swift-log"),

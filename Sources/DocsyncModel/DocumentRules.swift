@@ -221,6 +221,12 @@ public enum DocumentRules {
             || contains(bytes, conflictMarker)
     }
 
+    /// Whether the file at `relative` (a path inside the folder) is a document by its name.
+    public static func isDocumentPath(_ relative: String) -> Bool {
+        guard let slash = relative.lastIndex(of: "/") else { return isDocumentName(relative) }
+        return isDocumentName(String(relative[relative.index(after: slash)...]))
+    }
+
     /// Whether a (non-ignored) file name is a document: `*.json`, with something before the dot.
     public static func isDocumentName(_ name: String) -> Bool {
         let bytes = name.utf8

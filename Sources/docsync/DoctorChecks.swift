@@ -49,7 +49,7 @@ enum DoctorChecks {
         let files = walker.walk(onDirectory: { folder in
             folders += 1
             if access(walker.absolute(folder), R_OK | X_OK) != 0 { closed.append(folder.isEmpty ? "." : folder) }
-        }).filter { DocumentRules.isDocumentName(String($0.path.split(separator: "/").last ?? "")) }
+        }).filter { DocumentRules.isDocumentPath($0.path) }
         var findings: [Finding] = []
         if let limit = watchLimit ?? InotifySettings.value("max_user_watches") {
             let advice = "sudo sysctl fs.inotify.max_user_watches=\(max(524_288, folders * 2)) (and in /etc/sysctl.d/ to keep it); until then folders without a watch are rescanned every 30 s"

@@ -1,5 +1,5 @@
 import ArgumentParser
-import DocsyncAgent
+import DocsyncSchema
 import DocsyncModel
 import Foundation
 

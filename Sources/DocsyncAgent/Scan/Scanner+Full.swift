@@ -108,7 +108,7 @@ extension Scanner {
         while sides.disk.isEmpty, !sides.diskDone {
             let next = sides.walk.next(max: mergeChunk)
             if next.isEmpty { sides.diskDone = true }
-            sides.disk = ArraySlice(next.filter { DocumentRules.isDocumentName(lastComponent($0.path)) })
+            sides.disk = ArraySlice(next.filter { DocumentRules.isDocumentPath($0.path) })
         }
         if sides.known.isEmpty, !sides.knownDone {
             let (after, limit) = (sides.lastKnown, mergeChunk)

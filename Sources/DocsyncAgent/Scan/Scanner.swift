@@ -172,10 +172,10 @@ struct Scanner: Sendable {
             switch info.kind {
             case .directory:
                 walkedFolders.append(path)
-                for f in walker.walk(path) where DocumentRules.isDocumentName(lastComponent(f.path)) {
+                for f in walker.walk(path) where DocumentRules.isDocumentPath(f.path) {
                     seen[f.path] = Seen(path: f.path, info: f.info, nameIsUTF8: f.nameIsUTF8, force: false)
                 }
-            case .file where DocumentRules.isDocumentName(lastComponent(path)):
+            case .file where DocumentRules.isDocumentPath(path):
                 seen[path] = Seen(path: path, info: info, nameIsUTF8: true, force: false)
             default:
                 vanished.insert(path)  // replaced by something that is not a document

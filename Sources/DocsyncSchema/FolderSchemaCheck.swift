@@ -1,6 +1,5 @@
 import DocsyncFiles
 import DocsyncModel
-import DocsyncSchema
 
 /// `docsync validate DIR`: every document of a folder against the folder's own schemas, with no
 /// server and no index. Two walks, so memory holds the schemas and one document at a time
@@ -19,7 +18,7 @@ public struct FolderSchemaCheck: Sendable {
 
     public static func run(root: String, assertFormats: Bool = false, maxFileSize: Int = DocumentRules.defaultMaxFileSize) -> FolderSchemaCheck {
         let walker = TreeWalker(root: root, ignore: TreeWalker.ignoreRules(root: root))
-        let paths = walker.walk().filter { $0.nameIsUTF8 && DocumentRules.isDocumentName(lastComponent($0.path)) }.map(\.path).sorted()
+        let paths = walker.walk().filter { $0.nameIsUTF8 && DocumentRules.isDocumentPath($0.path) }.map(\.path).sorted()
         var schemaBodies: [String: JSONObject] = [:]
         var schemaPaths: [String: String] = [:]
         var check = FolderSchemaCheck()
