@@ -6,13 +6,7 @@
 # deleted (BENCHMARKS.md, "Measurement hazards").
 set -euo pipefail
 N=${1:-100000}
-BIN=${BIN:-$(dirname "$0")/../.build/release/docsync}
-W=$(mktemp -d /tmp/docsync-gitprof-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
-head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$W/token"
-"$BIN" serve --data "$W/server" --port 0 --token-file "$W/token" --log-level warning > "$W/serve.out" 2> "$W/serve.err" &
-until [ -s "$W/serve.out" ]; do sleep 0.1; done
-URL=$(head -1 "$W/serve.out")
+. "$(dirname "$0")/serve-for-profile.sh" gitprof
 python3 - "$N" "$URL" "$W/token" <<'PY'
 import json, sys, urllib.request
 n, url, token = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().strip()

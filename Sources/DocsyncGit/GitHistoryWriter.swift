@@ -22,13 +22,19 @@ public struct GitHistoryWriter: Sendable {
 
     public let repository: GitRepository
     public let target: Target
+    /// Where the scratch index the commits' trees are made in is kept between commits (in the
+    /// synced folder's state folder: one per folder, never among the user's files).
+    public let keptIndex: String?
     /// Attempts when the user's commands keep moving the branch or the index under a commit.
     static let attempts = 8
 
-    public init(repository: GitRepository, target: Target) {
+    public init(repository: GitRepository, target: Target, keptIndex: String? = nil) {
         self.repository = repository
         self.target = target
+        self.keptIndex = keptIndex
     }
+
+    private var builder: GitCommitBuilder { GitCommitBuilder(repository: repository, kept: keptIndex) }
 
     /// Makes `plans` as commits, one on the other, in one step: the branch moves once. With
     /// `insist` (commits held back by the user's commands for long), a commit on the checked-out
@@ -49,7 +55,6 @@ public struct GitHistoryWriter: Sendable {
         if try await repository.checkedOutBranch() == ref {
             return .held("\(ref.dropFirst("refs/heads/".count)) is the checked-out branch; pick another for --git-branch, or use --git-commit")
         }
-        let builder = GitCommitBuilder(repository: repository)
         for _ in 0..<Self.attempts {
             let old = try await repository.commit(of: ref)
             var parent = old
@@ -65,23 +70,23 @@ public struct GitHistoryWriter: Sendable {
     private func commitOnCheckedOut(_ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
         if let operation = repository.operationInProgress() { return .held("\(operation) is in progress") }
         guard let ref = try await repository.checkedOutBranch() else { return .held("HEAD is detached (no branch to commit to)") }
-        let builder = GitCommitBuilder(repository: repository)
         var busy = "the index keeps changing"
-        var made: (on: String?, commit: String)?
+        var made: (on: String?, built: GitCommitBuilder.Built)?
         for _ in 0..<Self.attempts {
             let old = try await repository.commit(of: ref)
             // Made again only when the branch moved: a user's `git add` changes the index alone.
-            let commit: String
+            let built: GitCommitBuilder.Built
             if let made, made.on == old {
-                commit = made.commit
+                built = made.built
             } else {
-                let built = try await builder.build(plan, parent: old)
+                built = try await builder.build(plan, parent: old)
                 if built.tree == built.parentTree { return .nothingToCommit }
-                (made, commit) = ((old, built.commit), built.commit)
+                made = (old, built)
             }
-            let (before, after) = try await followingIndex(old: old, new: commit)
-            switch try HeadSwap.swap(swapPlan(ref: ref, old: old, new: commit, indexBefore: before, indexAfter: after)) {
-            case .done: return .committed(commit)
+            let before = try await followingIndex(built.changes)
+            defer { unlink(followingIndexPath) }
+            switch try HeadSwap.swap(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: before)) {
+            case .done: return .committed(built.commit)
             case .changed: continue
             case .busy(let why):
                 busy = why
@@ -102,7 +107,7 @@ public struct GitHistoryWriter: Sendable {
         if let operation = repository.operationInProgress() { return .held("\(operation) is in progress") }
         guard let ref = try await repository.checkedOutBranch() else { return .held("HEAD is detached (no branch to commit to)") }
         // The blobs first, outside the locks: they do not depend on the parent.
-        let builder = GitCommitBuilder(repository: repository)
+        let builder = self.builder
         let blobs = try await builder.writeBlobs(plan)
         let quietBy = ContinuousClock.now + Self.quietWait
         while GitActivity.running(in: repository.workTree) && ContinuousClock.now < quietBy {
@@ -115,16 +120,17 @@ public struct GitHistoryWriter: Sendable {
         let old = HeadSwap.currentValue(of: ref, commonDir: repository.commonDir)
         let built = try await builder.build(plan, parent: old, blobs: blobs)
         if built.tree == built.parentTree { return .nothingToCommit }
-        let (_, after) = try await followingIndex(old: old, new: built.commit)
-        try held.commit(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: nil, indexAfter: after))
+        _ = try await followingIndex(built.changes)
+        defer { unlink(followingIndexPath) }
+        try held.commit(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: nil))
         return .committed(built.commit)
     }
 
     /// Moving `ref` from `old` to `new` with the user's index following, in this repository.
-    private func swapPlan(ref: String, old: String?, new: String, indexBefore: IndexFile.Stamp?, indexAfter: [UInt8]) -> HeadSwap.Plan {
+    private func swapPlan(ref: String, old: String?, new: String, indexBefore: IndexFile.Stamp?) -> HeadSwap.Plan {
         HeadSwap.Plan(
             gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: new,
-            indexBefore: indexBefore, indexAfter: indexAfter, reflog: "docsync: pulled changes")
+            indexBefore: indexBefore, indexAfter: followingIndexPath, reflog: "docsync: pulled changes")
     }
 
     /// How long a commit under the locks waits for a moment no git command runs (a pager's
@@ -132,18 +138,15 @@ public struct GitHistoryWriter: Sendable {
     static let quietWait: Duration = .seconds(2)
 
     /// The user's index as it is, and as it is to be once the branch holds the new commit: each
-    /// committed path whose entry the user left as the old commit had it takes the new commit's
-    /// entry; a path the user staged something else for keeps it.
-    private func followingIndex(old: String?, new: String) async throws(GitError) -> (IndexFile.Stamp?, [UInt8]) {
-        let (before, stamp) = IndexFile.read(repository.gitDir + "/index")
-        let scratch = repository.gitDir + "/docsync-index"
-        defer { unlink(scratch) }
-        guard FileManager.default.createFile(atPath: scratch, contents: before.map { Data($0) } ?? Data()) else {
-            throw GitError("cannot write \(scratch)")
-        }
-        if before == nil { unlink(scratch) }  // no index yet: git starts an empty one
-        let changed = try await repository.changes(from: old, to: new)
-        let staged = try await stagedEntries(index: scratch, paths: Set(changed.keys))
+    /// committed path (`changed`: its entry in the old commit and the new) whose entry the user
+    /// left as the old commit had it takes the new commit's entry; a path the user staged
+    /// something else for keeps it.
+    /// The new index is left in ``followingIndexPath`` (the caller removes it once the swap is
+    /// done): the lock is made from it by a link, so the agent never holds the index's bytes.
+    private func followingIndex(_ changed: [String: (old: String?, new: String?)]) async throws(GitError) -> IndexFile.Stamp? {
+        let scratch = followingIndexPath
+        let stamp = try IndexFile.copy(repository.gitDir + "/index", to: scratch)
+        let staged = try await repository.entries(inIndex: scratch, paths: Set(changed.keys))
         var lines: [UInt8] = []
         for (path, change) in changed where staged[path] == change.old {
             let entry = change.new ?? GitRepository.removedEntry
@@ -151,35 +154,11 @@ public struct GitHistoryWriter: Sendable {
             lines.append(0)
         }
         try await repository.git.check(["update-index", "-z", "--index-info"], input: lines, extra: ["GIT_INDEX_FILE": scratch])
-        guard let after = FileManager.default.contents(atPath: scratch) else { throw GitError("git update-index wrote no index") }
-        return (stamp, Array(after))
+        guard FileManager.default.fileExists(atPath: scratch) else { throw GitError("git update-index wrote no index") }
+        return stamp
     }
 
-    /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`. A few paths are asked
-    /// for by name (literal pathspecs: a name is never a pattern); many, by reading the index
-    /// whole, in one pass, where each pathspec would be matched against every entry. Only the
-    /// entries of `paths` are kept: a trickle of one change a commit spent 240 ms a commit making
-    /// a map of an index of 100,000.
-    private func stagedEntries(index: String, paths: Set<String>) async throws(GitError) -> [String: String] {
-        guard !paths.isEmpty else { return [:] }
-        // Pathspecs are read from where git runs: the top of the work tree, as the paths are.
-        let atTop = repository.git.directory == repository.workTree
-        let named = paths.count <= Self.namedPaths && atTop ? ["--"] + paths.sorted() : []
-        let out = try await repository.git.check(
-            ["ls-files", "-s", "-z", "--full-name"] + named, extra: ["GIT_INDEX_FILE": index, "GIT_LITERAL_PATHSPECS": "1"])
-        var found: [String: String] = [:]
-        for record in out.stdout.split(separator: 0) {
-            // `<mode> SP <sha> SP <stage> TAB <path>`
-            guard let tab = record.firstIndex(of: UInt8(ascii: "\t")) else { continue }
-            let path = String(decoding: record[(tab + 1)...], as: UTF8.self)
-            guard paths.contains(path) else { continue }
-            let head = String(decoding: record[..<tab], as: UTF8.self).split(separator: " ")
-            guard head.count == 3, head[2] == "0" else { continue }
-            found[path] = "\(head[0]) \(head[1])"
-        }
-        return found
-    }
-
-    /// Up to this many paths are asked for by name.
-    static let namedPaths = 256
+    /// Where ``followingIndex(_:)`` makes the user's next index: in the git folder, since the
+    /// index's lock is made from it by a link.
+    private var followingIndexPath: String { repository.gitDir + "/docsync-index" }
 }

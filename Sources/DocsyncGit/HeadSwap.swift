@@ -23,7 +23,8 @@ enum HeadSwap {
         var new: String
         /// The index the new one was made from, as `stat` saw it (`nil`: there was none).
         var indexBefore: IndexFile.Stamp?
-        var indexAfter: [UInt8]
+        /// The new index: a file in the git folder, linked as the index's lock.
+        var indexAfter: String
         var reflog: String
     }
 
@@ -31,7 +32,7 @@ enum HeadSwap {
         if GitActivity.running(in: plan.workTree) { return .busy("a git command is running in the repository") }
         let indexPath = plan.gitDir + "/index"
         let refPath = plan.commonDir + "/" + plan.ref
-        guard let indexLock = try LockFile(indexPath, content: plan.indexAfter, gitDir: plan.gitDir) else { return .busy("\(indexPath).lock is held") }
+        guard let indexLock = try LockFile(indexPath, linking: plan.indexAfter) else { return .busy("\(indexPath).lock is held") }
         defer { indexLock.release() }
         try? FileManager.default.createDirectory(atPath: (refPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         guard let refLock = try LockFile(refPath, content: Array((plan.new + "\n").utf8), gitDir: plan.gitDir) else { return .busy("\(refPath).lock is held") }
@@ -68,7 +69,7 @@ enum HeadSwap {
         /// first, as ``swap(_:)`` does).
         func commit(_ plan: Plan) throws(GitError) {
             try ref.fill(Array((plan.new + "\n").utf8))
-            try index.fill(plan.indexAfter)
+            try index.fill(from: plan.indexAfter)
             try ref.commit()
             try index.commit()
             HeadSwap.appendReflog(plan)
@@ -118,12 +119,19 @@ enum IndexFile {
             ctime: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))
     }
 
-    /// The bytes and the stamp they go with; the stamp is `nil` when the file changed while read
-    /// (the swap then finds it changed, and the commit is planned again).
-    static func read(_ path: String) -> (bytes: [UInt8]?, stamp: Stamp?) {
-        let first = stamp(path)
-        let bytes = FileManager.default.contents(atPath: path).map { Array($0) }
-        return (bytes, first == stamp(path) ? first : nil)
+    /// Copies the index at `path` to `target` (in the same git folder) and gives the stamp the
+    /// copy goes with: `nil` when there is no index (git starts an empty one) or it changed while
+    /// copied (the swap then finds it changed, and the commit is planned again).
+    static func copy(_ path: String, to target: String) throws(GitError) -> Stamp? {
+        unlink(target)
+        guard let first = stamp(path) else { return nil }
+        do {
+            try FileManager.default.copyItem(atPath: path, toPath: target)
+        } catch {
+            if stamp(path) == nil { return nil }
+            throw GitError("cannot copy \(path) to \(target): \(error)")
+        }
+        return first == stamp(path) ? first : nil
     }
 }
 
@@ -140,12 +148,21 @@ final class LockFile {
 
     /// Takes the lock on `target` holding `content`, written first in `gitDir`; `nil` when
     /// someone else holds it.
-    init?(_ target: String, content: [UInt8], gitDir: String) throws(GitError) {
-        path = target + ".lock"
+    convenience init?(_ target: String, content: [UInt8], gitDir: String) throws(GitError) {
         let staged = gitDir + "/docsync-lock-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { unlink(staged) }
         try Self.writeWhole(content, to: staged, flags: O_CREAT)
-        guard link(staged, path) == 0 else { return nil }
+        try self.init(target, linking: staged)
+    }
+
+    /// Takes the lock on `target` holding the file at `staged` (in the same folder tree), by a
+    /// link: `staged` stays where it is; `nil` when someone else holds the lock.
+    init?(_ target: String, linking staged: String) throws(GitError) {
+        path = target + ".lock"
+        guard link(staged, path) == 0 else {
+            if errno == EEXIST { return nil }
+            throw GitError("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
         held = true
     }
 
@@ -163,6 +180,11 @@ final class LockFile {
     /// Writes `content` into the lock taken empty.
     func fill(_ content: [UInt8]) throws(GitError) {
         try Self.writeWhole(content, to: path, flags: 0)
+    }
+
+    /// Puts the file at `staged` (in the same folder tree) in place of the lock taken empty.
+    func fill(from staged: String) throws(GitError) {
+        guard rename(staged, path) == 0 else { throw GitError("cannot rename \(staged) to \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// `content` as the whole of the file at `path` (`flags`: `O_CREAT` to make it). Not synced

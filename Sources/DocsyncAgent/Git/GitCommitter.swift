@@ -113,7 +113,8 @@ actor GitCommitter: Worker {
 
     private func located() async throws -> GitHistoryWriter {
         if let writer { return writer }
-        let found = GitHistoryWriter(repository: try await GitRepository.locate(folder: root), target: options.target)
+        let found = GitHistoryWriter(
+            repository: try await GitRepository.locate(folder: root), target: options.target, keptIndex: Index.stateDirectory(root: root) + "/git-build-index")
         writer = found
         return found
     }

@@ -1,0 +1,63 @@
+#!/bin/bash
+# Profiles a steady trickle into a large git history (issue 61, item 3): N documents of one
+# docType pulled with --git-commit, then CHANGES edits on the server, one at a time, each waited
+# for until committed. Prints the agent's CPU and its git children's a commit (from /proc), and
+# git's own trace of the trickle summed by command. Usage:
+#   scripts/profile-git-trickle.sh [N] [CHANGES]   (default 100000 10; a release build)
+# GIT_FLAG= (empty) runs the same trickle without git history: the pull's own share.
+set -euo pipefail
+N=${1:-100000}
+CHANGES=${2:-10}
+. "$(dirname "$0")/serve-for-profile.sh" gittrickle
+put() {  # put FIRST COUNT EDIT: documents dFIRST… of docType bench, in batches of 1,000
+  python3 - "$1" "$2" "$3" "$URL" "$W/token" <<'PY'
+import json, sys, urllib.request
+first, count, edit, url, token = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], open(sys.argv[5]).read().strip()
+for start in range(first, first + count, 1000):
+    docs = [{"id": f"d{i}", "docType": "bench", "title": f"document {i}", "edit": edit, "body": "x" * 900} for i in range(start, min(first + count, start + 1000))]
+    body = json.dumps({"documents": docs, "echo": False}).encode()
+    urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"})).read()
+PY
+}
+put 0 "$N" 0
+D="$W/git"
+mkdir "$D"; git -C "$D" init -q -b main; echo ".docsync/" > "$D/.gitignore"
+git -C "$D" add .gitignore; git -C "$D" -c user.name=p -c user.email=p@localhost commit -qm start
+FLAG=${GIT_FLAG---git-commit}
+GIT_TRACE2_EVENT="$W/trace.json" "$BIN" watch "$D" --endpoint "$URL" --token-file "$W/token" $FLAG --log-level warning 2> "$D.err" &
+PID=$!
+settled() {  # every document recorded, no pulled change waiting for its commit
+  [ "$(sqlite3 "file:$D/.docsync/index.sqlite?mode=ro" \
+    "select (select count(*) from document) >= $N and (select count(*) from git_change) = 0" 2>/dev/null || echo 0)" = 1 ]
+}
+committed() { [ -z "$FLAG" ] || [ "$(git -C "$D" rev-list --count HEAD)" -gt "$1" ]; }
+until settled && committed 1; do sleep 0.2; done
+cpu() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$PID/stat"; }  # ticks: the agent and its waited-for children
+sleep 2
+touch "$W/trace.json"
+FROM=$(wc -l < "$W/trace.json")
+BEFORE=$(cpu)
+COMMITS=$(git -C "$D" rev-list --count HEAD)
+for n in $(seq 1 "$CHANGES"); do
+  put $((n * 7)) 1 "trickle-$n"
+  until committed "$COMMITS" && settled && grep -q "trickle-$n" "$D/bench/d$((n * 7)).json"; do sleep 0.05; done
+  COMMITS=$(git -C "$D" rev-list --count HEAD)
+  sleep 1
+done
+AFTER=$(cpu)
+HZ=$(getconf CLK_TCK)
+echo "trickle into $N files ${FLAG:-without git}: $CHANGES changes, $(echo "scale=1; ($AFTER - $BEFORE) * 1000 / $HZ / $CHANGES" | bc) ms CPU a change (agent and git)"
+tail -n +"$((FROM + 1))" "$W/trace.json" | python3 -c "
+import collections, json, sys
+names, total, runs = {}, collections.defaultdict(float), collections.Counter()
+for line in sys.stdin:
+    event = json.loads(line)
+    if event.get('event') == 'start':
+        argv = event['argv'][1:]
+        while argv[:1] in (['-C'], ['-c']): argv = argv[2:]
+        names[event['sid']] = argv[0] if argv else '?'
+    elif event.get('event') == 'exit' and event['sid'] in names:
+        total[names[event['sid']]] += event['t_abs']; runs[names[event['sid']]] += 1
+for name, seconds in sorted(total.items(), key=lambda kv: -kv[1]):
+    print(f'  git {name:14s} {runs[name]:4d} runs {seconds * 1000 / $CHANGES:7.1f} ms a commit')
+"
