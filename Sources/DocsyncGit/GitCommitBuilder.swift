@@ -108,15 +108,13 @@ struct GitCommitBuilder: Sendable {
     func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil) async throws(GitError) -> Built {
         let blobs: [String]
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
-        var parentTree: String?
-        if let parent { parentTree = try await repository.git.check(["rev-parse", parent + "^{tree}"]).line }
         let scratch = kept ?? repository.gitDir + "/docsync-build-index-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { if kept == nil { unlink(scratch) } }
-        try await prepare(scratch, holding: parentTree)
+        let parentTree = try await prepare(scratch, parent: parent)
         let ends = Self.ends(plans, blobs: blobs)
         let before = try await repository.entries(inIndex: scratch, paths: Set(ends.keys))
         let (commit, tree) = try await commits(plans, blobs: blobs, over: parent, tree: parentTree ?? "", index: scratch)
-        if let kept { try? Data(tree.utf8).write(to: URL(fileURLWithPath: kept + ".tree")) }
+        if let kept { try? Data("\(tree) \(commit)".utf8).write(to: URL(fileURLWithPath: kept + ".tree")) }
         var changes: [String: (old: String?, new: String?)] = [:]
         for (path, end) in ends where before[path] != end { changes[path] = (before[path], end) }
         return Built(commit: commit, tree: tree, parentTree: parentTree, changes: changes)
@@ -141,16 +139,23 @@ struct GitCommitBuilder: Sendable {
         return (commit, tree)
     }
 
-    /// Makes the scratch index hold `tree` (`nil`: empty): a kept one that holds it already is
-    /// used as it is. The record of what it holds goes first, so an index left half-changed by a
-    /// failure is read again next time.
-    private func prepare(_ scratch: String, holding tree: String?) async throws(GitError) {
+    /// Makes the scratch index hold `parent`'s tree (none: empty) and gives that tree: a kept
+    /// index that holds it already is used as it is. The record of what it holds (`tree commit`:
+    /// the tree and the commit last made of it, whose tree is then known without asking git) goes
+    /// first, so an index left half-changed by a failure is read again next time.
+    private func prepare(_ scratch: String, parent: String?) async throws(GitError) -> String? {
+        var held: [Substring] = []
         if let kept {
-            let held = try? String(contentsOfFile: kept + ".tree", encoding: .utf8)
+            held = ((try? String(contentsOfFile: kept + ".tree", encoding: .utf8)) ?? "").split(separator: " ")
             unlink(kept + ".tree")
-            if let held, held == (tree ?? Self.emptyTree), FileManager.default.fileExists(atPath: scratch) { return }
         }
+        var tree: String?
+        if let parent {
+            tree = held.count == 2 && held[1] == parent ? String(held[0]) : try await repository.git.check(["rev-parse", parent + "^{tree}"]).line
+        }
+        if held.count == 2, held[0] == tree ?? Self.emptyTree, FileManager.default.fileExists(atPath: scratch) { return tree }
         try await repository.git.check(["read-tree", tree ?? "--empty"], extra: ["GIT_INDEX_FILE": scratch])
+        return tree
     }
 
     /// The empty tree's name, for a kept index made from no parent.
@@ -186,6 +191,11 @@ struct GitCommitBuilder: Sendable {
             }
         }
         guard count > 0 else { return [] }
+        if count == 1, case .put(_, let bytes)? = plans.lazy.flatMap(\.entries).first(where: { if case .put = $0 { true } else { false } }) {
+            // One blob (a trickle's commit): one process, where fast-import starts a second to
+            // unpack the pack it wrote.
+            return [try await repository.git.check(["hash-object", "-w", "--stdin"], input: bytes).line]
+        }
         try await repository.git.check(["fast-import", "--quiet", "--export-marks=" + marks], input: stream)
         return try Self.readMarks(marks, count: count)
     }

@@ -73,7 +73,8 @@ public struct GitHistoryWriter: Sendable {
         var busy = "the index keeps changing"
         var made: (on: String?, built: GitCommitBuilder.Built)?
         for _ in 0..<Self.attempts {
-            let old = try await repository.commit(of: ref)
+            // Read as the swap reads it, without a process.
+            let old = HeadSwap.currentValue(of: ref, commonDir: repository.commonDir)
             // Made again only when the branch moved: a user's `git add` changes the index alone.
             let built: GitCommitBuilder.Built
             if let made, made.on == old {

@@ -37,8 +37,18 @@ public struct GitRepository: Sendable {
         return nil
     }
 
-    /// The checked-out branch (`refs/heads/main`), `nil` when HEAD is detached.
+    /// The checked-out branch (`refs/heads/main`), `nil` when HEAD is detached. Read from
+    /// `HEAD` itself (`ref: refs/heads/main`), as git does, where a process a commit added up in
+    /// a trickle; git is asked only for a `HEAD` that is not a plain file.
     public func checkedOutBranch() async throws(GitError) -> String? {
+        if let head = try? String(contentsOfFile: gitDir + "/HEAD", encoding: .utf8) {
+            let line = head.trimmingCharacters(in: .whitespacesAndNewlines)
+            // reftable's `HEAD` names no branch of its own: git is asked.
+            if line != "ref: refs/heads/.invalid" {
+                guard line.hasPrefix("ref: refs/") else { return nil }
+                return String(line.dropFirst("ref: ".count))
+            }
+        }
         let out = try await git.run(["symbolic-ref", "-q", "HEAD"])
         return out.status == 0 ? out.text : nil
     }
