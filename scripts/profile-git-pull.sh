@@ -41,7 +41,7 @@ for line in open(sys.argv[1]):
     event = json.loads(line)
     if event.get("event") == "start":
         argv = event["argv"][1:]
-        argv = argv[2:] if argv[:1] == ["-C"] else argv
+        while argv[:1] in (["-C"], ["-c"]): argv = argv[2:]
         names[event["sid"]] = argv[0] if argv else "?"
     elif event.get("event") == "exit" and event["sid"] in names:
         total[names[event["sid"]]] += event["t_abs"]; runs[names[event["sid"]]] += 1
