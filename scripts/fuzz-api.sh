@@ -66,8 +66,12 @@ for kind in full reader noter inbox; do
   # what is not there: a create-only token for what it made, and one limited to notes for a
   # report its linked request was steered to (rights_check.py); schemathesis's "created resource
   # not found" would take either for a lost write.
-  excluded=positive_data_acceptance
-  case "$kind" in noter|inbox) excluded="$excluded,ensure_resource_availability" ;; esac
+  # For every token, "created resource not found" is left out too: its stateful step deletes a
+  # document made by POST with the id the link carries but a docType it generated (seen today:
+  # made as "bÈ", deleted as another), and the server rightly answers 404, since a document of
+  # another docType is not that document. A lost write is what the stores' conformance suites
+  # check; here the check waits until the step keeps the docType the link gives.
+  excluded=positive_data_acceptance,ensure_resource_availability
   fuzz "$kind" "$excluded"
   # An error of the generator's own, before any request (Python 3.11.7's "AST constructor
   # recursion depth mismatch" while Hypothesis reads a strategy's source), is no finding: the
