@@ -34,17 +34,4 @@ mkdir "$W/git"; git -C "$W/git" init -q -b main; echo ".docsync/" > "$W/git/.git
 git -C "$W/git" add .gitignore; git -C "$W/git" -c user.name=p -c user.email=p@localhost commit -qm start
 TRACE="$W/trace.json" && export TRACE
 echo "pull of $N with --git-commit: $(pull "$W/git" --git-commit), $(git -C "$W/git" rev-list --count HEAD) commits"
-python3 - "$W/trace.json" <<'PY'
-import collections, json, sys
-names, total, runs = {}, collections.defaultdict(float), collections.Counter()
-for line in open(sys.argv[1]):
-    event = json.loads(line)
-    if event.get("event") == "start":
-        argv = event["argv"][1:]
-        while argv[:1] in (["-C"], ["-c"]): argv = argv[2:]
-        names[event["sid"]] = argv[0] if argv else "?"
-    elif event.get("event") == "exit" and event["sid"] in names:
-        total[names[event["sid"]]] += event["t_abs"]; runs[names[event["sid"]]] += 1
-for name, seconds in sorted(total.items(), key=lambda kv: -kv[1]):
-    print(f"  git {name:14s} {runs[name]:4d} runs {seconds:7.2f} s")
-PY
+python3 "$(dirname "$0")/git-trace-summary.py" < "$W/trace.json"

@@ -47,17 +47,4 @@ done
 AFTER=$(cpu)
 HZ=$(getconf CLK_TCK)
 echo "trickle into $N files ${FLAG:-without git}: $CHANGES changes, $(echo "scale=1; ($AFTER - $BEFORE) * 1000 / $HZ / $CHANGES" | bc) ms CPU a change (agent and git)"
-tail -n +"$((FROM + 1))" "$W/trace.json" | python3 -c "
-import collections, json, sys
-names, total, runs = {}, collections.defaultdict(float), collections.Counter()
-for line in sys.stdin:
-    event = json.loads(line)
-    if event.get('event') == 'start':
-        argv = event['argv'][1:]
-        while argv[:1] in (['-C'], ['-c']): argv = argv[2:]
-        names[event['sid']] = argv[0] if argv else '?'
-    elif event.get('event') == 'exit' and event['sid'] in names:
-        total[names[event['sid']]] += event['t_abs']; runs[names[event['sid']]] += 1
-for name, seconds in sorted(total.items(), key=lambda kv: -kv[1]):
-    print(f'  git {name:14s} {runs[name]:4d} runs {seconds * 1000 / $CHANGES:7.1f} ms a commit')
-"
+tail -n +"$((FROM + 1))" "$W/trace.json" | python3 "$(dirname "$0")/git-trace-summary.py" "$CHANGES"
