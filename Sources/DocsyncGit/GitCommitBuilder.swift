@@ -99,24 +99,26 @@ struct GitCommitBuilder: Sendable {
         /// The parent's tree (equal to `tree`: the commits change nothing).
         var parentTree: String?
         /// Each path the commits changed: its entry (`mode sha`) in the parent and at the end,
-        /// `nil` where there is none. Known from the plans, without comparing the trees.
+        /// `nil` where there is none. Known from the plans, without comparing the trees; asked
+        /// for only where an index is to follow (empty otherwise).
         var changes: [String: (old: String?, new: String?)]
     }
 
     /// The new commits, one on the other over `parent`. `blobs`: the plans' blobs when they are
-    /// written already (``writeBlobs(_:)``; they do not depend on the parent).
-    func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil) async throws(GitError) -> Built {
+    /// written already (``writeBlobs(_:)``; they do not depend on the parent). `changes`: whether
+    /// the changed entries are wanted (the checked-out branch's index follows them).
+    func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil, changes wanted: Bool = true) async throws(GitError) -> Built {
         let blobs: [String]
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
         let scratch = kept ?? repository.gitDir + "/docsync-build-index-\(getpid())-\(UUID().uuidString.prefix(8))"
         defer { if kept == nil { unlink(scratch) } }
         let parentTree = try await prepare(scratch, parent: parent)
         let ends = Self.ends(plans, blobs: blobs)
-        let before = try await repository.entries(inIndex: scratch, paths: Set(ends.keys))
+        let before = wanted ? try await repository.entries(inIndex: scratch, paths: Set(ends.keys)) : [:]
         let (commit, tree) = try await commits(plans, blobs: blobs, over: parent, tree: parentTree ?? "", index: scratch)
         if let kept { try? Data("\(tree) \(commit)".utf8).write(to: URL(fileURLWithPath: kept + ".tree")) }
         var changes: [String: (old: String?, new: String?)] = [:]
-        for (path, end) in ends where before[path] != end { changes[path] = (before[path], end) }
+        for (path, end) in ends where wanted && before[path] != end { changes[path] = (before[path], end) }
         return Built(commit: commit, tree: tree, parentTree: parentTree, changes: changes)
     }
 
@@ -178,26 +180,26 @@ struct GitCommitBuilder: Sendable {
 
     /// The blobs of every file the plans put, in their order, written in one fast-import run.
     func writeBlobs(_ plans: [GitCommitPlan]) async throws(GitError) -> [String] {
-        let marks = repository.gitDir + "/docsync-marks-\(getpid())-\(UUID().uuidString.prefix(8))"
-        defer { unlink(marks) }
-        var stream: [UInt8] = []
-        var count = 0
-        for plan in plans {
-            for case .put(_, let bytes) in plan.entries {
-                count += 1
-                stream.append(contentsOf: "blob\nmark :\(count)\ndata \(bytes.count)\n".utf8)
-                stream.append(contentsOf: bytes)
-                stream.append(10)
-            }
+        let files = plans.flatMap(\.entries).compactMap { entry -> [UInt8]? in
+            guard case .put(_, let bytes) = entry else { return nil }
+            return bytes
         }
-        guard count > 0 else { return [] }
-        if count == 1, case .put(_, let bytes)? = plans.lazy.flatMap(\.entries).first(where: { if case .put = $0 { true } else { false } }) {
+        if files.isEmpty { return [] }
+        if files.count == 1 {
             // One blob (a trickle's commit): one process, where fast-import starts a second to
             // unpack the pack it wrote.
-            return [try await repository.git.check(["hash-object", "-w", "--stdin"], input: bytes).line]
+            return [try await repository.git.check(["hash-object", "-w", "--stdin"], input: files[0]).line]
         }
+        var stream: [UInt8] = []
+        for (n, bytes) in files.enumerated() {
+            stream.append(contentsOf: "blob\nmark :\(n + 1)\ndata \(bytes.count)\n".utf8)
+            stream.append(contentsOf: bytes)
+            stream.append(10)
+        }
+        let marks = repository.gitDir + "/docsync-marks-\(getpid())-\(UUID().uuidString.prefix(8))"
+        defer { unlink(marks) }
         try await repository.git.check(["fast-import", "--quiet", "--export-marks=" + marks], input: stream)
-        return try Self.readMarks(marks, count: count)
+        return try Self.readMarks(marks, count: files.count)
     }
 
     /// `:N sha` lines of fast-import's marks file, as the shas of marks 1 to `count`.

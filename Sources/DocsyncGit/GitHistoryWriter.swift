@@ -59,7 +59,7 @@ public struct GitHistoryWriter: Sendable {
             let old = try await repository.commit(of: ref)
             var parent = old
             if parent == nil { parent = try await repository.commit(of: "HEAD") }
-            let built = try await builder.build(plan, parent: parent)
+            let built = try await builder.build(plan, parent: parent, changes: false)
             if built.tree == built.parentTree && old != nil { return .nothingToCommit }
             let moved = try await repository.git.run(["update-ref", "-m", "docsync: pulled changes", ref, built.commit, old ?? ""])
             if moved.status == 0 { return .committed(built.commit) }
