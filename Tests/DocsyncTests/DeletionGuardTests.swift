@@ -14,6 +14,21 @@ import Testing
         #expect(!rule.holds(count: 99, live: 99), "fewer than the minimum goes through")
         #expect(rule.holds(count: 100, live: 0), "an empty count of live documents is not a division by zero")
     }
+
+    /// Deletions closer together than the quiet are one burst, counted against the folder's size
+    /// when it began; a pause as long as the quiet starts the next one.
+    @Test func deletionsCountTogetherUntilAPauseAsLongAsTheQuiet() {
+        let tally = DeletionTally(quiet: .seconds(2))
+        let start = ContinuousClock.now
+        for step in 0..<200 { _ = tally.add(1, live: 250 - step, now: start + .milliseconds(30 * step)) }
+        let last = start + .milliseconds(30 * 199)
+        #expect(tally.add(0, live: 50, now: last + .milliseconds(1999)) == (200, 250), "one burst, based on the size it began with")
+        #expect(tally.quietFor(now: last + .milliseconds(1500)) == .milliseconds(500), "still going: half a second to wait")
+        #expect(tally.quietFor(now: last + .seconds(2)) == nil, "quiet once no deletion came for 2 s")
+        #expect(tally.add(1, live: 50, now: last + .seconds(2)) == (1, 50), "a pause of the quiet starts afresh")
+        tally.reset()
+        #expect(tally.quietFor(now: last) == nil)
+    }
 }
 
 /// Held deletions the user decides on with `docsync resolve` (a process beside the agent, reading

@@ -76,14 +76,14 @@ extension MemoryEngineTests {
         defer { folder.remove() }
         try await put(server, #"{"id":"a","docType":"note","title":"first"}"#)
         let agent = try await agent(folder, server) { options in
-            (options.settle, options.maxDelay, options.pollInterval) = (.seconds(12), .seconds(12), .seconds(1))
+            (options.settle, options.maxDelay, options.pollInterval) = (.seconds(20), .seconds(20), .seconds(1))
         }
         let index = agent.index
         func status() async -> AgentStatus? { try? await AgentStatus.read(index) }
         #expect(await eventually(timeout: Self.patience) { await status()?.inSync() == true && folder.exists("note/a.json") })
         #expect(mkdir(folder.file("archive"), 0o755) == 0 && rename(folder.file("note/a.json"), folder.file("archive/a.json")) == 0)
         try await put(server, #"{"id":"a","docType":"note","title":"second"}"#)
-        #expect(await eventually(timeout: .seconds(11)) { (await status())?.pullWaiting != nil }, "\(agent.logs.all.suffix(4))")
+        #expect(await eventually(timeout: .seconds(19)) { (await status())?.pullWaiting != nil }, "\(agent.logs.all.suffix(4))")
         let waiting = try #require(await status())
         #expect(!waiting.inSync() && waiting.text(now: 0).contains("wait for their files") && waiting.pullWaiting?.contains("a") == true)
         #expect(await eventually(timeout: Self.patience) {

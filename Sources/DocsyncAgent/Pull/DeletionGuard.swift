@@ -11,10 +11,13 @@ import Synchronization
 public struct DeletionGuard: Sendable, Hashable {
     public var fraction: Double
     public var minimum: Int
+    /// Deletions that keep coming count as one burst until none came for this long (see ``DeletionTally``).
+    public var quiet: Duration
 
-    public init(fraction: Double = 0.5, minimum: Int = 100) {
+    public init(fraction: Double = 0.5, minimum: Int = 100, quiet: Duration = .seconds(2)) {
         self.fraction = fraction
         self.minimum = minimum
+        self.quiet = quiet
     }
 
     /// Whether deleting `count` documents of a folder that had `live` is held.
@@ -29,15 +32,17 @@ public struct DeletionGuard: Sendable, Hashable {
 /// deleting 200 documents 30 ms apart had every one trashed and none held.
 final class DeletionTally: Sendable {
     /// A burst ends when no deletion came for this long; its deletions wait until then.
-    static let quiet: Duration = .seconds(2)
+    let quiet: Duration
 
     private struct Burst { var base: Int; var count: Int; var last: ContinuousClock.Instant }
     private let state = Mutex<Burst?>(nil)
 
+    init(quiet: Duration = DeletionGuard().quiet) { self.quiet = quiet }
+
     /// Adds `count` deletions; returns the burst's total and the folder's size at its start.
     func add(_ count: Int, live: Int, now: ContinuousClock.Instant = .now) -> (count: Int, base: Int) {
         state.withLock { burst in
-            if let current = burst, now - current.last < Self.quiet {
+            if let current = burst, now - current.last < quiet {
                 burst?.count += count
                 if count > 0 { burst?.last = now }
             } else {
@@ -52,7 +57,7 @@ final class DeletionTally: Sendable {
     func quietFor(now: ContinuousClock.Instant = .now) -> Duration? {
         state.withLock { burst in
             guard let last = burst?.last else { return nil }
-            let left = Self.quiet - (now - last)
+            let left = quiet - (now - last)
             return left > .zero ? left : nil
         }
     }
@@ -66,7 +71,7 @@ extension ServerChanges {
     /// move past them). Once deletions are held, every later one is held too, until the user decides.
     /// While a burst of deletions goes on (pages of one pull follow, or deletions keep coming one a
     /// reply), they wait in the same table, so that a mass deletion spread over pages or replies is
-    /// caught before any of it goes; once the burst is quiet (``DeletionTally/quiet``), the
+    /// caught before any of it goes; once the burst is quiet (``DeletionGuard/quiet``), the
     /// puller's retry loop applies them if its total stays under the rule.
     func guardDeletions(_ changes: [JSONObject], more: Bool = false) async throws -> [JSONObject] {
         guard let rule = deletionGuard else { return changes }

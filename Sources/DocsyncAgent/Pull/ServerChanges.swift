@@ -30,7 +30,7 @@ struct ServerChanges: Sendable {
     /// The folder's own deletions held by the same rule: the user's word settles both.
     let localDeletions: LocalDeletionGuard?
     /// The deletions of the pull under way (see ``DeletionGuard``).
-    let deletionTally = DeletionTally()
+    let deletionTally: DeletionTally
     /// Told when changes that could not be written were recorded: ``PullRetrier`` waits on it
     /// (one waiter only, as every ``WakeSignal``).
     let failedWork = WakeSignal()
@@ -42,6 +42,7 @@ struct ServerChanges: Sendable {
         (self.endpoint, self.writer, self.pushWork) = (endpoint, writer, pushWork)
         (self.index, self.policy, self.logger, self.metrics) = (context.index, context.policy, context.logger, context.metrics)
         (self.deletionGuard, self.localDeletions) = (deletionGuard, localDeletions)
+        deletionTally = DeletionTally(quiet: deletionGuard?.quiet ?? DeletionGuard().quiet)
     }
 
     /// The synced folder was deleted or moved away while changes were being taken: nothing more is
