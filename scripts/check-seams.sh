@@ -58,5 +58,13 @@ if assigned=$(grep -rnE "^\s*(var (applier|changes|writer|scanner|pusher|puller|
   echo "$assigned" >&2
   status=1
 fi
-[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP and no adapter in the engine; no part linked late or set after init; one writer into the folder; stores without the server or HTTP"
+# One context per folder: a part keeps the FolderContext (FolderPart) and reads the shared values
+# through it; a copy of one into a stored property of the part's own is a second truth.
+if copies=$(grep -rnE "^\s*(self\.)?[a-zA-Z]+ = context\.(root|gate|index|clock|logger|metrics|policy|credential|selection)\b|^\s*\(self\.[^)]*\) = \(context\." Sources/DocsyncAgent \
+    | grep -vE "^Sources/DocsyncAgent/Agent/Agent\.swift:"); then
+  echo "a part copies a value of its FolderContext (keep the context: FolderPart):" >&2
+  echo "$copies" >&2
+  status=1
+fi
+[ $status -eq 0 ] && echo "seams: PingPong only in its adapter and the CLI; no HTTP and no adapter in the engine; no part linked late or set after init; one writer into the folder; one context per folder, not copied; stores without the server or HTTP"
 exit $status

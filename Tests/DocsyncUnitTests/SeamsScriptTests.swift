@@ -43,4 +43,9 @@ import Testing
         let (code, text) = try check(planting: "        applier.remoteFiles = { _, _ in nil }", in: "Sources/DocsyncAgent/Agent/Agent.swift")
         #expect(code != 0 && text.contains("assigned after it was made"), "\(text)")
     }
+
+    @Test func aPartCopyingItsContextsValuesFailsTheCheck() throws {
+        let (code, text) = try check(planting: "        self.logger = context.logger", in: "Sources/DocsyncAgent/Scan/Scanner.swift")
+        #expect(code != 0 && text.contains("copies a value of its FolderContext"), "\(text)")
+    }
 }

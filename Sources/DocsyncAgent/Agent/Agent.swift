@@ -96,7 +96,7 @@ public actor Agent {
             metrics: metrics, policy: options.retryPolicy, credential: Credential(token: options.token, file: options.tokenFile),
             selection: options.selection)
         let (pushWork, uploadWork) = (WakeSignal(), WakeSignal())
-        let schemaCheck = SchemaCheck(index: index, book: SchemaBook(), logger: logger, changed: WakeSignal(), assertFormats: options.assertFormats)
+        let schemaCheck = SchemaCheck(context: context, changed: WakeSignal(), assertFormats: options.assertFormats)
         self.schemaCheck = schemaCheck
         let scanner = Scanner(
             context, maxFileSize: options.maxFileSize, ignore: ignore, filesPerDocument: endpoint.capabilities.filesPerDocument,
@@ -108,7 +108,7 @@ public actor Agent {
         self.uploader = Uploader(context, endpoint: endpoint, uploading: uploading, signal: uploadWork, uploadEnded: { pushWork.signal() })
         let applier = Self.applier(options, context: context, scanner: scanner, endpoint: endpoint, pushWork: pushWork)
         self.applier = applier
-        let (git, committer) = Self.gitHistory(options.git, root: root, index: index, logger: logger)
+        let (git, committer) = Self.gitHistory(options.git, context: context)
         self.committer = committer
         let writer = FolderWriter(applier: applier, lock: lock, git: git, schemas: schemaCheck)
         self.writer = writer
@@ -121,25 +121,24 @@ public actor Agent {
         self.fresh = fresh
         self.puller = Puller(
             context, changes: changes,
-            reconciler: Reconciler(fresh: fresh, changes: changes, clock: clock, selection: options.selection, logger: logger),
+            reconciler: Reconciler(fresh: fresh, changes: changes),
             pollInterval: options.pollInterval, turns: options.turns)
     }
 
     /// What brings the server's documents into the folder (the folder writer's applier).
     static func applier(_ options: AgentOptions, context: FolderContext, scanner: Scanner, endpoint: any DocumentEndpoint, pushWork: WakeSignal) -> ChangeApplier {
         ChangeApplier(
-            root: context.root, gate: context.gate, index: context.index, clock: context.clock, walker: scanner.walker,
-            rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, logger: context.logger,
-            metrics: context.metrics, selection: context.selection,
+            context: context, walker: scanner.walker,
+            rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, selection: context.selection,
             remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(),
             beforeRecording: options.beforeRecordingAPulledWrite)
     }
 
     /// The recorder and the committer of `--git-commit` / `--git-branch`, meeting at a signal.
-    static func gitHistory(_ git: GitHistoryOptions?, root: String, index: Index, logger: Logger) -> (GitRecorder?, GitCommitter?) {
+    static func gitHistory(_ git: GitHistoryOptions?, context: FolderContext) -> (GitRecorder?, GitCommitter?) {
         guard let git else { return (nil, nil) }
         let work = WakeSignal()
-        return (GitRecorder(index: index, committer: work), GitCommitter(root: root, index: index, options: git, logger: logger, signal: work))
+        return (GitRecorder(index: context.index, committer: work), GitCommitter(context, options: git, signal: work))
     }
 
     /// The synced folder's path without trailing slashes, once it is known to be a folder.

@@ -5,7 +5,7 @@ import DocsyncModel
 import Logging
 
 /// What every part of one folder's engine is made from: made once, by `Agent.init`, before any
-/// part, and never changed. A part takes what it needs from it in its `init`; what only one part
+/// part, and never changed. A part keeps it (``FolderPart``) and reads from it; what only one part
 /// uses (a limit, a signal between two parts) is given to that part alone.
 struct FolderContext: Sendable {
     /// The synced folder (no trailing `/`).
@@ -23,4 +23,23 @@ struct FolderContext: Sendable {
     let credential: Credential
     /// The docTypes this folder syncs.
     let selection: TypeSelection
+}
+
+/// A part of one folder's engine (scanner, pusher, puller, uploader, downloader, the server's
+/// changes): it keeps the folder's context and reads the shared values through it, so none is
+/// copied into a stored property of its own.
+protocol FolderPart: Sendable {
+    var context: FolderContext { get }
+}
+
+extension FolderPart {
+    var root: String { context.root }
+    var gate: PathGate { context.gate }
+    var index: Index { context.index }
+    var clock: ServerClock { context.clock }
+    var logger: Logger { context.logger }
+    var metrics: AgentMetrics { context.metrics }
+    var policy: RetryPolicy { context.policy }
+    var credential: Credential { context.credential }
+    var selection: TypeSelection { context.selection }
 }

@@ -23,22 +23,15 @@ import Glibc
 /// nothing is placed twice. A refusal (another server, over the size limit, bytes that do not
 /// match, gone from the server) ends the job as `failed`, reported by `status` and tried again at
 /// the next start; a URL the adapter would not fetch is `refused` and never fetched.
-actor Downloader: Worker {
-    let root: String
-    let gate: PathGate
-    let index: Index
+actor Downloader: Worker, FolderPart {
+    /// The folder's shared values, read through ``FolderPart``.
+    let context: FolderContext
     let endpoint: any DocumentEndpoint
     /// Files are placed into the folder through it.
     let writer: FolderWriter
     let cache: FileCache
-    let clock: ServerClock
-    let logger: Logger
-    let policy: RetryPolicy
-    let metrics: AgentMetrics
     /// Larger files are not fetched (`--max-download-size`).
     let maxBytes: Int64
-    /// The token, refused or replaced after a 401/403 (see ``Credential``).
-    let credential: Credential
     let signal: WakeSignal
     var stopping = false
     private var inFlight: Task<Void, Never>?
@@ -49,19 +42,12 @@ actor Downloader: Worker {
     static let concurrency = 2
 
     init(_ context: FolderContext, endpoint: any DocumentEndpoint, writer: FolderWriter, maxBytes: Int64, signal: WakeSignal) {
+        self.context = context
         self.signal = signal
-        self.root = context.root
-        self.gate = context.gate
-        self.index = context.index
         self.endpoint = endpoint
         self.writer = writer
         self.cache = FileCache(folder: context.root)
-        self.clock = context.clock
-        self.logger = context.logger
-        self.policy = context.policy
-        self.metrics = context.metrics
         self.maxBytes = maxBytes
-        self.credential = context.credential
     }
 
     nonisolated func wake() { signal.signal() }

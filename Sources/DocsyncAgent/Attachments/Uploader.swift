@@ -13,21 +13,16 @@ import Logging
 /// about four times a second for `status`. A transient failure backs off per job; a refusal (4xx)
 /// marks the job failed until the file changes. A job cut short by a crash is still in the outbox
 /// and runs again at the next start; the endpoint stores content once, so nothing is duplicated.
-actor Uploader: Worker {
-    let root: String
+actor Uploader: Worker, FolderPart {
+    /// The folder's shared values, read through ``FolderPart``.
+    let context: FolderContext
     let realRoot: String
-    let index: Index
     let endpoint: any DocumentEndpoint
-    let clock: ServerClock
-    let logger: Logger
-    let policy: RetryPolicy
     let uploading: DocumentSet
     /// "Uploads may go": the scanner's batches and the pusher's acknowledged writes signal it.
     let signal: WakeSignal
     /// Called when an upload ends, so document writes that waited for it go out.
     let uploadEnded: @Sendable () -> Void
-    /// The token, refused or replaced after a 401/403 (see ``Credential``).
-    let credential: Credential
     var stopping = false
     /// The uploads in flight: cancelled when the agent stops (a large file would otherwise hold
     /// the exit until it is sent; it is sent again at the next start).
@@ -38,22 +33,14 @@ actor Uploader: Worker {
     /// Uploads in flight at once: enough to overlap two files, few enough not to starve documents.
     static let concurrency = 2
 
-    let metrics: AgentMetrics
-
     init(
         _ context: FolderContext, endpoint: any DocumentEndpoint, uploading: DocumentSet, signal: WakeSignal,
         uploadEnded: @escaping @Sendable () -> Void
     ) {
+        self.context = context
         self.signal = signal
-        self.metrics = context.metrics
-        self.credential = context.credential
-        self.root = context.root
         self.realRoot = Attachments.realPath(context.root) ?? context.root
-        self.index = context.index
         self.endpoint = endpoint
-        self.clock = context.clock
-        self.logger = context.logger
-        self.policy = context.policy
         self.uploading = uploading
         self.uploadEnded = uploadEnded
     }

@@ -15,17 +15,15 @@ import Logging
 /// kept in full as `<name>.sync-conflict-<yyyyMMdd-HHmmss>.json` beside the file. An edit always
 /// beats a delete. Every write is atomic and recorded in the index before the watcher sees it, so
 /// the agent never pushes its own writes back.
-struct ChangeApplier: Sendable {
+struct ChangeApplier: FolderPart {
     /// The file changed on disk between the look that planned a write and the write (saved,
     /// moved or deleted by someone else): nothing was written; the change is applied again once
     /// the scanner has recorded the file.
     struct ChangedOnDisk: Error {}
 
-    let root: String
-    /// Every file this applier creates, replaces, trashes or copies is reached through it.
-    let gate: PathGate
-    let index: Index
-    let clock: ServerClock
+    /// The folder's shared values, read through ``FolderPart``. Every file this applier creates,
+    /// replaces, trashes or copies is reached through its gate.
+    let context: FolderContext
     /// The folder's ignore rules: a file they cover is left as it is.
     let walker: TreeWalker
     /// Reads one file again (a local edit the index has not seen yet must reach it before
@@ -33,9 +31,8 @@ struct ChangeApplier: Sendable {
     let rescan: @Sendable (String) async throws -> Void
     /// Told when a merge queued a document for the server.
     let pushWork: WakeSignal
-    let logger: Logger
-    let metrics: AgentMetrics
-    /// The docTypes this folder syncs: a document of another is not applied, whatever sent it.
+    /// The docTypes this applier takes: a document of another is not applied, whatever sent it.
+    /// The folder's, or fewer while a grown selection catches up (``selecting(_:)``).
     var selection: TypeSelection
     /// Which properties of a pulled document hold files of the endpoint (fetched into the
     /// folder; see ``Downloader``): the adapter's ``DocumentEndpoint/remoteFile(in:of:)``.

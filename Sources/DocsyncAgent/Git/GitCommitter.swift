@@ -32,11 +32,10 @@ extension GitHistoryWriter.Target {
 /// the change's author and the server's time of it. Held back (and said, on `status`) while the
 /// repository is busy or in the middle of something; nothing recorded is dropped until it is
 /// committed or found to be already there.
-actor GitCommitter: Worker {
-    let root: String
-    let index: Index
+actor GitCommitter: Worker, FolderPart {
+    /// The folder's shared values, read through ``FolderPart``.
+    let context: FolderContext
     let options: GitHistoryOptions
-    let logger: Logger
     let signal: WakeSignal
     var stopping = false
     private var writer: GitHistoryWriter?
@@ -49,11 +48,9 @@ actor GitCommitter: Worker {
     static let patience: Duration = .seconds(5)
     static let batchLimit = 20_000
 
-    init(root: String, index: Index, options: GitHistoryOptions, logger: Logger, signal: WakeSignal) {
-        self.root = root
-        self.index = index
+    init(_ context: FolderContext, options: GitHistoryOptions, signal: WakeSignal) {
+        self.context = context
         self.options = options
-        self.logger = logger
         self.signal = signal
     }
 

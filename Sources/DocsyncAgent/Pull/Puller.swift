@@ -8,13 +8,12 @@ import Logging
 /// until something changes, or 25 s pass: changes arrive at once and an idle agent sends two
 /// requests a minute), a pull every `pollInterval` where it has not, nothing from a push-only
 /// endpoint.
-actor Puller: Worker {
+actor Puller: Worker, FolderPart {
     let endpoint: any DocumentEndpoint
-    let index: Index
+    /// The folder's shared values, read through ``FolderPart``.
+    let context: FolderContext
     /// Where a reply's changes go (the cursor moves only past what is durable there).
     let changes: ServerChanges
-    let policy: RetryPolicy
-    let logger: Logger
     let wait: Int
     let pollInterval: Duration
     var stopping = false
@@ -29,7 +28,6 @@ actor Puller: Worker {
     private var task: Task<Result<Step, EndpointError>, Never>?
     /// Ends a backoff or poll wait early when the agent stops: a retry delay can be a minute long.
     let signal = WakeSignal()
-    let metrics: AgentMetrics
     /// The full reconcile against the server's live set (see ``Reconciler``).
     private let reconciler: Reconciler
     /// What the last pull that found nothing new left, while the index is as it was then.
@@ -44,14 +42,11 @@ actor Puller: Worker {
         _ context: FolderContext, changes: ServerChanges, reconciler: Reconciler, wait: Int = 25, pollInterval: Duration = .seconds(10),
         turns: Permits? = nil
     ) {
+        self.context = context
         self.turns = turns
         self.changes = changes
         self.reconciler = reconciler
-        self.metrics = context.metrics
         self.endpoint = changes.endpoint
-        self.index = context.index
-        self.policy = context.policy
-        self.logger = context.logger
         self.wait = wait
         self.pollInterval = pollInterval
     }

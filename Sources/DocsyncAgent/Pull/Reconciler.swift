@@ -10,13 +10,10 @@ import Logging
 /// from the start, and the documents the server held (it acknowledged them) and no longer lists
 /// were deleted there meanwhile: they go to the trash, as a pulled tombstone would send them.
 /// Local changes are left to the outbox: pushed as usual, never taken for deletions.
-struct Reconciler: Sendable {
+struct Reconciler: FolderPart {
     let fresh: FreshPull
     let changes: ServerChanges
-    let clock: ServerClock
-    let selection: TypeSelection
-    let logger: Logger
-    var index: Index { changes.index }
+    var context: FolderContext { changes.context }
 
     static let chunk = 500
 

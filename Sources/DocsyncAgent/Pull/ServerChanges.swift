@@ -14,15 +14,12 @@ import Logging
 /// - A server that is not the one the index was synced with is noticed before its cursor is taken.
 /// - Nothing here is dropped without a log line: an error is thrown to the caller, which logs it
 ///   and backs off.
-struct ServerChanges: Sendable {
+struct ServerChanges: FolderPart {
+    let context: FolderContext
     let endpoint: any DocumentEndpoint
-    let index: Index
     /// Every write into the folder goes through it.
     let writer: FolderWriter
     var applier: ChangeApplier { writer.applier }
-    let policy: RetryPolicy
-    let logger: Logger
-    let metrics: AgentMetrics
     /// Told when the server was replaced: every document was queued to go out again.
     let pushWork: WakeSignal
     /// Holds a mass deletion for the user's word (`nil`: off).
@@ -40,7 +37,7 @@ struct ServerChanges: Sendable {
         localDeletions: LocalDeletionGuard?
     ) {
         (self.endpoint, self.writer, self.pushWork) = (endpoint, writer, pushWork)
-        (self.index, self.policy, self.logger, self.metrics) = (context.index, context.policy, context.logger, context.metrics)
+        self.context = context
         (self.deletionGuard, self.localDeletions) = (deletionGuard, localDeletions)
         deletionTally = DeletionTally(quiet: deletionGuard?.quiet ?? DeletionGuard().quiet)
     }

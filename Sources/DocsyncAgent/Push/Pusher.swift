@@ -17,16 +17,12 @@ import Logging
 /// - unauthorized: pause all pushing with one message until the token changes or the agent restarts;
 /// - rejected: that document is rejected with the server's reason until its file changes;
 /// - conflict: the server's version is merged into the file, which goes out again.
-actor Pusher: Worker {
-    let index: Index
+actor Pusher: Worker, FolderPart {
+    /// The folder's shared values, read through ``FolderPart``.
+    let context: FolderContext
     let endpoint: any DocumentEndpoint
-    let clock: ServerClock
-    let logger: Logger
-    let policy: RetryPolicy
     /// "The outbox has work": the scanner, the applier and the uploader signal it; the pusher waits on it.
     let signal: WakeSignal
-    /// The token: re-read from its file while pushing is paused by a 401/403.
-    let credential: Credential
     var stopping = false
     /// Where changes a push brings back go, and how conflicts are merged into the folder.
     let changes: ServerChanges
@@ -49,20 +45,13 @@ actor Pusher: Worker {
     /// Set when the folder was found gone before a deletion was sent: the agent stops.
     private(set) var folderGone = false
 
-    let metrics: AgentMetrics
-
     init(_ context: FolderContext, changes: ServerChanges, signal: WakeSignal, uploading: DocumentSet, uploadWork: WakeSignal) {
+        self.context = context
         self.changes = changes
-        self.metrics = context.metrics
-        self.index = context.index
         self.endpoint = changes.endpoint
-        self.policy = context.policy
-        self.clock = context.clock
-        self.logger = context.logger
         self.signal = signal
         self.uploading = uploading
         self.uploadWork = uploadWork
-        self.credential = context.credential
     }
 
     nonisolated func wake() { signal.signal() }

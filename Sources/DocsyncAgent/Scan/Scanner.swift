@@ -44,18 +44,12 @@ public struct ScanSummary: Sendable, Hashable {
 /// document rules: ids assigned and written back, moves recognised by id, copies given fresh ids,
 /// vanished files turned into tombstones. Each chunk of files is committed in one transaction
 /// together with the outbox entries it creates.
-struct Scanner: Sendable {
-    let root: String
-    let index: Index
-    let clock: ServerClock
+struct Scanner: Sendable, FolderPart {
+    /// The folder's shared values, read through ``FolderPart``.
+    let context: FolderContext
     let maxFileSize: Int
-    let logger: Logger
     let walker: TreeWalker
-    /// Writes into the tree (an id written into a file) go through it.
-    let gate: PathGate
     let attachments: Attachments
-    /// The docTypes this folder syncs: a file of another is recorded as `excluded`, not queued.
-    let selection: TypeSelection
     /// Told after each committed chunk that queued work, so pushing starts while a long scan
     /// (an initial import) is still reading.
     let queued: @Sendable () -> Void
@@ -80,17 +74,12 @@ struct Scanner: Sendable {
         schemas: SchemaBook = SchemaBook(), movePairing: Duration = .zero, hashes: BackgroundHashes? = nil,
         deletionGuard: DeletionGuard? = nil, queued: @escaping @Sendable () -> Void = {}
     ) {
+        self.context = context
         self.movePairingMs = movePairing.wholeMilliseconds
         self.deletions = LocalDeletionGuard(rule: deletionGuard, pairing: movePairing)
         self.schemas = schemas
-        self.selection = context.selection
         self.queued = queued
-        self.root = context.root
-        self.gate = context.gate
-        self.index = context.index
-        self.clock = context.clock
         self.maxFileSize = maxFileSize
-        self.logger = context.logger
         self.walker = TreeWalker(root: context.root, ignore: ignore)
         self.attachments = Attachments(root: context.root, filesPerDocument: filesPerDocument, maxBytes: maxUploadBytes, background: hashes)
     }

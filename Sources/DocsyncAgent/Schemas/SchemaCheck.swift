@@ -11,10 +11,10 @@ import Logging
 /// - A schema that changed (saved here or pulled) has the synced documents of its docType checked
 ///   again, page by page: those that fail are reported, never deleted or held back from pulls;
 ///   saves held back under the old schema are read again (their stat marked unsettled).
-struct SchemaCheck: Sendable {
-    let index: Index
-    let book: SchemaBook
-    let logger: Logger
+struct SchemaCheck: FolderPart {
+    /// The folder's shared values, read through ``FolderPart``.
+    let context: FolderContext
+    let book = SchemaBook()
     /// Told when a pulled change wrote a schema document: the agent then calls ``refresh()``.
     let changed: WakeSignal
     /// `format` asserted, not only an annotation (`--assert-formats`).
