@@ -20,11 +20,16 @@ public struct EndpointContext: Sendable {
     /// endpoint numbers the versions it seals and refuses one older than it has seen (a server
     /// replaying an old ciphertext).
     public var sealCounters: (any SealCounters)?
+    /// The most changes a long poll's reply may carry (`nil`: the server's page). With many folders
+    /// in one process a reply waits for its folder's turn to be written: a small one keeps what
+    /// waits small, and the rest comes by catch-up pulls, each in its turn.
+    public var longPollPage: Int?
 
     public init(
         clientID: String, clock: ServerClock, requestTimeout: Duration, credential: String, selection: TypeSelection = .all,
-        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }, sealCounters: (any SealCounters)? = nil
+        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }, sealCounters: (any SealCounters)? = nil, longPollPage: Int? = nil
     ) {
+        self.longPollPage = longPollPage
         self.sealCounters = sealCounters
         self.selection = selection
         self.folderTypes = folderTypes

@@ -24,6 +24,6 @@ public struct PingPongAdapter: HTTPAdapter {
     public func make(client: HTTPClient, context: EndpointContext) -> any DocumentEndpoint {
         PingPongEndpoint(
             transport: HTTPTransport(baseURLs: bases, client: client, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
-            token: context.credential, selection: context.selection, folderTypes: context.folderTypes)
+            token: context.credential, selection: context.selection, folderTypes: context.folderTypes, longPollPage: context.longPollPage)
     }
 }

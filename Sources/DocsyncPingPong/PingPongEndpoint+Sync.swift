@@ -32,6 +32,7 @@ extension PingPongEndpoint {
         body.writeString("{\"since\":\(since),")
         if !echo { body.writeString("\"echo\":false,") }
         if let wait { body.writeString("\"wait\":\(wait),") }
+        if wait != nil, let longPollPage { body.writeString("\"limit\":\(longPollPage),") }
         if let only = selection.only { body.writeString("\"types\":\(JSONWriter.string(.array(only.sorted().map { .string($0) }))),") }
         if !selection.except.isEmpty { body.writeString("\"exclude_types\":\(JSONWriter.string(.array(selection.except.sorted().map { .string($0) }))),") }
         body.writeString("\"documents\":[")

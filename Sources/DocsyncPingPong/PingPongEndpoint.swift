@@ -36,11 +36,14 @@ public final class PingPongEndpoint: DocumentEndpoint {
     let selection: TypeSelection
     /// The docTypes the folder holds, polled on an endpoint without the batch call.
     let folderTypes: @Sendable () async -> Set<String>
+    /// The most changes a long poll asks for (``EndpointContext/longPollPage``).
+    let longPollPage: Int?
 
     public init(
         transport: HTTPTransport, token: String, concurrency: Int = 16, selection: TypeSelection = .all,
-        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }
+        folderTypes: @escaping @Sendable () async -> Set<String> = { [] }, longPollPage: Int? = nil
     ) {
+        self.longPollPage = longPollPage
         self.selection = selection
         self.folderTypes = folderTypes
         self.http = transport

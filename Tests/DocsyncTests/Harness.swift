@@ -217,7 +217,7 @@ func pingPong(_ url: String) -> @Sendable (EndpointContext) -> any DocumentEndpo
         PingPongEndpoint(
             transport: HTTPTransport(
                 baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
-            token: context.credential, selection: context.selection, folderTypes: context.folderTypes)
+            token: context.credential, selection: context.selection, folderTypes: context.folderTypes, longPollPage: context.longPollPage)
     }
 }
 

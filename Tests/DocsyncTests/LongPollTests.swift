@@ -1,3 +1,5 @@
+import DocsyncEndpoint
+import DocsyncClock
 import DocsyncModel
 import DocsyncServer
 import DocsyncStore
@@ -12,6 +14,45 @@ import Testing
 /// changes meant for it. Each look starts where the last ended: an agent importing with its poll
 /// open would otherwise have every push read back all it had pushed since the poll began.
 @Suite struct LongPollTests {
+    /// A reply lists at most `"limit"` changes, with `more` saying the rest waits; a limit outside
+    /// 1...1000, or not a whole number, is refused naming it.
+    @Test func aReplyListsAtMostTheLimitAndABadLimitIsRefused() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let docs = (0..<50).map { #"{"id":"l\#($0)","docType":"note"}"# }.joined(separator: ",")
+        #expect(try await server.api.request("POST", "/api/sync", body: #"{"documents":[\#(docs)]}"#, headers: [("X-Docsync-Client", "writer")]).status == 200)
+        func page(_ body: String) async throws -> (count: Int, more: Bool, cursor: Int) {
+            let reply = try await server.api.request("POST", "/api/sync", body: body)
+            let object = reply.json?.object
+            guard case .array(let listed)? = object?["documents"]?.object?["success"], case .number(let cursor)? = object?["cursor"] else { return (-1, false, -1) }
+            return (listed.count, object?["more"] == .bool(true), Int(cursor) ?? -1)
+        }
+        let first = try await page(#"{"since":0,"limit":20}"#)
+        #expect(first.count == 20 && first.more)
+        let rest = try await page(#"{"since":\#(first.cursor),"limit":1000}"#)
+        #expect(rest.count == 30 && !rest.more)
+        #expect(try await page(#"{"since":0}"#).count == 50, "no limit: the server's page")
+        for bad in ["0", "1001", "2.5", "-1", #""20""#, "true", "123456789012345678901234567890"] {
+            let reply = try await server.api.request("POST", "/api/sync", body: #"{"since":0,"limit":\#(bad)}"#)
+            #expect(reply.status == 400 && (reply.json?.object?["error"]?.string ?? "").hasPrefix("\"limit\" must be a whole number"), "limit \(bad): \(reply.status) \(reply.text)")
+        }
+    }
+
+    /// An agent with many folders asks its long polls for few changes (each reply waits for its
+    /// folder's turn); its catch-ups ask for the server's page.
+    @Test func anAdaptersLongPollAsksForItsPageAndItsCatchUpForTheServers() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let docs = (0..<50).map { #"{"id":"w\#($0)","docType":"note"}"# }.joined(separator: ",")
+        #expect(try await server.api.request("POST", "/api/sync", body: #"{"documents":[\#(docs)]}"#, headers: [("X-Docsync-Client", "writer")]).status == 200)
+        let context = EndpointContext(clientID: "reader", clock: ServerClock(), requestTimeout: .seconds(10), credential: server.token, longPollPage: 20)
+        let endpoint = pingPong(server.url)(context)
+        let polled = try await endpoint.pull(after: SyncCursor("0"), wait: .seconds(5))
+        #expect(polled.changes.count == 20 && polled.more)
+        let caughtUp = try await endpoint.pull(after: polled.cursor, wait: nil)
+        #expect(caughtUp.changes.count == 30 && !caughtUp.more)
+    }
+
     @Test func aHeldPollLooksOnlyPastWhatItAlreadyLookedAt() async throws {
         let store = LookRecordingStore()
         let data = try TempFolder("long-poll")

@@ -87,7 +87,7 @@ public actor Agent {
         let endpointContext = EndpointContext(
             clientID: try Self.clientID(index), clock: clock, requestTimeout: options.requestTimeout, credential: options.token,
             selection: options.selection, folderTypes: Self.folderTypes(index),
-            sealCounters: IndexSealCounters(index: index))
+            sealCounters: IndexSealCounters(index: index), longPollPage: options.longPollPage)
         let endpoint = try makeEndpoint(endpointContext)
         self.endpoint = endpoint
         // Every part is made from this, and from the signals and values made before it.

@@ -58,6 +58,11 @@ public struct AgentOptions: Sendable {
     /// fragments after), and a folder that pulled while others had not yet scanned pulled each of
     /// their documents on its own, one round each. Pushes take no turn: a save goes out at once.
     public var turns: Permits?
+    /// The most changes a long poll asks for, when ``turns`` are shared (``EndpointContext/longPollPage``):
+    /// each reply waits for its folder's turn, and 300 folders' full pages waiting at once held
+    /// 125 MiB; the rest of a large change comes by catch-ups, each fetched in its turn.
+    public var longPollPage: Int? { turns == nil ? nil : Self.sharedLongPollPage }
+    public static let sharedLongPollPage = 20
     /// Called once the first full scan has queued the folder's changes and the watches are in
     /// place (a service manager's "ready").
     public var onWatching: (@Sendable () -> Void)?

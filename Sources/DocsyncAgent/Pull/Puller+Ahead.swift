@@ -6,6 +6,10 @@ import DocsyncEndpoint
 /// cursor it was asked from, which is the stored cursor once this page is durable; any other
 /// outcome (a failure, a replaced folder, a cursor that did not move there) drops it. A reply a
 /// moment old is what a pull sent then would have answered, as a slow network would deliver it.
+///
+/// Not when the folders of a process take turns (``Puller/turns``): the next page would wait,
+/// whole, for the folder's next turn behind hundreds of others (300 folders' pages ahead held
+/// over 100 MiB at once).
 struct PageAhead {
     let cursor: String
     let task: Task<Result<PullReply, EndpointError>, Never>
@@ -26,7 +30,7 @@ extension Puller {
     /// Asks for the page after `reply` now, if one is waiting and the next pull will start where
     /// `reply` ends.
     func askAhead(after reply: PullReply, sentFrom sent: SyncCursor?) {
-        guard reply.more, !reply.missedDeletions, !reply.historyBehind, let next = reply.cursor, next.text != sent?.text else { return }
+        guard turns == nil, reply.more, !reply.missedDeletions, !reply.historyBehind, let next = reply.cursor, next.text != sent?.text else { return }
         let endpoint = self.endpoint
         ahead = PageAhead(cursor: next.text, task: Task {
             do throws(EndpointError) {

@@ -49,6 +49,9 @@ struct SyncRoute: Sendable {
         var measureDepth = false
         /// `"types"` / `"exclude_types"`: the docTypes whose changes are listed.
         var selection = TypeSelection.all
+        /// `"limit"`: the most changes a reply lists (at most ``pageSize``). An agent with many
+        /// folders asks its long polls for few, since each reply waits for its folder's turn.
+        var limit = SyncRoute.pageSize
     }
 
     /// Documents per reply.
@@ -64,7 +67,7 @@ struct SyncRoute: Sendable {
         let (clearOK, clearRefused) = try await vault.partition(writable)
         let (documents, refused) = try await schemas?.partition(clearOK) ?? (clearOK, [])
         var outcome = try await store.sync(
-            since: call.since, documents: StoreRules.authored(documents, by: identity.name), now: now(), limit: Self.pageSize, client: client,
+            since: call.since, documents: StoreRules.authored(documents, by: identity.name), now: now(), limit: call.limit, client: client,
             selection: call.selection, measureDepth: call.measureDepth, access: access)
         outcome.errors += unwritable + clearRefused + refused
         for stored in outcome.stored { schemas?.wrote(docType: stored["docType"]?.string) }
@@ -83,7 +86,7 @@ struct SyncRoute: Sendable {
                 case .due: break
                 }
                 outcome = try await store.sync(
-                    since: outcome.cursor, documents: [], now: now(), limit: Self.pageSize, client: client, selection: call.selection, access: access)
+                    since: outcome.cursor, documents: [], now: now(), limit: call.limit, client: client, selection: call.selection, access: access)
             } while outcome.changes.isEmpty && !outcome.more && ContinuousClock.now < deadline && !Task.isShuttingDownGracefully && !Task.isCancelled
         }
         return ReferenceServer.response(.ok, Self.reply(outcome, echo: call.echo))
@@ -157,10 +160,18 @@ struct SyncRoute: Sendable {
             call.wait = .milliseconds(Int64(min(seconds, 60) * 1000))
         default: throw Self.badWait
         }
+        switch body["limit"] {
+        case nil, .null?: break
+        case .number(let n)?:
+            guard let limit = Int(n), (1...pageSize).contains(limit) else { throw Self.badLimit }
+            call.limit = limit
+        default: throw Self.badLimit
+        }
         return call
     }
 
     static let badWait = StoreError(.invalid, "\"wait\" must be a number of seconds from 0 (at most 60 are waited)")
+    static let badLimit = StoreError(.invalid, "\"limit\" must be a whole number of changes from 1 to \(pageSize)")
 
     /// A list of docTypes, checked: at most ``TypeSelection/maxTypes``, each a valid docType.
     static func types(_ value: JSONValue?, _ key: String) throws -> [String]? {
