@@ -32,6 +32,7 @@ import Testing
         let rest = try await page(#"{"since":\#(first.cursor),"limit":1000}"#)
         #expect(rest.count == 30 && !rest.more)
         #expect(try await page(#"{"since":0}"#).count == 50, "no limit: the server's page")
+        #expect(try await page(#"{"since":0,"limit":2e1}"#).count == 20, "an integer as JSON Schema reads one")
         for bad in ["0", "1001", "2.5", "-1", #""20""#, "true", "123456789012345678901234567890"] {
             let reply = try await server.api.request("POST", "/api/sync", body: #"{"since":0,"limit":\#(bad)}"#)
             #expect(reply.status == 400 && (reply.json?.object?["error"]?.string ?? "").hasPrefix("\"limit\" must be a whole number"), "limit \(bad): \(reply.status) \(reply.text)")

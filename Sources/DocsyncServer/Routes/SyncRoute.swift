@@ -163,8 +163,9 @@ struct SyncRoute: Sendable {
         switch body["limit"] {
         case nil, .null?: break
         case .number(let n)?:
-            guard let limit = Int(n), (1...pageSize).contains(limit) else { throw Self.badLimit }
-            call.limit = limit
+            // Read as JSON Schema reads an integer: 1e2 and 100.0 are 100.
+            guard let limit = Double(n), limit.rounded() == limit, limit >= 1, limit <= Double(pageSize) else { throw Self.badLimit }
+            call.limit = Int(limit)
         default: throw Self.badLimit
         }
         return call
