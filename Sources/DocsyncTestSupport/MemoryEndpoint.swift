@@ -21,6 +21,7 @@ public final class MemoryServer: Sendable {
     public var pulls: Int { pullCount.load(ordering: .relaxed) }
 
     private let pushHook = Mutex<(@Sendable () async -> Void)?>(nil)
+    private let pullHook = Mutex<(@Sendable () async -> Void)?>(nil)
 
     /// Whether a push's reply carries the changes since the client's cursor (as the batch call
     /// does); without, the client learns of others' changes by pulls only (as the REST routes).
@@ -37,6 +38,16 @@ public final class MemoryServer: Sendable {
 
     func takePushHook() -> (@Sendable () async -> Void)? {
         pushHook.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+    }
+
+    /// Runs `hook` once, while the next pull is answered (before its reply goes back).
+    public func holdNextPullReply(_ hook: @escaping @Sendable () async -> Void) { pullHook.withLock { $0 = hook } }
+
+    func takePullHook() -> (@Sendable () async -> Void)? {
+        pullHook.withLock { hook in
             defer { hook = nil }
             return hook
         }
@@ -125,6 +136,7 @@ public final class MemoryEndpoint: DocumentEndpoint {
         let outcome = try await sync(store, since: since, documents: [])
         var reply = pullReply(outcome, from: store, since: since)
         reply.cursor = SyncCursor(String(outcome.cursor))  // a pull's pages go on from where this one ended
+        if let hook = server.takePullHook() { await hook() }
         return reply
     }
 
