@@ -7,14 +7,7 @@
 set -euo pipefail
 N=${1:-100000}
 . "$(dirname "$0")/serve-for-profile.sh" gitprof
-python3 - "$N" "$URL" "$W/token" <<'PY'
-import json, sys, urllib.request
-n, url, token = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().strip()
-for start in range(0, n, 1000):
-    docs = [{"id": f"d{i}", "docType": "bench", "title": f"document {i}", "body": "x" * 900} for i in range(start, min(n, start + 1000))]
-    body = json.dumps({"documents": docs, "echo": False}).encode()
-    urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"})).read()
-PY
+put 0 "$N" 0
 pull() {  # pull FOLDER [--git-commit]: seconds until every document (and commit) is in
   local dir=$1 flag=${2:-} t0 done
   t0=$(date +%s.%N)

@@ -9,16 +9,6 @@ set -euo pipefail
 N=${1:-100000}
 CHANGES=${2:-10}
 . "$(dirname "$0")/serve-for-profile.sh" gittrickle
-put() {  # put FIRST COUNT EDIT: documents dFIRST… of docType bench, in batches of 1,000
-  python3 - "$1" "$2" "$3" "$URL" "$W/token" <<'PY'
-import json, sys, urllib.request
-first, count, edit, url, token = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], open(sys.argv[5]).read().strip()
-for start in range(first, first + count, 1000):
-    docs = [{"id": f"d{i}", "docType": "bench", "title": f"document {i}", "edit": edit, "body": "x" * 900} for i in range(start, min(first + count, start + 1000))]
-    body = json.dumps({"documents": docs, "echo": False}).encode()
-    urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"})).read()
-PY
-}
 put 0 "$N" 0
 D="$W/git"
 mkdir "$D"; git -C "$D" init -q -b main; echo ".docsync/" > "$D/.gitignore"

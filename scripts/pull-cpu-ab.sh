@@ -6,21 +6,9 @@
 #   scripts/pull-cpu-ab.sh A_DOCSYNC B_DOCSYNC DOCS ROUNDS
 set -euo pipefail
 A=$1 B=$2 N=$3 R=$4
-W=$(mktemp -d /dev/shm/pull-cpu-ab-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
-head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$W/token"
-"$A" serve --data "$W/server" --port 0 --token-file "$W/token" --log-level warning > "$W/serve.out" 2> "$W/serve.err" &
-until [ -s "$W/serve.out" ]; do sleep 0.1; done
-URL=$(head -1 "$W/serve.out")
-python3 - "$N" "$URL" "$W/token" <<'PY'
-import json, sys, urllib.request
-n, url, token = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().strip()
-for start in range(0, n, 1000):
-    docs = [{"id": f"d{i}", "docType": "bench", "title": f"document {i}", "n": i, "tags": ["a", "b"], "body": "x" * 400}
-            for i in range(start, min(n, start + 1000))]
-    body = json.dumps({"documents": docs, "echo": False}).encode()
-    urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"})).read()
-PY
+BIN=$A PROFILE_TMP=${PROFILE_TMP:-/dev/shm}
+. "$(dirname "$0")/serve-for-profile.sh" pull-cpu-ab
+put 0 "$N" 0
 for i in $(seq 1 "$R"); do
   for side in A B; do
     bin=$A; [ $side = B ] && bin=$B

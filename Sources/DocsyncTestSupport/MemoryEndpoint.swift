@@ -20,8 +20,8 @@ public final class MemoryServer: Sendable {
     /// Pulls answered so far, to every client.
     public var pulls: Int { pullCount.load(ordering: .relaxed) }
 
-    private let pushHook = Mutex<(@Sendable () async -> Void)?>(nil)
-    private let pullHook = Mutex<(@Sendable () async -> Void)?>(nil)
+    private let pushHook = OnceHook()
+    private let pullHook = OnceHook()
 
     /// Whether a push's reply carries the changes since the client's cursor (as the batch call
     /// does); without, the client learns of others' changes by pulls only (as the REST routes).
@@ -34,24 +34,13 @@ public final class MemoryServer: Sendable {
 
     /// Runs `hook` once, after the next push has been stored and before its reply goes back: a
     /// reply held in flight (while the test replaces the store, say).
-    public func holdNextPushReply(_ hook: @escaping @Sendable () async -> Void) { pushHook.withLock { $0 = hook } }
-
-    func takePushHook() -> (@Sendable () async -> Void)? {
-        pushHook.withLock { hook in
-            defer { hook = nil }
-            return hook
-        }
-    }
+    public func holdNextPushReply(_ hook: @escaping @Sendable () async -> Void) { pushHook.set(hook) }
 
     /// Runs `hook` once, while the next pull is answered (before its reply goes back).
-    public func holdNextPullReply(_ hook: @escaping @Sendable () async -> Void) { pullHook.withLock { $0 = hook } }
+    public func holdNextPullReply(_ hook: @escaping @Sendable () async -> Void) { pullHook.set(hook) }
 
-    func takePullHook() -> (@Sendable () async -> Void)? {
-        pullHook.withLock { hook in
-            defer { hook = nil }
-            return hook
-        }
-    }
+    func takePushHook() -> (@Sendable () async -> Void)? { pushHook.take() }
+    func takePullHook() -> (@Sendable () async -> Void)? { pullHook.take() }
 
     /// The server's storage replaced by an empty store of another identity (a reset or a new
     /// install at the same address), under clients that keep their cursors.
@@ -179,4 +168,18 @@ public final class MemoryEndpoint: DocumentEndpoint {
     }
 
     static func sequence(_ cursor: SyncCursor?) -> Int64 { cursor.flatMap { Int64($0.text) } ?? 0 }
+}
+
+/// A hook a test sets to run once, inside the next call of its kind: taken (and cleared) by it.
+final class OnceHook: Sendable {
+    private let slot = Mutex<(@Sendable () async -> Void)?>(nil)
+
+    func set(_ hook: @escaping @Sendable () async -> Void) { slot.withLock { $0 = hook } }
+
+    func take() -> (@Sendable () async -> Void)? {
+        slot.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+    }
 }

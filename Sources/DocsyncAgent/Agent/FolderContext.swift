@@ -25,9 +25,10 @@ struct FolderContext: Sendable {
     let selection: TypeSelection
 }
 
-/// A part of one folder's engine (scanner, pusher, puller, uploader, downloader, the server's
-/// changes): it keeps the folder's context and reads the shared values through it, so none is
-/// copied into a stored property of its own.
+/// A part of one folder's engine (the scanner, the pusher and puller, the uploader and
+/// downloader, the server's changes and their applier, the git committer, the schema check): it
+/// keeps the folder's context and reads the shared values through it, so none is copied into a
+/// stored property of its own (`check-seams.sh` fails on a copy).
 protocol FolderPart: Sendable {
     var context: FolderContext { get }
 }

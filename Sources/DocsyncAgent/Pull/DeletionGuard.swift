@@ -37,7 +37,7 @@ final class DeletionTally: Sendable {
     private struct Burst { var base: Int; var count: Int; var last: ContinuousClock.Instant }
     private let state = Mutex<Burst?>(nil)
 
-    init(quiet: Duration = DeletionGuard().quiet) { self.quiet = quiet }
+    init(quiet: Duration) { self.quiet = quiet }
 
     /// Adds `count` deletions; returns the burst's total and the folder's size at its start.
     func add(_ count: Int, live: Int, now: ContinuousClock.Instant = .now) -> (count: Int, base: Int) {

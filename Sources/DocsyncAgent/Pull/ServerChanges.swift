@@ -39,7 +39,7 @@ struct ServerChanges: FolderPart {
         (self.endpoint, self.writer, self.pushWork) = (endpoint, writer, pushWork)
         self.context = context
         (self.deletionGuard, self.localDeletions) = (deletionGuard, localDeletions)
-        deletionTally = DeletionTally(quiet: deletionGuard?.quiet ?? DeletionGuard().quiet)
+        deletionTally = DeletionTally(quiet: (deletionGuard ?? DeletionGuard()).quiet)
     }
 
     /// The synced folder was deleted or moved away while changes were being taken: nothing more is

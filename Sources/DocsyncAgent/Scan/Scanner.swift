@@ -44,8 +44,10 @@ public struct ScanSummary: Sendable, Hashable {
 /// document rules: ids assigned and written back, moves recognised by id, copies given fresh ids,
 /// vanished files turned into tombstones. Each chunk of files is committed in one transaction
 /// together with the outbox entries it creates.
-struct Scanner: Sendable, FolderPart {
-    /// The folder's shared values, read through ``FolderPart``.
+struct Scanner: FolderPart {
+    /// The folder's shared values, read through ``FolderPart``: an id written into a file goes
+    /// through its gate, and a file of a docType outside its selection is recorded as
+    /// `excluded`, not queued.
     let context: FolderContext
     let maxFileSize: Int
     let walker: TreeWalker
