@@ -140,7 +140,7 @@ import Testing
         #expect(await eventually {
             (try? await AgentStatus.read(root: docs.path))?.invalidFiles.first?.reason == "cannot read the file: Permission denied"
         }, "\(agent.stderr)")
-        #expect(agent.stderr.contains("cannot read the file: Permission denied"))
+        #expect(await eventually { agent.stderr.contains("cannot read the file: Permission denied") })
         // Regression: doctor did not report a folder of documents it could not read.
         // Closed before the file is in it: a folder closed after would race the watcher, which
         // may read the file first (and rightly sync it).
