@@ -77,6 +77,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Only the encrypted run: this many documents imported and pulled, and one --attachment-mib file (default 256) up and down, in clear and sealed, --rounds times, alternating.")
     var encrypted: Int?
 
+    @Option(help: "Only the pull run: this many documents on a server, pulled by a fresh agent and by the raw pull, --rounds pairs alternating.")
+    var pullOnly: Int?
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -182,6 +185,7 @@ struct Bench: AsyncParsableCommand {
         if let folders { return try await measureFolders(count: folders, work: work) }
         if let rights { return try await measureRights(count: rights, work: work).table }
         if let encrypted { return try await measureEncrypted(count: encrypted, work: work).table }
+        if let pullOnly { return try await measurePullOnly(count: pullOnly, work: work).table }
         return nil
     }
 

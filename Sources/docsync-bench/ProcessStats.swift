@@ -3,6 +3,8 @@ import Foundation
 /// What `/proc` says about a process: CPU time, peak memory, bytes read, wakeups.
 struct ProcessStats {
     var cpuSeconds: Double
+    /// The part of `cpuSeconds` spent in the kernel (`stime`).
+    var systemSeconds = 0.0
     /// CPU of the children it waited for (`cutime` + `cstime`): git's processes, for instance.
     var childCPUSeconds = 0.0
     var peakRSSBytes: Int
@@ -55,7 +57,7 @@ struct ProcessStats {
             }
         }
         return ProcessStats(
-            cpuSeconds: (utime + stime) / ticksPerSecond, childCPUSeconds: children / ticksPerSecond, peakRSSBytes: hwm * 1024, readBytes: rchar,
+            cpuSeconds: (utime + stime) / ticksPerSecond, systemSeconds: stime / ticksPerSecond, childCPUSeconds: children / ticksPerSecond, peakRSSBytes: hwm * 1024, readBytes: rchar,
             wakeupsByThread: wakeups, cpuNanosByThread: cpu)
     }
 }

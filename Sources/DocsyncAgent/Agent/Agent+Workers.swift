@@ -59,6 +59,8 @@ extension Agent {
         for run in running { await run.task.value }
         stopSignal.signal()
         await scanRetry?.value
+        // A catch-up's last page may still be committing: it is in the index before the agent ends.
+        await writer.settleRecords()
     }
 
     /// Files read within moments of a change were recorded with a stat that cannot be trusted

@@ -130,7 +130,7 @@ public actor Agent {
         ChangeApplier(
             context: context, walker: scanner.walker,
             rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, selection: context.selection,
-            remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(),
+            remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(), ownNewFiles: OwnNewFiles(),
             beforeRecording: options.beforeRecordingAPulledWrite)
     }
 
@@ -199,6 +199,18 @@ public actor Agent {
         return false
     }
 
+    /// `batch` less the pull's own new files that hold what was recorded (``OwnNewFiles``):
+    /// nothing to look at there, and no tree lock to wait for. `nil` when nothing is left. Not
+    /// while a document refers to files (one may refer to such a path, and is looked at again).
+    private func withoutOwnNewFiles(_ batch: ChangeBatch) async -> ChangeBatch? {
+        guard !batch.overflow, !applier.ownNewFiles.isEmpty else { return batch }
+        let rest = applier.ownNewFiles.unexplained(batch.paths, root: applier.root)
+        guard rest.count < batch.paths.count, (try? await index.read({ try $0.hasUploads() })) == false else { return batch }
+        var left = batch
+        left.paths = rest
+        return left.isEmpty ? nil : left
+    }
+
     /// Scans what `batch` names (the whole tree after an overflow) under the tree lock, and wakes
     /// whoever has work from it; a failed scan is retried in full (``scanFailed(_:)``). The
     /// watcher's batches and the documents of files hashed in the background come through here.
@@ -211,9 +223,10 @@ public actor Agent {
             folderWentAway()
             return
         }
+        guard let batch = await withoutOwnNewFiles(batch) else { return }
         do {
             if batch.overflow { metrics.rescan("overflow") }
-                        var (s, recorded) = try await writer.locked {
+            var (s, recorded) = try await writer.locked {
                 batch.overflow ? (try await scanner.fullScan(), []) : try await scanner.scanLeavingRecorded(batch)
             }
             // Confirmed outside the lock: a pull's writes go on meanwhile.

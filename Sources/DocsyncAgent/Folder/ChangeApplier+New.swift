@@ -35,16 +35,17 @@ extension ChangeApplier {
     }
 
     /// Writes the new documents among `documents`; returns the others, in their order.
-    func applyNew(_ documents: [JSONObject], summary: inout Summary) async throws -> [JSONObject] {
-        let candidates = try await newDocuments(documents)
+    /// With `records`, their record is left committing there (``PendingRecords``).
+    func applyNew(_ documents: [JSONObject], summary: inout Summary, records: PendingRecords? = nil) async throws -> [JSONObject] {
+        let candidates = try await newDocuments(documents, records: records)
         guard !candidates.isEmpty else { return documents }
-        try await create(candidates, from: documents, summary: &summary)
+        try await create(candidates, from: documents, summary: &summary, records: records)
         let handled = Set(candidates.map(\.position))
         return documents.indices.filter { !handled.contains($0) }.map { documents[$0] }
     }
 
     /// The documents the index has no row for, each with a free path.
-    private func newDocuments(_ documents: [JSONObject]) async throws -> [New] {
+    private func newDocuments(_ documents: [JSONObject], records: PendingRecords?) async throws -> [New] {
         var candidates: [New] = []
         var ids = Set<String>()
         for (position, remote) in documents.enumerated() {
@@ -58,6 +59,8 @@ extension ChangeApplier {
         }
         guard !candidates.isEmpty else { return [] }
         let candidateIDs = candidates.map(\.id)
+        // A document of the page still being recorded is known: read once it is.
+        if let records, await records.overlaps(ids: candidateIDs) { try await records.drain() }
         let known = try await index.read { try $0.documents(ids: candidateIDs) }
         candidates.removeAll { known[$0.id] != nil }
         var taken = Set<String>()
@@ -91,8 +94,10 @@ extension ChangeApplier {
     }
 
     /// Creates the files of `candidates` (never over a file that appeared meanwhile) and records them.
-    private func create(_ candidates: [New], from documents: [JSONObject], summary: inout Summary) async throws {
+    private func create(_ candidates: [New], from documents: [JSONObject], summary: inout Summary, records pending: PendingRecords?) async throws {
         let paths = candidates.map(\.path)
+        // A path of the page still being recorded is free again only if its file went at once.
+        if let pending, await pending.overlaps(ids: [], paths: paths) { try await pending.drain() }
         // A row at a free path: a file deleted on disk whose deletion the index has not seen yet.
         let recorded = try await index.read { try $0.files(at: paths) }
         var folders: [String: GatedFolder] = [:]
@@ -135,14 +140,27 @@ extension ChangeApplier {
                 setAside(documents[new.position], after: error, summary: &summary)
             }
         }
-        let written = records
-        if !written.isEmpty {
-            if let beforeRecording { for record in written { await beforeRecording(record.path) } }
+        summary.written += records.count
+        try await record(records, pending: pending)
+    }
+
+    /// Records the files of a page just made: at once, or with `pending` while the next page is
+    /// made (``PendingRecords``). Their stats are noted first for the watcher's report of them.
+    private func record(_ written: [Written], pending: PendingRecords?) async throws {
+        guard !written.isEmpty else { return }
+        ownNewFiles.add(written.compactMap { w in w.file.map { (w.path, FileStat(recording: $0.info, readBefore: w.readStart)) } })
+        if let beforeRecording { for record in written { await beforeRecording(record.path) } }
+        let (index, downloadsQueued) = (self.index, self.downloadsQueued)
+        let commit: @Sendable () async throws -> Void = {
             try await index.writeToEnd { tx in
                 for record in written { try record.record(tx) }
             }
+            if written.contains(where: { !$0.downloads.isEmpty }) { downloadsQueued.signal() }
         }
-        if written.contains(where: { !$0.downloads.isEmpty }) { downloadsQueued.signal() }
-        summary.written += written.count
+        if let pending {
+            try await pending.add(ids: written.map(\.id), paths: written.map(\.path), commit)
+        } else {
+            try await commit()
+        }
     }
 }

@@ -39,6 +39,8 @@ struct ChangeApplier: FolderPart {
     let remoteFiles: @Sendable (String, JSONObject) -> RemoteFileMatch?
     /// Told when download jobs were queued.
     let downloadsQueued: WakeSignal
+    /// The new files written, for the watcher's report of them (see ``OwnNewFiles``).
+    let ownNewFiles: OwnNewFiles
     /// Called between a pulled change's write and its record in the index. Tests stand a user's
     /// save in here: the two are not one step, and nothing the agent records may hide that save.
     let beforeRecording: (@Sendable (String) async -> Void)?
@@ -56,7 +58,9 @@ struct ChangeApplier: FolderPart {
     }
 
     /// Applies documents from the server (pulled changes, or the current version a 409 sent back).
-    func apply(_ documents: [JSONObject]) async throws -> Summary {
+    /// With `records`, the new documents' record may still be committing on return (see
+    /// ``PendingRecords``); the others wait for the page before theirs to be recorded.
+    func apply(_ documents: [JSONObject], records: PendingRecords? = nil) async throws -> Summary {
         var summary = Summary()
         var documents = documents
         if !selection.isAll {
@@ -72,7 +76,10 @@ struct ChangeApplier: FolderPart {
             }
             documents.removeAll { SealedForm.isVault($0) || SealedForm.isSealed($0) }
         }
-        for remote in try await applyNew(documents, summary: &summary) {
+        let rest = try await applyNew(documents, summary: &summary, records: records)
+        // Known documents are read from the index: what is pending must be in it.
+        if let records, !rest.isEmpty { try await records.drain() }
+        for remote in rest {
             do {
                 try await apply(remote, summary: &summary)
             } catch {

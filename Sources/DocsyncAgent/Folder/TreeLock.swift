@@ -16,8 +16,10 @@ actor TreeLock {
         if waiters.isEmpty { busy = false } else { waiters.removeFirst().resume() }
     }
 
-    nonisolated func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+    /// `body` holding the lock, once `records` (a pull's page still being recorded) committed.
+    nonisolated func run<T: Sendable>(after records: PendingRecords? = nil, _ body: @Sendable () async throws -> T) async throws -> T {
         await acquire()
+        await records?.settle()
         do {
             let result = try await body()
             await release()

@@ -34,6 +34,9 @@ actor Puller: Worker, FolderPart {
     private var quiet: QuietPull?
     /// The next page of a catch-up, asked for while this one is written (see `Puller+Ahead`).
     var ahead: PageAhead?
+    /// Where the last page of a catch-up ended while its record still commits: the next page is
+    /// asked after it (the index holds it once the record is in).
+    private var handedCursor: SyncCursor?
     /// The process's turns at heavy work (``AgentOptions/turns``): pulls take theirs behind the
     /// folders' starts and first scans.
     let turns: Permits?
@@ -195,13 +198,16 @@ actor Puller: Worker, FolderPart {
         try await inTurn(wait == nil) { () async throws(EndpointError) -> Step in
             let writes = index.writes.value
             let known = quiet?.writes == writes ? quiet : nil
+            let handed = handedCursor
+            handedCursor = nil
             let cursor: SyncCursor?
-            if let known { cursor = known.cursor } else { cursor = try await storedCursor() }
+            if let known { cursor = known.cursor } else if let handed { cursor = handed } else { cursor = try await storedCursor() }
             let reply = try await timedFetch(after: cursor, wait: wait)
             if let known, known.matches(reply) { return Step(more: false, changed: 0) }
             if wait == nil { askAhead(after: reply, sentFrom: cursor) }
             let taken = try await inTurn(wait != nil) { () async throws(EndpointError) in try await take(reply) }
             if taken.replaced { return Step(more: true, changed: 1) }
+            handedCursor = taken.cursorAfterRecords
             // Quiet only if nothing wrote the index since its cursor was read, this reply included.
             quiet = taken.changed == 0 && index.writes.value == writes ? QuietPull(reply, sentFrom: cursor, writes: writes) : nil
             if reply.more, !reply.missedDeletions, taken.changed == 0, let sent = cursor, reply.cursor?.text == sent.text {
@@ -231,7 +237,7 @@ actor Puller: Worker, FolderPart {
     /// `reply`'s changes written into the folder and the index.
     private func take(_ reply: PullReply) async throws(EndpointError) -> ServerChanges.Taken {
         do {
-            return try await changes.take(reply)
+            return try await changes.take(reply, pipelined: true)
         } catch let gone as ServerChanges.FolderGone {
             folderGone = true
             throw .localFile(gone.description)

@@ -62,14 +62,19 @@ struct ServerChanges: FolderPart {
         /// Changes that changed the folder or the index (written, trashed, merged, recorded as
         /// failed); 0 when the reply brought nothing new.
         var changed = 0
+        /// The cursor that will be stored once the page's record commits (a pipelined page):
+        /// the next page is asked after it, not after the one the index holds yet.
+        var cursorAfterRecords: SyncCursor?
     }
 
     /// Takes a reply: notices a replaced server, begins a reconcile when deletions were missed,
     /// forgets purged tombstones, writes the changes and then stores the cursor (unless the
     /// endpoint orders it before the stored one: replies to calls in flight together come back in
-    /// any order).
+    /// any order). `pipelined` (the puller's catch-up): a page with more to follow leaves its
+    /// record committing while the next is written (``PendingRecords``); the last page waits for
+    /// them all.
     @discardableResult
-    func take(_ reply: PullReply) async throws -> Taken {
+    func take(_ reply: PullReply, pipelined: Bool = false) async throws -> Taken {
         if let epoch = try await serverWasReplaced(reply) {
             pushWork.signal()
             return Taken(replaced: true, epoch: epoch)
@@ -90,19 +95,28 @@ struct ServerChanges: FolderPart {
             var summary = ChangeApplier.Summary()
             try await applier.refuse(element.id ?? "(no id)", "the server's version cannot be taken (\(element.reason))", summary: &summary)
         }
-        let written = try await write(reply.changes, more: reply.more)
+        let written = try await write(reply.changes, more: reply.more, pipelined: pipelined && reply.more)
         if written.complete { try await noteWaiting([]) }
-        guard written.complete, let cursor = reply.cursor else { return Taken(changed: written.changed) }
-        try await index.write { [endpoint] tx in
-            let old = try tx.meta(.cursor).map(SyncCursor.init)
-            // The same cursor again is not written (an idle folder's pulls leave the index as it was).
-            if old != cursor, old.map({ endpoint.orders(cursor, after: $0) }) ?? true { try tx.setMeta(.cursor, cursor.text) }
+        var taken = Taken(changed: written.changed)
+        if written.complete, let cursor = reply.cursor {
+            // Stored after the page's record, and not if that failed.
+            try await writer.afterRecords { [index, endpoint] in
+                try await index.write { tx in
+                    let old = try tx.meta(.cursor).map(SyncCursor.init)
+                    // The same cursor again is not written (an idle folder's pulls leave the index as it was).
+                    if old != cursor, old.map({ endpoint.orders(cursor, after: $0) }) ?? true { try tx.setMeta(.cursor, cursor.text) }
+                }
+            }
+            if pipelined && reply.more { taken.cursorAfterRecords = cursor }
         }
-        return Taken(changed: written.changed)
+        // The catch-up's last page: every page recorded (or the failure of one thrown) before the pull ends.
+        if pipelined && !reply.more { try await writer.drainRecords() }
+        return taken
     }
 
     /// This reply and its cursor are superseded: everything is pulled again from the start.
     private func beginReconcile() async throws {
+        await writer.settleRecords()  // a page's cursor committing after the reconcile began would cut it short
         let begun = try await index.write { tx in
             guard !(try tx.isReconciling()) else { return false }  // one is under way
             try tx.beginReconcile()
@@ -119,7 +133,10 @@ struct ServerChanges: FolderPart {
     /// pull: the cursor stays); `changed` counts what was written, trashed, merged or recorded as failed.
     @discardableResult
     /// `more`: pages of the same pull follow (its deletions wait for the pull's total).
-    func write(_ changes: [JSONObject], applier: ChangeApplier? = nil, guarded: Bool = true, more: Bool = false) async throws -> (complete: Bool, changed: Int) {
+    /// `pipelined`: the first try's record may still be committing on return (``PendingRecords``).
+    func write(
+        _ changes: [JSONObject], applier: ChangeApplier? = nil, guarded: Bool = true, more: Bool = false, pipelined: Bool = false
+    ) async throws -> (complete: Bool, changed: Int) {
         let applier = applier ?? self.applier
         var docs = guarded ? try await guardDeletions(changes, more: more) : changes
         var attempts = 0
@@ -127,7 +144,7 @@ struct ServerChanges: FolderPart {
         while !docs.isEmpty {
             if applier.gate.rootIsGone { throw FolderGone(root: applier.root) }
             let batch = docs
-            let summary = try await writer.apply(batch, with: applier)
+            let summary = try await writer.apply(batch, with: applier, pipelined: pipelined && attempts == 0)
             try await recordFailures(summary.failed)
             changed += summary.written + summary.trashed + summary.merged + summary.failed.count
             docs = summary.deferred
@@ -210,6 +227,7 @@ struct ServerChanges: FolderPart {
             if known == nil, let store = reply.storeIdentity { try await index.write { try $0.setMeta(.storeID, store) } }
             return nil
         }
+        await writer.settleRecords()  // forgotten after every page's record, not before one
         let now = applier.clock.now()
         // Unique, not only a time: two replacements in one millisecond are two epochs.
         let epoch = "\(now)-\(UUID().uuidString)"

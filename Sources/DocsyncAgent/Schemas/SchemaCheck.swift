@@ -85,6 +85,15 @@ struct SchemaCheck: FolderPart {
         }
     }
 
+    /// Whether ``checkPulled(_:)`` reads the index rows of some of `batch`.
+    func reads(_ batch: [JSONObject]) -> Bool {
+        let schemaTypes = book.edition.schemas.docTypes
+        return batch.contains { change in
+            guard let docType = change["docType"]?.string else { return false }
+            return docType == DocTypeSchemas.docType || schemaTypes.contains(docType)
+        }
+    }
+
     /// Checks the documents of a pulled batch that were written and have a schema (or are one).
     func checkPulled(_ batch: [JSONObject]) async throws {
         let schemaTypes = book.edition.schemas.docTypes

@@ -1,0 +1,16 @@
+#!/bin/bash
+# A new, empty ext4 file system at MOUNTPOINT (default /mnt/docsync-bench): an 8 GiB image on
+# /var/tmp behind a loop device with direct I/O, so that writes reach the disk as on a real one.
+# Made again before each benchmark run: ext4 slows down after many 100,000-file folders were
+# made and removed (it skips recently freed inodes for minutes), which weighed on whichever side
+# ran later. Needs root. Use with DOCSYNC_TEST_TMP=MOUNTPOINT.
+set -euo pipefail
+mnt=${1:-/mnt/docsync-bench}
+img=/var/tmp/docsync-bench-ext4.img
+mkdir -p "$mnt"
+umount "$mnt" 2>/dev/null || true
+for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev"; done
+rm -f "$img"
+truncate -s 8G "$img"
+mkfs.ext4 -q -F "$img"
+mount "$(losetup -f --show --direct-io=on "$img")" "$mnt"
