@@ -133,9 +133,11 @@ extension ChangeApplier {
                 // Not created: a file appeared at that name meanwhile.
                 let (made, stat) = try created.get()
                 guard made, let info = stat ?? FileSystem.info(target), info.kind == .file else { throw ChangedOnDisk() }
-                records.append(Written(
+                var record = Written(
                     path: new.path, id: new.id, docType: new.docType, file: (bytes, info), readStart: writeStart, texts: texts,
-                    rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(), downloads: fileJobs(id: new.id, content: new.content)))
+                    rev: new.rev, stamp: new.stamp, pending: nil, now: clock.now(), downloads: fileJobs(id: new.id, content: new.content))
+                record.isNew = true
+                records.append(record)
             } catch {
                 setAside(documents[new.position], after: error, summary: &summary)
             }

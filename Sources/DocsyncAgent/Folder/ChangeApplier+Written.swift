@@ -24,6 +24,9 @@ extension ChangeApplier {
         let now: Int64
         /// Files of the endpoint the content's properties point at (see ``fileJobs(id:content:)``).
         let downloads: [DownloadRow]
+        /// A document the index had no row of when its page was planned (under the tree lock,
+        /// which no other writer of documents holds meanwhile): nothing of it to look up.
+        var isNew = false
 
         /// Texts and hashes are made here, outside the transaction that records them.
         init(
@@ -77,13 +80,13 @@ extension ChangeApplier {
 
         /// Records file and document (and the outbox entry) in `tx`.
         func record(_ tx: IndexTransaction) throws {
-            if let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
+            if !isNew, let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
             if let file {
                 try tx.upsertFile(FileRow(
                     path: path, docID: id, docType: docType, hash: fileHash,
                     stat: FileStat(recording: file.info, readBefore: readStart), state: .ok, error: nil))
             }
-            let known = try tx.document(id: id)
+            let known = isNew ? nil : try tx.document(id: id)
             var doc = known ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)
             doc.docType = docType
             doc.path = path
@@ -100,7 +103,7 @@ extension ChangeApplier {
             } else {
                 doc.state = .synced
                 doc.pushedHash = bodyHash
-                if let entry = try tx.outboxEntry(key: .document(id)) { try tx.removeEntry(entry) }
+                if known != nil, let entry = try tx.outboxEntry(key: .document(id)) { try tx.removeEntry(entry) }
             }
             try tx.upsertDocument(doc)
             try tx.clearPullFailure(id: id)
