@@ -32,6 +32,12 @@ extension IndexTransaction {
             .execute(arguments: [reason, nextAttemptAt, id])
     }
 
+    /// Every failed change due before `until` waits until then: a pass that could write none of
+    /// those it tried (a full disk) holds back the rest too, instead of each being tried on its own.
+    public func postponePullFailures(until: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE pull_failure SET next_attempt_at = ? WHERE next_attempt_at < ?").execute(arguments: [until, until])
+    }
+
     /// Up to `limit` failed changes due at `now`, oldest deadline first.
     public func duePullFailures(now: Int64, limit: Int) throws -> [PullFailure] {
         try Row.fetchAll(

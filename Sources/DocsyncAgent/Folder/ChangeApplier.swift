@@ -44,6 +44,8 @@ struct ChangeApplier: FolderPart {
     /// Called between a pulled change's write and its record in the index. Tests stand a user's
     /// save in here: the two are not one step, and nothing the agent records may hide that save.
     let beforeRecording: (@Sendable (String) async -> Void)?
+    /// Changes that could not be written logged one by one in a call; the rest are counted.
+    static let failuresLogged = 3
     /// Conflict copies kept per document; older ones are removed.
     static let conflictCopiesKept = 5
 
@@ -95,8 +97,11 @@ struct ChangeApplier: FolderPart {
         if error is ChangedOnDisk {
             summary.deferred.append(remote)
         } else {
-            logger.error(
-                "cannot apply a change from the server; it is retried", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
+            // The first few a call: a full disk fails every file of a page alike.
+            if summary.failed.count < Self.failuresLogged {
+                logger.error(
+                    "cannot apply a change from the server; it is retried", metadata: ["doc.id": "\(remote["id"]?.string ?? "?")", "error": "\(error)"])
+            }
             summary.failed.append((remote, "\(error)"))
         }
     }
