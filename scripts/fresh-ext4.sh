@@ -8,8 +8,9 @@ set -euo pipefail
 mnt=${1:-/mnt/docsync-bench}
 img=/var/tmp/docsync-bench-ext4.img
 mkdir -p "$mnt"
-umount "$mnt" 2>/dev/null || true
-for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev"; done
+# Every earlier one, with its loop device (a removed image stays while mounted).
+while mountpoint -q "$mnt"; do umount "$mnt"; done
+for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev" || true; done
 rm -f "$img"
 truncate -s 8G "$img"
 mkfs.ext4 -q -F -i 4096 "$img"  # an inode a 4 KiB: the main run makes over 500,000 files

@@ -130,7 +130,8 @@ public actor Agent {
         ChangeApplier(
             context: context, walker: scanner.walker,
             rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, selection: context.selection,
-            remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(), ownNewFiles: OwnNewFiles(),
+            remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(),
+            ownNewFiles: options.turns == nil ? OwnNewFiles() : nil,
             beforeRecording: options.beforeRecordingAPulledWrite)
     }
 
@@ -203,8 +204,8 @@ public actor Agent {
     /// nothing to look at there, and no tree lock to wait for. `nil` when nothing is left. Not
     /// while a document refers to files (one may refer to such a path, and is looked at again).
     private func withoutOwnNewFiles(_ batch: ChangeBatch) async -> ChangeBatch? {
-        guard !batch.overflow, !applier.ownNewFiles.isEmpty else { return batch }
-        let rest = applier.ownNewFiles.unexplained(batch.paths, root: applier.root)
+        guard !batch.overflow, let own = applier.ownNewFiles, !own.isEmpty else { return batch }
+        let rest = own.unexplained(batch.paths, root: applier.root)
         guard rest.count < batch.paths.count, (try? await index.read({ try $0.hasUploads() })) == false else { return batch }
         var left = batch
         left.paths = rest

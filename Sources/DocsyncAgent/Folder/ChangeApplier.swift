@@ -39,8 +39,9 @@ struct ChangeApplier: FolderPart {
     let remoteFiles: @Sendable (String, JSONObject) -> RemoteFileMatch?
     /// Told when download jobs were queued.
     let downloadsQueued: WakeSignal
-    /// The new files written, for the watcher's report of them (see ``OwnNewFiles``).
-    let ownNewFiles: OwnNewFiles
+    /// The new files written, for the watcher's report of them (see ``OwnNewFiles``); `nil` where
+    /// folders take turns (hundreds in one process: the notes of each would add up).
+    let ownNewFiles: OwnNewFiles?
     /// Called between a pulled change's write and its record in the index. Tests stand a user's
     /// save in here: the two are not one step, and nothing the agent records may hide that save.
     let beforeRecording: (@Sendable (String) async -> Void)?

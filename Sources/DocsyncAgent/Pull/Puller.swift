@@ -237,7 +237,8 @@ actor Puller: Worker, FolderPart {
     /// `reply`'s changes written into the folder and the index.
     private func take(_ reply: PullReply) async throws(EndpointError) -> ServerChanges.Taken {
         do {
-            return try await changes.take(reply, pipelined: true)
+            // Not where folders take turns: a page pending per folder of hundreds adds up.
+            return try await changes.take(reply, pipelined: turns == nil)
         } catch let gone as ServerChanges.FolderGone {
             folderGone = true
             throw .localFile(gone.description)
