@@ -9,7 +9,7 @@ mnt=${1:-/mnt/docsync-bench}
 img=/var/tmp/docsync-bench-ext4.img
 mkdir -p "$mnt"
 # Every earlier one, with its loop device (a removed image stays while mounted).
-while mountpoint -q "$mnt"; do umount "$mnt"; done
+while mountpoint -q "$mnt"; do umount "$mnt" || { echo "$mnt is busy (a process has files there)" >&2; exit 1; }; done
 for dev in $(losetup -j "$img" | cut -d: -f1); do losetup -d "$dev" || true; done
 rm -f "$img"
 truncate -s 8G "$img"
