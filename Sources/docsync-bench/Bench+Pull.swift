@@ -45,7 +45,7 @@ extension Bench {
             var pair = PullRun.Pair()
             for agentFirst in round % 2 == 0 ? [true, false] : [false, true] {
                 if agentFirst {
-                    (pair.agentSeconds, pair.agentCPU, pair.agentSystemCPU) = try await agentPull(api: api, work: work, round: round)
+                    (pair.agentSeconds, pair.agentCPU, pair.agentSystemCPU) = try await agentPull(api: api, count: count, work: work, round: round)
                 } else {
                     (pair.rawSeconds, pair.rawCPU, pair.rawSystemCPU) = try await timedRawPull(api: api, count: count, into: work.file("raw-\(round)"))
                 }
@@ -60,14 +60,14 @@ extension Bench {
 
     /// A fresh agent into an empty folder until its index records every document: wall time,
     /// CPU and the system part of it.
-    private func agentPull(api: APIClient, work: TempFolder, round: Int) async throws -> (Double, Double, Double) {
+    private func agentPull(api: APIClient, count: Int, work: TempFolder, round: Int) async throws -> (Double, Double, Double) {
         let folder = work.file("pulled-\(round)")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let start = now()
         let agent = try DocsyncProcess(
             ["watch", folder, "--endpoint", api.baseURL, "--token-file", work.file("token"), "--log-level", "warning"],
             logDirectory: work.path, name: "watch-pull-only-\(round)")
-        try await waitForRecordedFiles(in: folder, atLeast: documentsOnServer(api), process: agent)
+        try await waitForRecordedFiles(in: folder, atLeast: count, process: agent)
         let elapsed = seconds(since: start)
         let stats = ProcessStats.read(pid: agent.pid)!
         await agent.stop()
@@ -83,13 +83,5 @@ extension Bench {
         let after = ProcessStats.read(pid: getpid())!
         guard written == count else { throw ProcessFailure("the raw pull wrote \(written) of \(count)") }
         return (elapsed, after.cpuSeconds - before.cpuSeconds, after.systemSeconds - before.systemSeconds)
-    }
-
-    private func documentsOnServer(_ api: APIClient) async throws -> Int {
-        let stats = try await api.request("GET", "/api/stats")
-        guard case .number(let n)? = stats.json?.object?["data"]?.object?["documents"], let count = Int(n) else {
-            throw ProcessFailure("no document count in /api/stats: \(stats.text.prefix(200))")
-        }
-        return count
     }
 }

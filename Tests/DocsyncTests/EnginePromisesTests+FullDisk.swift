@@ -10,6 +10,19 @@ import GRDB
 import Testing
 
 extension HeavySuites.EnginePromisesTests {
+    /// `folder/note` made a tmpfs of `size` of its own, so that the docType's files run out of
+    /// space while the index (elsewhere in the tree) still has room; `nil`, said as an issue,
+    /// where a tmpfs cannot be mounted (needs root).
+    func notesOnASmallDisk(_ folder: TempFolder, size: String) -> SmallDisk? {
+        let notes = folder.file("note")
+        #expect(mkdir(notes, 0o755) == 0)
+        guard let disk = SmallDisk(at: notes, size: size) else {
+            Issue.record("cannot mount a tmpfs here (needs root); the disk-full test did not run")
+            return nil
+        }
+        return disk
+    }
+
     /// Regression (issue 61's benchmark, a pull of 77,000 documents onto a disk out of inodes):
     /// each failed change was retried on its own backoff clock, 1,400 a second, every one logged
     /// at error level, a core busy and the log growing by 140 MB in five minutes. While nothing
@@ -18,13 +31,8 @@ extension HeavySuites.EnginePromisesTests {
     @Test func manyChangesThatCannotBeWrittenAreTriedABatchAStepWhileTheDiskIsFull() async throws {
         let folder = try TempFolder("full-many")
         defer { folder.remove() }
-        let notes = folder.file("note")
-        #expect(mkdir(notes, 0o755) == 0)
         // Room for the 1,500 files once freed (a page of tmpfs each).
-        guard let disk = SmallDisk(at: notes, size: "16m") else {
-            Issue.record("cannot mount a tmpfs here (needs root); the disk-full test did not run")
-            return
-        }
+        guard let disk = notesOnASmallDisk(folder, size: "16m") else { return }
         defer { disk.unmount() }
         let server = try await TestServer.start()
         let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)

@@ -25,12 +25,7 @@ extension HeavySuites {
         // to the index's log.
         let folder = try TempFolder("full-pull")
         defer { folder.remove() }
-        let notes = folder.file("note")
-        #expect(mkdir(notes, 0o755) == 0)
-        guard let disk = SmallDisk(at: notes, size: "256k") else {
-            Issue.record("cannot mount a tmpfs here (needs root); the disk-full test did not run")
-            return
-        }
+        guard let disk = notesOnASmallDisk(folder, size: "256k") else { return }
         defer { disk.unmount() }
         let server = try await TestServer.start()
         let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)

@@ -150,7 +150,7 @@ extension ChangeApplier {
     /// made (``PendingRecords``). Their stats are noted first for the watcher's report of them.
     private func record(_ written: [Written], pending: PendingRecords?) async throws {
         guard !written.isEmpty else { return }
-        ownNewFiles?.add(written.compactMap { w in w.file.map { (w.path, FileStat(recording: $0.info, readBefore: w.readStart)) } })
+        ownNewFiles?.add(written.compactMap { w in w.recordedStat.map { (w.path, $0) } })
         if let beforeRecording { for record in written { await beforeRecording(record.path) } }
         let (index, downloadsQueued) = (self.index, self.downloadsQueued)
         let commit: @Sendable () async throws -> Void = {

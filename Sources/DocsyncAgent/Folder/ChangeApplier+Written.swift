@@ -78,13 +78,14 @@ extension ChangeApplier {
             }
         }
 
+        /// The stat the file's row holds: unsettled if it was taken too soon after the write.
+        var recordedStat: FileStat? { file.map { FileStat(recording: $0.info, readBefore: readStart) } }
+
         /// Records file and document (and the outbox entry) in `tx`.
         func record(_ tx: IndexTransaction) throws {
             if !isNew, let holder = try tx.file(forDocument: id), holder.path != path { try tx.deleteFile(at: holder.path) }
-            if let file {
-                try tx.upsertFile(FileRow(
-                    path: path, docID: id, docType: docType, hash: fileHash,
-                    stat: FileStat(recording: file.info, readBefore: readStart), state: .ok, error: nil))
+            if let stat = recordedStat {
+                try tx.upsertFile(FileRow(path: path, docID: id, docType: docType, hash: fileHash, stat: stat, state: .ok, error: nil))
             }
             let known = isNew ? nil : try tx.document(id: id)
             var doc = known ?? DocumentRow(id: id, docType: docType, path: path, body: bodyText, bodyHash: bodyHash)

@@ -27,8 +27,7 @@ struct FolderWriter: Sendable {
             let before = try await git?.before(documents)
             let summary = try await applier.apply(documents, records: pipelined ? records : nil)
             if let git, let before { try await git.after(documents, before: before) }
-            if pipelined, schemas.reads(documents) { try await records.drain() }
-            try await schemas.checkPulled(documents)
+            try await schemas.checkPulled(documents, after: pipelined ? records : nil)
             return summary
         }
     }

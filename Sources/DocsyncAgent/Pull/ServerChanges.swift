@@ -184,7 +184,7 @@ struct ServerChanges: FolderPart {
     private func recordFailures(_ failed: [(remote: JSONObject, reason: String)]) async throws {
         guard !failed.isEmpty else { return }
         let rows = failed.map { (id: $0.remote["id"]?.string ?? "", change: JSONWriter.string(.object($0.remote)), reason: $0.reason) }
-        let next = RetryPolicy.deadlineNow() + Int64(policy.delay(afterFailures: 1, unit: Double.random(in: 0..<1)) / .milliseconds(1))
+        let next = policy.deadline(afterFailures: 1)
         try await index.write { try $0.recordPullFailures(rows, nextAttemptAt: next) }
         metrics.repeated("apply")
         failedWork.signal()
@@ -203,8 +203,7 @@ struct ServerChanges: FolderPart {
             try await index.write { [policy] tx in
                 for row in due where !waiting.contains(row.id) {
                     if let reason = failedAgain[row.id] {
-                        let delay = policy.delay(afterFailures: row.attempts + 1, unit: Double.random(in: 0..<1))
-                        try tx.pullFailedAgain(id: row.id, reason: reason, nextAttemptAt: now + Int64(delay / .milliseconds(1)))
+                        try tx.pullFailedAgain(id: row.id, reason: reason, nextAttemptAt: policy.deadline(afterFailures: row.attempts + 1, from: now))
                     } else {
                         try tx.clearPullFailure(id: row.id)
                     }
@@ -212,7 +211,7 @@ struct ServerChanges: FolderPart {
             }
             let written = due.count - failedAgain.count - waiting.count
             if written > 0 { logger.info("changes that could not be written before are in the folder now", metadata: ["pull.written": "\(written)"]) }
-            if written == 0, failedAgain.count == due.count { try await postponeAll(after: due, reason: failedAgain.values.first ?? "") }
+            if failedAgain.count == due.count { try await postponeAll(after: due, reason: failedAgain.values.first ?? "") }
         }
         return try await index.read { try $0.nextPullRetry() }
     }
@@ -222,7 +221,7 @@ struct ServerChanges: FolderPart {
     /// its own clock (a 77,000-document pull onto a full disk tried 1,400 a second, each logged).
     private func postponeAll(after due: [IndexTransaction.PullFailure], reason: String) async throws {
         let attempts = due.map(\.attempts).max() ?? 0
-        let until = RetryPolicy.deadlineNow() + Int64(policy.delay(afterFailures: attempts + 1, unit: Double.random(in: 0..<1)) / .milliseconds(1))
+        let until = policy.deadline(afterFailures: attempts + 1)
         try await index.write { try $0.postponePullFailures(until: until) }
         logger.error("\(due.count) pulled changes still cannot be written; all that wait are tried again later", metadata: ["error": "\(reason)"])
     }

@@ -85,17 +85,9 @@ struct SchemaCheck: FolderPart {
         }
     }
 
-    /// Whether ``checkPulled(_:)`` reads the index rows of some of `batch`.
-    func reads(_ batch: [JSONObject]) -> Bool {
-        let schemaTypes = book.edition.schemas.docTypes
-        return batch.contains { change in
-            guard let docType = change["docType"]?.string else { return false }
-            return docType == DocTypeSchemas.docType || schemaTypes.contains(docType)
-        }
-    }
-
     /// Checks the documents of a pulled batch that were written and have a schema (or are one).
-    func checkPulled(_ batch: [JSONObject]) async throws {
+    /// With `records` (a page still being recorded), their rows are read once it is.
+    func checkPulled(_ batch: [JSONObject], after records: PendingRecords? = nil) async throws {
         let schemaTypes = book.edition.schemas.docTypes
         var ids: [String] = []
         var wroteSchema = false
@@ -105,6 +97,7 @@ struct SchemaCheck: FolderPart {
             if docType == DocTypeSchemas.docType || schemaTypes.contains(docType) { ids.append(id) }
         }
         if !ids.isEmpty {
+            try await records?.drain()
             let rows = try await index.read { [ids] tx in Array(try tx.documents(ids: ids).values.filter { $0.deletedAt == nil }) }
             let book = self.book
             let verdicts = try Self.judge(rows.map { ($0.id, $0.path, $0.body, $0.docType) }) { book.violations(of: $0, docType: $1) }

@@ -34,4 +34,10 @@ extension RetryPolicy {
     /// stepped back three hours would otherwise hold every retry for three hours. Deadlines do not
     /// survive a reboot (the clock starts over), so the agent makes every entry due when it starts.
     public static func deadlineNow() -> Int64 { SystemClockSeam().bootNanoseconds() / 1_000_000 }
+
+    /// When the next try after the `failures`-th is due, on ``deadlineNow()``'s clock, counted
+    /// from `now`.
+    public func deadline(afterFailures failures: Int, from now: Int64 = deadlineNow()) -> Int64 {
+        now + Int64(delay(afterFailures: failures, unit: Double.random(in: 0..<1)) / .milliseconds(1))
+    }
 }
