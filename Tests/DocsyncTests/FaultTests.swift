@@ -229,19 +229,25 @@ import Synchronization
         await rig.finish()
     }
 
-    /// The endpoint refuses connections from the start: the folder is scanned and its documents
-    /// queued at once, not after a connect timeout (5 s) spent asking for the server's time.
-    @Test func anAgentStartedOfflineQueuesTheFolderAtOnce() async throws {
+    /// The endpoint refuses connections, or takes them and never answers, from the start: the
+    /// folder is scanned and its documents queued at once, not after the server's time (asked
+    /// first) has been given up on; and a stop does not wait for the pushes in flight to time out
+    /// (30 s). The silent server would hold each request past the client's timeouts, so waiting
+    /// for it cannot pass the deadlines below.
+    @Test(arguments: [DeadPort.Kind.refusing, .silent]) func anAgentStartedOfflineQueuesTheFolderAtOnce(_ kind: DeadPort.Kind) async throws {
         let folder = try TempFolder("offline-start")
         defer { folder.remove() }
         try writeNotes(folder, 0..<5)
-        let closed = FaultProxy(upstream: "http://127.0.0.1:1")
-        try await closed.start()
-        let url = closed.url
-        await closed.stop()  // a port that was just ours and now refuses connections
-        let agent = try await TestAgent.start(folder: folder, endpoint: url, token: "t")
-        #expect(await eventually(timeout: .seconds(4)) { (try? await AgentStatus.read(root: folder.path))?.counts.pending == 5 })
-        try await agent.stop()
+        let dead = try DeadPort(kind)
+        let agent = try await TestAgent.start(folder: folder, endpoint: dead.url, token: "t")
+        #expect(await eventually(timeout: .seconds(20)) { (try? await AgentStatus.read(root: folder.path))?.counts.pending == 5 })
+        let stopped = Mutex(false)
+        Task {
+            try? await agent.stop()
+            stopped.withLock { $0 = true }
+        }
+        #expect(await eventually(timeout: .seconds(15)) { stopped.withLock { $0 } }, "stopped before the push in flight timed out")
+        withExtendedLifetime(dead) {}
     }
 
     /// `stop` (SIGINT/SIGTERM in the CLI) ends the agent promptly whatever it is waiting for.

@@ -28,7 +28,11 @@ extension Agent {
             },
             LoopWorker("recording hashed files", signal: hashes.done, backoff: policy, start: .onSignal, logger: logger) { await self.hashesRound() },
             // A restored estimate is refreshed alongside the start; a new one was sampled before it.
-            LoopWorker("keeping the clock calibrated", signal: calibratorWake, backoff: policy, start: restored ? .now : .after(.seconds(1)), logger: logger) {
+            // A stop cancels a sample in flight: a server that never answers must not hold it.
+            LoopWorker(
+                "keeping the clock calibrated", signal: calibratorWake, backoff: policy, start: restored ? .now : .after(.seconds(1)), cancellable: true,
+                logger: logger
+            ) {
                 await self.clockRound()
             },
         ]

@@ -164,8 +164,8 @@ public actor Agent {
         defer { withExtendedLifetime(held) {} }
         let (batches, restored) = try await gated { try await self.begin() }
         // A stored estimate stamps the scan's changes at once and is refreshed alongside it; only
-        // a folder that never saw the endpoint waits for a first sample (a refused connect fails fast).
-        if !restored { await refreshCalibration() }
+        // a folder that never saw the endpoint waits for a first sample, and not for long.
+        if !restored { await firstCalibration() }
         let running = startWorkers(restored: restored)
         do {
             try await scanAtStart()
@@ -302,6 +302,22 @@ public actor Agent {
             await saveCalibration()
         } else {
             logger.notice("clock not calibrated against the endpoint yet; stamping changes with local time")
+        }
+    }
+
+    /// How long a folder that never saw the endpoint waits for its first clock sample before
+    /// its first scan: a refused connect fails at once, but a server that takes connections and
+    /// never answers would hold the scan for the client's read timeout (a minute).
+    static let firstSampleWait = Duration.seconds(3)
+
+    /// ``refreshCalibration()``, given up after ``firstSampleWait``: the scan's changes are then
+    /// stamped with local time, and the calibrating worker goes on asking.
+    func firstCalibration() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.refreshCalibration() }
+            group.addTask { try? await Task.sleep(for: Self.firstSampleWait) }
+            await group.next()
+            group.cancelAll()
         }
     }
 

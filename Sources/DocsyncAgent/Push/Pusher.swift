@@ -44,6 +44,8 @@ actor Pusher: Worker, FolderPart {
     var lastError: String?
     /// Set when the folder was found gone before a deletion was sent: the agent stops.
     private(set) var folderGone = false
+    /// The round in flight, for a stop to cancel (``cancelInFlight()``).
+    private var round: Task<WorkerOutcome, Never>?
 
     init(_ context: FolderContext, changes: ServerChanges, signal: WakeSignal, uploading: DocumentSet, uploadWork: WakeSignal) {
         self.context = context
@@ -67,8 +69,21 @@ actor Pusher: Worker, FolderPart {
 
     /// Entries back off on their own (their attempts) and the endpoint's outage as a whole
     /// (``nextTry``); a round does not fail. A stop ends `run` after the round in flight:
-    /// requests already sent are answered and recorded.
+    /// requests already sent are answered and recorded, or cancelled after ``stopGrace``.
     var backoff: RetryPolicy { policy }
+
+    /// How long a stop lets the calls in flight be answered before it cancels them: a server
+    /// that stopped answering must not hold a SIGTERM for the request timeout. A cancelled call's
+    /// entries stay in the outbox; if the server stored them, the next push meets its own version.
+    static let stopGrace = Duration.seconds(2)
+
+    func cancelInFlight() {
+        guard let round else { return }
+        Task {
+            try? await Task.sleep(for: Self.stopGrace)
+            round.cancel()
+        }
+    }
 
     /// The folder is gone: pushing ends, and ``run()``'s caller stops the agent.
     func noteFolderGone() {
@@ -84,7 +99,12 @@ actor Pusher: Worker, FolderPart {
         await finishRecording()
     }
 
-    func workRound() async -> WorkerOutcome { await pushRound() }
+    func workRound() async -> WorkerOutcome {
+        let work = Task { await pushRound() }
+        round = work
+        defer { round = nil }
+        return await work.value
+    }
 
     /// The acknowledgements of a round that went through cleanly are recorded while the next
     /// round is read and sent (the endpoint and the index's writer both stay busy); rounds are
