@@ -105,20 +105,22 @@ extension Bench {
         let watchLoop = try await startCurlWatchLoop(baseDir: baseDir, curl: curl, work: work)
         results.baselineLatency = try await measureLatency(
             prefix: "b", dir: "\(baseDir)/import", api: api, server: work.file("server"), count: min(saves, baselineDocs))
-        kill(-watchLoop.pid, SIGTERM)
+        kill(-watchLoop.pid, SIGKILL)  // SIGTERM is blocked in children (they inherit our mask)
     }
 
-    /// `inotifywait -m -r` piped into curl, once its watches are established.
+    /// `inotifywait -m -r` piped into curl, once its watches are established. The shell leads a
+    /// process group of its own (as every child of ours), which holds the pipeline: it is ended
+    /// as one, by SIGKILL, since the signal mask we hand down blocks SIGTERM.
     private func startCurlWatchLoop(baseDir: String, curl: String, work: TempFolder) async throws -> DocsyncProcess {
         let watchLoop = try DocsyncProcess(
-            executable: "/usr/bin/setsid",
-            arguments: ["/bin/bash", "-c", "inotifywait -m -r -e close_write,moved_to --format '%w%f' \(baseDir) | while read -r f; do case \"$f\" in *.json) \(curl);; esac; done"],
+            executable: "/bin/bash",
+            arguments: ["-c", "inotifywait -m -r -e close_write,moved_to --format '%w%f' \(baseDir) | while read -r f; do case \"$f\" in *.json) \(curl);; esac; done"],
             logDirectory: work.path, name: "curl-watch")
         let watchesDeadline = ContinuousClock.now + .seconds(60)
         while !watchLoop.stderr.contains("Watches established") {
-            // setsid keeps running only as long as the pipeline; a missing inotifywait ends it at once.
+            // The shell runs only as long as the pipeline; a missing inotifywait ends it at once.
             guard watchLoop.isRunning, ContinuousClock.now < watchesDeadline else {
-                kill(-watchLoop.pid, SIGTERM)
+                kill(-watchLoop.pid, SIGKILL)
                 throw ProcessFailure("inotifywait did not start (is inotify-tools installed? scripts/install-deps.sh): \(watchLoop.stderr)")
             }
             try await Task.sleep(for: .milliseconds(10))
