@@ -50,6 +50,22 @@ extension LongSuites {
         #expect(await Self.endsWithinFiveSeconds(agent), "\(agent.stderr.suffix(1000))")
     }
 
+    /// A graceful shutdown that cannot finish ends at the deadline all the same: a batch call
+    /// whose body never ends holds the server's request open, and the process exits by itself
+    /// (saying so) within the 5 s, its countdown begun at the signal.
+    @Test func aServerHoldingABodyThatNeverEndsEndsOnSIGTERM() async throws {
+        let s = try await HeavySuites.EndToEndTests.Setup.start()
+        defer { Task { await s.finish() } }
+        let port = Int(s.url.split(separator: ":").last!)!
+        let head = "POST /api/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\(s.api.token)\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let fd = try #require(RawHTTP.connect(port: port))
+        defer { close(fd) }
+        #expect(await RawHTTP.offPool { RawHTTP.send(fd, head + "1\r\n{\r\n") })
+        #expect(await eventually { (try? await s.api.request("GET", "/api/time"))?.status == 200 }, "the server is up and reading the body")
+        #expect(await Self.endsWithinFiveSeconds(s.server), "\(s.server.stderr.suffix(1000))")
+        #expect(s.server.stderr.contains("exiting now"), "ended by the deadline, not by a graceful shutdown: \(s.server.stderr.suffix(500))")
+    }
+
     @Test func twoHundredFoldersPullingEachOthersDocumentsEndOnSIGTERM() async throws {
         let s = try await HeavySuites.EndToEndTests.Setup.start()
         let work = try TempFolder("shutdown-many")
