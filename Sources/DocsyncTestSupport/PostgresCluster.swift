@@ -119,17 +119,5 @@ public final class PostgresCluster: Sendable {
 /// A port nobody listens on right now (the kernel's choice for a socket bound to port 0, then
 /// released): for a server that must start, or start again, at an address known beforehand.
 public func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            _ = bind(fd, pointer, length)
-            return getsockname(fd, pointer, &length)
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
+    (try? DeadPort(.refusing))?.port ?? 0
 }
