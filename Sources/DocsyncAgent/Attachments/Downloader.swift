@@ -34,7 +34,7 @@ actor Downloader: Worker, FolderPart {
     let maxBytes: Int64
     let signal: WakeSignal
     var stopping = false
-    private var inFlight: Task<Void, Never>?
+    private let inFlight = InFlight<Void>(onStop: .cancel)
     var lastFailure: String?
     var progressedInRound = 0
 
@@ -52,7 +52,7 @@ actor Downloader: Worker, FolderPart {
 
     nonisolated func wake() { signal.signal() }
 
-    func cancelInFlight() { inFlight?.cancel() }
+    func cancelInFlight() { inFlight.cancel() }
 
     /// Each job backs off on its own (its entry's attempts); a round does not fail.
     var backoff: RetryPolicy { policy }
@@ -108,9 +108,7 @@ actor Downloader: Worker, FolderPart {
                 }
             }
         }
-        inFlight = work
-        await work.value
-        inFlight = nil
+        await inFlight.value(of: work)
         if ran { return .progressed }
         if ignoringBackoff { return .idle(nil) }
         return await index.idleUntilDue(.download, logger: logger)

@@ -26,7 +26,7 @@ actor Uploader: Worker, FolderPart {
     var stopping = false
     /// The uploads in flight: cancelled when the agent stops (a large file would otherwise hold
     /// the exit until it is sent; it is sent again at the next start).
-    private var inFlight: Task<Void, Never>?
+    private let inFlight = InFlight<Void>(onStop: .cancel)
     private var lastFailure: String?
     private var succeededInRound = 0
 
@@ -47,7 +47,7 @@ actor Uploader: Worker, FolderPart {
 
     nonisolated func wake() { signal.signal() }
 
-    func cancelInFlight() { inFlight?.cancel() }
+    func cancelInFlight() { inFlight.cancel() }
 
     /// Each job backs off on its own (its entry's attempts); a round does not fail.
     var backoff: RetryPolicy { policy }
@@ -112,9 +112,7 @@ actor Uploader: Worker, FolderPart {
                 for job in picked.jobs { group.addTask { await self.run(job) } }
             }
         }
-        inFlight = work
-        await work.value
-        inFlight = nil
+        await inFlight.value(of: work)
         return .progressed
     }
 

@@ -44,8 +44,8 @@ actor Pusher: Worker, FolderPart {
     var lastError: String?
     /// Set when the folder was found gone before a deletion was sent: the agent stops.
     private(set) var folderGone = false
-    /// The round in flight, for a stop to cancel (``cancelInFlight()``).
-    private var round: Task<WorkerOutcome, Never>?
+    /// The round in flight, for a stop to cancel after ``stopGrace``.
+    private let round = InFlight<WorkerOutcome>(onStop: .cancelAfter(stopGrace))
 
     init(_ context: FolderContext, changes: ServerChanges, signal: WakeSignal, uploading: DocumentSet, uploadWork: WakeSignal) {
         self.context = context
@@ -78,11 +78,7 @@ actor Pusher: Worker, FolderPart {
     static let stopGrace = Duration.seconds(2)
 
     func cancelInFlight() {
-        guard let round else { return }
-        Task {
-            try? await Task.sleep(for: Self.stopGrace)
-            round.cancel()
-        }
+        round.cancel()
     }
 
     /// The folder is gone: pushing ends, and ``run()``'s caller stops the agent.
@@ -100,10 +96,7 @@ actor Pusher: Worker, FolderPart {
     }
 
     func workRound() async -> WorkerOutcome {
-        let work = Task { await pushRound() }
-        round = work
-        defer { round = nil }
-        return await work.value
+        await round.value(of: Task { await pushRound() })
     }
 
     /// The acknowledgements of a round that went through cleanly are recorded while the next

@@ -20,12 +20,9 @@ actor LoopWorker: Worker {
     let backoff: RetryPolicy
     var stopping = false
     private let start: Start
-    /// Whether a stop cancels the round in flight (a check of every document against a changed
-    /// schema), or lets it end (a scan, whose cancellation would be taken for a failed scan).
-    private let cancellable: Bool
     private let logger: Logger
     private let round: @Sendable () async -> WorkerOutcome
-    private var inFlight: Task<WorkerOutcome, Never>?
+    private let inFlight: InFlight<WorkerOutcome>
 
     init(
         _ name: String, signal: WakeSignal, backoff: RetryPolicy, start: Start = .now, cancellable: Bool = false, logger: Logger,
@@ -35,7 +32,7 @@ actor LoopWorker: Worker {
         self.signal = signal
         self.backoff = backoff
         self.start = start
-        self.cancellable = cancellable
+        self.inFlight = InFlight(onStop: cancellable ? .cancel : .letEnd)
         self.logger = logger
         self.round = round
     }
@@ -50,15 +47,13 @@ actor LoopWorker: Worker {
     }
 
     func workRound() async -> WorkerOutcome {
-        let work = Task { await round() }
-        inFlight = work
-        let outcome = await work.value
-        inFlight = nil
-        return outcome
+        await inFlight.value(of: Task { await round() })
     }
 
+    /// Cancels the round in flight where the loop is `cancellable` (a check of every document
+    /// against a changed schema); otherwise lets it end (a scan).
     func cancelInFlight() {
-        if cancellable { inFlight?.cancel() }
+        inFlight.cancel()
     }
 
     func failed(_ error: any Error, count: Int) async {
