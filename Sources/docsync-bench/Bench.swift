@@ -80,6 +80,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Only the pull run: this many documents on a server, pulled by a fresh agent and by the raw pull, --rounds pairs alternating.")
     var pullOnly: Int?
 
+    @Option(help: "Only the index floor: this many documents recorded as the agent's index records an import, in one row each, and parsed and hashed, --rounds times (CPU a document).")
+    var indexFloor: Int?
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -186,6 +189,7 @@ struct Bench: AsyncParsableCommand {
         if let rights { return try await measureRights(count: rights, work: work).table }
         if let encrypted { return try await measureEncrypted(count: encrypted, work: work).table }
         if let pullOnly { return try await measurePullOnly(count: pullOnly, work: work).table }
+        if let indexFloor { return try await measureIndexFloor(count: indexFloor, work: work).table }
         return nil
     }
 
