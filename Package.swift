@@ -37,7 +37,7 @@ let package = Package(
             "DocsyncModel",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // glibc calls the Glibc module leaves out: renameat2 (swap or create without replacing), mallopt.
+        // glibc calls the Glibc module leaves out: renameat2 (swap or create without replacing), mallopt, pipe2, closefrom for a spawned child.
         .systemLibrary(name: "CGlibcExtras", path: "Sources/CGlibcExtras"),
         // PCRE2 (Debian's libpcre2-dev): schema patterns matched with a limit on each match's work.
         .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
@@ -107,7 +107,7 @@ let package = Package(
         ]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
-        .target(name: "DocsyncGit"),
+        .target(name: "DocsyncGit", dependencies: ["CGlibcExtras"]),
         .target(name: "DocsyncAgent", dependencies: [
             "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock", "DocsyncGit", "DocsyncSchema",
             .product(name: "Logging", package: "swift-log"),
@@ -211,7 +211,7 @@ let package = Package(
         // the adapters and the end-to-end runs of the binary.
         .testTarget(name: "DocsyncUnitTests", dependencies: [
             "DocsyncModel", "DocsyncIndex", "DocsyncSQL", "DocsyncAgent", "DocsyncEndpoint", "DocsyncServer", "DocsyncTestSupport",
-            "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncFiles", "DocsyncRuntime",
+            "DocsyncHTTP", "DocsyncKinto", "DocsyncPingPong", "DocsyncSyncRails", "DocsyncFiles", "DocsyncRuntime", "DocsyncGit",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "DocsyncSchemaTests", dependencies: ["DocsyncModel", "DocsyncFiles", "DocsyncSchema", "DocsyncTestSupport"]),

@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <malloc.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,4 +32,17 @@ static inline long docsync_copy_file_range(int fd_in, int fd_out, unsigned long 
 // the whole file durable has little left to wait for. Durability still comes only from fsync.
 static inline int docsync_start_writeback(int fd, long long offset, long long count) {
     return (int)syscall(SYS_sync_file_range, fd, offset, count, 2 /* SYNC_FILE_RANGE_WRITE */);
+}
+
+// A pipe whose two ends are close-on-exec from the start (pipe2, declared only under
+// _GNU_SOURCE): a child another thread starts meanwhile cannot inherit them.
+static inline int docsync_pipe_cloexec(int fds[2]) {
+    return (int)syscall(SYS_pipe2, fds, O_CLOEXEC);
+}
+
+// glibc 2.34: a spawned child closes every descriptor from `from` up before it runs (declared
+// only under _GNU_SOURCE; the declaration is glibc's own).
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+static inline int docsync_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }

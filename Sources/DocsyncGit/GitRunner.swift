@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Why a git step did not happen: said to the user as it is (`status`, the log).
 public struct GitError: Error, Sendable, CustomStringConvertible {
@@ -49,9 +48,6 @@ struct GitRunner: Sendable {
     }
 
     private func runBlocking(_ arguments: [String], input: [UInt8]?, extra: [String: String]) -> Result<GitOutput, GitError> {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-C", directory] + arguments
         var env = ProcessInfo.processInfo.environment
         // The user's shell may point git elsewhere; docsync says where, every time.
         for key in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"] { env[key] = nil }
@@ -61,29 +57,11 @@ struct GitRunner: Sendable {
         env["GIT_COMMITTER_EMAIL"] = "docsync@localhost"
         env["LC_ALL"] = "C"
         env.merge(extra) { _, new in new }
-        process.environment = env
-        let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        do {
-            try process.run()
+        do throws(GitError) {
+            let done = try ChildProcess.run(executable, ["-C", directory] + arguments, environment: env, input: input)
+            return .success(GitOutput(status: done.status, stdout: done.stdout, stderr: String(decoding: done.stderr, as: UTF8.self)))
         } catch {
-            return .failure(GitError("cannot run git: \(error)"))
+            return .failure(error)
         }
-        let errors = Mutex<[UInt8]>([])
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) {
-            if let input { try? stdin.fileHandleForWriting.write(contentsOf: input) }
-            try? stdin.fileHandleForWriting.close()
-        }
-        DispatchQueue.global().async(group: group) {
-            let bytes = stderr.fileHandleForReading.readDataToEndOfFile()
-            errors.withLock { $0 = Array(bytes) }
-        }
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        return .success(GitOutput(status: process.terminationStatus, stdout: Array(out), stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self)))
     }
 }
