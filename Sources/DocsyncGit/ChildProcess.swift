@@ -73,9 +73,20 @@ enum ChildProcess {
                 for fd in pair + out + err where fd >= 0 { close(fd) }
                 throw GitError("cannot run git: pipe: \(reason)")
             }
-            (input, childInput) = (pair[0], pair[1])
-            (output, childOutput) = (out[0], out[1])
-            (errors, childErrors) = (err[0], err[1])
+            // An agent started with 0, 1 or 2 closed gets them back here: the child's ends are
+            // moved above them, so that moving them onto 0, 1 and 2 cannot take one for another.
+            (input, childInput) = (pair[0], Self.aboveStandard(pair[1]))
+            (output, childOutput) = (out[0], Self.aboveStandard(out[1]))
+            (errors, childErrors) = (err[0], Self.aboveStandard(err[1]))
+        }
+
+        /// `fd` itself when it is 3 or above; else a close-on-exec copy from 3 up, `fd` closed.
+        private static func aboveStandard(_ fd: Int32) -> Int32 {
+            guard fd < 3 else { return fd }
+            let moved = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+            guard moved >= 0 else { return fd }
+            close(fd)
+            return moved
         }
 
         func closeChildSides() {
