@@ -147,7 +147,10 @@ import Synchronization
 
     @Test func aStalledRequestTimesOutAndIsRetried() async throws {
         let rig = try await Rig.start(requestTimeout: .seconds(1))
-        rig.proxy.schedule([.stall(.seconds(3))])
+        // Held longer than the test waits: the folder can only match the server through the retry.
+        // (Held 3 s, the write the stall let through could land first on a loaded machine, and the
+        // pull then told the agent its content was there: no retry was needed, rightly.)
+        rig.proxy.schedule([.stall(.seconds(120))])
         try writeNotes(rig.folder, 0..<1)
         #expect(await rig.matches())
         #expect(rig.proxy.requests.count >= 2)
