@@ -43,12 +43,15 @@ final class LocalDeletionGuard: Sendable {
             try tx.pruneLocalDeletions()
             let pending = try tx.pendingDeletionCount()
             let live = try tx.liveCount()
-            if try tx.meta(.localDeletionsHeld) != nil {
+            if let held = try tx.meta(.localDeletionsHeld) {
                 try tx.deferDeletions(notBefore: IndexTransaction.heldForDecision)
+                // Deletions made while a burst waits for the user's word join it: the count said
+                // is all of them (`rm` of a large folder is seen in several batches).
+                if held.hasSuffix(Self.burstReasonEnd) { try tx.setMeta(.localDeletionsHeld, Self.burstReason(pending: pending, live: live)) }
                 return nil
             }
             if let rule, rule.holds(count: pending, live: live + pending) {
-                let reason = "\(pending) of the folder's \(live + pending) documents were deleted here at once"
+                let reason = Self.burstReason(pending: pending, live: live)
                 try tx.setMeta(.localDeletionsHeld, reason)
                 try tx.deferDeletions(notBefore: IndexTransaction.heldForDecision)
                 return reason
@@ -63,6 +66,10 @@ final class LocalDeletionGuard: Sendable {
         }
         return held
     }
+
+    /// Why a burst of the folder's deletions is held: how many of its documents were deleted.
+    static func burstReason(pending: Int, live: Int) -> String { "\(pending) of the folder's \(live + pending) \(burstReasonEnd)" }
+    static let burstReasonEnd = "documents were deleted here at once"
 
     /// A scan of the whole tree (`docsync sync`) saw every deletion there is: the burst is whole
     /// and judged, so what it kept back waiting for more goes now (a mass deletion stays held).
