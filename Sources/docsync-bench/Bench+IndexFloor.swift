@@ -95,7 +95,6 @@ extension Bench {
                 }
             }
         }
-        FileHandle.standardError.write("recorded \(ownCPUSeconds())\n".data(using: .utf8)!)
         var after: Int64 = 0
         while true {
             let due = try index.readSync { try $0.dueEntries(now: .max, limit: 500, after: after) }
@@ -142,7 +141,6 @@ extension Bench {
                 }
             }
         }
-        FileHandle.standardError.write("recorded \(ownCPUSeconds())\n".data(using: .utf8)!)
         var after: Int64 = 0
         while true {
             let due = try pool.read { db in
