@@ -25,7 +25,7 @@ actor Puller: Worker, FolderPart {
     private var stuck = 0
     /// The synced folder went away while a pull was being written: pulling has stopped.
     private(set) var folderGone = false
-    private let task = InFlight<Result<Step, EndpointError>>(onStop: .cancel)
+    private let inFlight = InFlight<Result<Step, EndpointError>>(onStop: .cancel)
     /// Ends a backoff or poll wait early when the agent stops: a retry delay can be a minute long.
     let signal = WakeSignal()
     /// The full reconcile against the server's live set (see ``Reconciler``).
@@ -56,7 +56,7 @@ actor Puller: Worker, FolderPart {
 
     /// The long poll in flight, and the next page asked for ahead of its turn.
     func cancelInFlight() {
-        task.cancel()
+        inFlight.cancel()
         ahead?.task.cancel()
     }
 
@@ -74,7 +74,7 @@ actor Puller: Worker, FolderPart {
                 return .failure(error)
             }
         }
-        let outcome = await task.value(of: work)
+        let outcome = await inFlight.value(of: work)
         if stopping { return .finished }
         switch outcome {
         case .success(let step): return settled(step, longPoll: wait != nil, took: ContinuousClock.now - began)
