@@ -10,6 +10,8 @@ import os
 
 import schemathesis
 
+import ast_lock  # noqa: F401  (one ast.parse at a time: see its docstring)
+
 KIND = os.environ.get("DOCSYNC_FUZZ_KIND", "full")
 READS = {"full": None, "reader": None, "noter": {"note"}, "inbox": set()}[KIND]  # None: every docType
 WRITES = {"full": None, "reader": set(), "noter": {"note"}, "inbox": set()}[KIND]
