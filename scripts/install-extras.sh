@@ -6,7 +6,9 @@
 #   scripts/install-extras.sh                      # into ~/.local (no root needed)
 #   sudo PREFIX=/usr/local scripts/install-extras.sh
 #
-# DOCSYNC_BIN names the binary to describe (default: .build/release/docsync, built if missing).
+# DOCSYNC_BIN names the binary to describe (default: .build/release/docsync, built if missing);
+# GENERATE_MANUAL a generate-manual already built (default: built here; SwiftPM waits for any
+# other build or `swift test` of the package to end first, so .ci/run builds it up front).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 prefix="${PREFIX:-$HOME/.local}"
@@ -15,8 +17,11 @@ if [ ! -x "$bin" ]; then
   (cd "$root" && swift build -c release --product docsync)
 fi
 # generate-manual is swift-argument-parser's own tool, built from the package's dependency.
-(cd "$root" && swift build --product generate-manual -q)
-tool="$(cd "$root" && swift build --product generate-manual --show-bin-path)/generate-manual"
+tool="${GENERATE_MANUAL:-}"
+if [ -z "$tool" ]; then
+  (cd "$root" && swift build --product generate-manual -q)
+  tool="$(cd "$root" && swift build --product generate-manual --show-bin-path)/generate-manual"
+fi
 pages="$(mktemp -d)"
 trap 'rm -rf "$pages"' EXIT
 "$tool" "$bin" --multi-page --authors "docsync developers" -o "$pages"

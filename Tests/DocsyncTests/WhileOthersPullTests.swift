@@ -10,7 +10,7 @@ import Testing
 /// in the benchmark's run of 300 folders of 5 documents, 525 of the 1,500 local documents had
 /// reached the server after 200 s. `DOCSYNC_BUSY_FOLDERS` sets another count.
 extension HeavySuites {
-@Suite(.serialized) struct BusyFoldersTests {
+@Suite(.serialized) struct WhileOthersPullTests {
     static let folders = ProcessInfo.processInfo.environment["DOCSYNC_BUSY_FOLDERS"].flatMap(Int.init) ?? 300
     static let bound: Duration = .seconds(5)
 
