@@ -2,7 +2,9 @@
 # Profiles a steady trickle into a large git history (issue 61, item 3): N documents of one
 # docType pulled with --git-commit, then CHANGES edits on the server, one at a time, each waited
 # for until committed. Prints the agent's CPU and its git children's a commit (from /proc), and
-# git's own trace of the trickle summed by command. Usage:
+# git's own trace of the trickle summed by command, and git's floor beside it: the CPU any
+# commit of one changed file into this folder costs git itself (the file added to a copy of the
+# index, the tree written from it). Usage:
 #   scripts/profile-git-trickle.sh [N] [CHANGES]   (default 100000 10; a release build)
 # GIT_FLAG= (empty) runs the same trickle without git history: the pull's own share.
 set -euo pipefail
@@ -23,10 +25,12 @@ settled() {  # every document recorded, no pulled change waiting for its commit
 committed() { [ -z "$FLAG" ] || [ "$(git -C "$D" rev-list --count HEAD)" -gt "$1" ]; }
 until settled && committed 1; do sleep 0.2; done
 cpu() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$PID/stat"; }  # ticks: the agent and its waited-for children
+git_cpu() { awk '{ print $16 + $17 }' "/proc/$PID/stat"; }  # ticks: its git children alone
 sleep 2
 touch "$W/trace.json"
 FROM=$(wc -l < "$W/trace.json")
 BEFORE=$(cpu)
+GIT_BEFORE=$(git_cpu)
 COMMITS=$(git -C "$D" rev-list --count HEAD)
 for n in $(seq 1 "$CHANGES"); do
   put $((n * 7)) 1 "trickle-$n"
@@ -35,6 +39,24 @@ for n in $(seq 1 "$CHANGES"); do
   sleep 1
 done
 AFTER=$(cpu)
+GIT_AFTER=$(git_cpu)
 HZ=$(getconf CLK_TCK)
 echo "trickle into $N files ${FLAG:-without git}: $CHANGES changes, $(echo "scale=1; ($AFTER - $BEFORE) * 1000 / $HZ / $CHANGES" | bc) ms CPU a change (agent and git)"
 tail -n +"$((FROM + 1))" "$W/trace.json" | python3 "$(dirname "$0")/git-trace-summary.py" "$CHANGES"
+[ -n "$FLAG" ] || exit 0
+# Git's floor: a new version of one file added to a fresh copy of the folder's index, and the tree
+# written from it; the CPU of the two commands, median of five. Every commit of one change into
+# this folder needs at least these (commit-tree and the ref are small beside them).
+floor_ms() {
+  local blob
+  blob=$(echo '{"id":"d7","docType":"bench","edit":"floor"}' | git -C "$D" hash-object -w --stdin)
+  for n in 1 2 3 4 5; do
+    cp "$D/.git/index" "$W/floor-index"
+    /usr/bin/time -f "%U %S" -o "$W/floor-$n" env GIT_INDEX_FILE="$W/floor-index" \
+      sh -c "git -C '$D' update-index --cacheinfo '100644,$blob,bench/d7.json' && git -C '$D' write-tree > /dev/null"
+    awk '{ printf "%.0f\n", ($1 + $2) * 1000 }' "$W/floor-$n"
+  done | sort -n | sed -n 3p
+}
+FLOOR=$(floor_ms)
+GIT_MS=$(echo "scale=1; ($GIT_AFTER - $GIT_BEFORE) * 1000 / $HZ / $CHANGES" | bc)
+echo "git's CPU a change: $GIT_MS ms; git's floor for one changed file (update-index and write-tree): $FLOOR ms; $(echo "scale=2; $GIT_MS / $FLOOR" | bc)x the floor"
