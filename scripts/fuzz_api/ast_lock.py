@@ -39,13 +39,13 @@ def _fresh_thread_parse(args, kwargs):
 
 
 def _safe_parse(*args, **kwargs):
+    global _retried
     with _lock:
         try:
             return _parse(*args, **kwargs)
         except SystemError as error:
             if "recursion depth mismatch" not in str(error):
                 raise
-        global _retried
         _retried += 1
         return _fresh_thread_parse(args, kwargs)
 
