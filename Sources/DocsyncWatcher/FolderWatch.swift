@@ -183,8 +183,12 @@ final class FolderWatch: @unchecked Sendable {
             }
             return
         }
-        if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE) != 0 {
-            aggregator.add(path, at: now)
+        if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 {
+            aggregator.add(path, finished: true, at: now)
+        } else if mask & UInt32(IN_MOVED_FROM | IN_DELETE) != 0 {
+            // A document gone may be the first step of a save (vim renames it to a backup, then
+            // writes the new file): the batch waits for the quiet period. A temporary's does not.
+            aggregator.add(path, finished: !DocumentRules.isDocumentName(name), at: now)
         } else if mask & UInt32(IN_ATTRIB) != 0 {
             aggregator.add(path, attributeOnly: true, at: now)
         }
