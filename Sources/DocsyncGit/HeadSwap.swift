@@ -32,10 +32,15 @@ enum HeadSwap {
         if GitActivity.running(in: plan.workTree) { return .busy("a git command is running in the repository") }
         let indexPath = plan.gitDir + "/index"
         let refPath = plan.commonDir + "/" + plan.ref
+        // Everything that can be done before the locks is: the branch's new value is written
+        // to a file of our own first, so the locks are held for links, a stat and renames only
+        // (a thread paused by a loaded machine inside that window is what a user's command meets).
+        try? FileManager.default.createDirectory(atPath: (refPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let refStaged = try LockFile.stage(Array((plan.new + "\n").utf8), gitDir: plan.gitDir)
+        defer { unlink(refStaged) }
         guard let indexLock = try LockFile(indexPath, linking: plan.indexAfter) else { return .busy("\(indexPath).lock is held") }
         defer { indexLock.release() }
-        try? FileManager.default.createDirectory(atPath: (refPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        guard let refLock = try LockFile(refPath, content: Array((plan.new + "\n").utf8), gitDir: plan.gitDir) else { return .busy("\(refPath).lock is held") }
+        guard let refLock = try LockFile(refPath, linking: refStaged) else { return .busy("\(refPath).lock is held") }
         defer { refLock.release() }
         // Compared by `stat`, not read: git replaces the index by a rename, so any write of it
         // changes the inode, the size or the times; the locks are held for microseconds.
@@ -146,13 +151,12 @@ final class LockFile {
     private var held = false
     private var committed = false
 
-    /// Takes the lock on `target` holding `content`, written first in `gitDir`; `nil` when
-    /// someone else holds it.
-    convenience init?(_ target: String, content: [UInt8], gitDir: String) throws(GitError) {
+    /// `content` written to a new file of our own in `gitDir`, to be linked as a lock; the
+    /// caller removes it.
+    static func stage(_ content: [UInt8], gitDir: String) throws(GitError) -> String {
         let staged = gitDir + "/docsync-lock-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer { unlink(staged) }
-        try Self.writeWhole(content, to: staged, flags: O_CREAT)
-        try self.init(target, linking: staged)
+        try writeWhole(content, to: staged, flags: O_CREAT)
+        return staged
     }
 
     /// Takes the lock on `target` holding the file at `staged` (in the same folder tree), by a

