@@ -37,5 +37,6 @@ extension Index {
         self.readPermits = readPermits
         self.readsOnWriter = readsOnWriter
         self.uses = uses
+        self.inListLimit = IndexTransaction.inListSizes.last!
     }
 }

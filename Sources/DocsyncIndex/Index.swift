@@ -25,6 +25,8 @@ public struct Index: Sendable {
     let readsOnWriter: Bool
     /// A lean index's async uses go through ``Footprint/leanUses``.
     let uses: Permits?
+    /// The longest `IN` list of a transaction's statements (shorter on a lean index).
+    let inListLimit: Int
     /// Counts the write transactions run, so who polls (the progress line, `LeanMemory`) can tell
     /// nothing changed without a read: with hundreds of idle folders, each read refilled the
     /// caches `releaseMemory()` had emptied.
@@ -107,6 +109,7 @@ public struct Index: Sendable {
         self.readPermits = Permits(config.maximumReaderCount)
         self.readsOnWriter = lean
         self.uses = lean ? Footprint.leanUses : nil
+        self.inListLimit = lean ? IndexTransaction.leanInListLimit : IndexTransaction.inListSizes.last!
     }
 
     /// Opens the index of the synced folder `root`, creating `<root>/.docsync/` with a `.gitignore`
@@ -155,8 +158,8 @@ public struct Index: Sendable {
     /// Runs `body` in one write transaction (every write goes through here or ``writeSync(_:)``:
     /// the counts the transaction changed are added to `tally` before it commits).
     public func write<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
-        try await gated { [pool, tally, writes] in
-            try await pool.use { pool in try await pool.write { db in try Self.counting(tally, writes, db, body) } }
+        try await gated { [pool, tally, writes, inListLimit] in
+            try await pool.use { pool in try await pool.write { db in try Self.counting(tally, writes, inListLimit, db, body) } }
         }
     }
 
@@ -178,16 +181,16 @@ public struct Index: Sendable {
 
     /// ``write(_:)`` on the caller's thread.
     public func writeSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
-        try pool.use { pool in try pool.write { db in try Self.counting(tally, writes, db, body) } }
+        try pool.use { pool in try pool.write { db in try Self.counting(tally, writes, inListLimit, db, body) } }
     }
 
     /// `body` with its counts kept. A transaction that changed no row (a pull that found nothing
     /// new) leaves `writes` as it was, so an idle folder stays idle to who watches the count.
-    private static func counting<T>(_ tally: TallyCounter, _ writes: WriteCount, _ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
+    private static func counting<T>(_ tally: TallyCounter, _ writes: WriteCount, _ inListLimit: Int, _ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
         let changesBefore = db.totalChangesCount
         defer { if db.totalChangesCount != changesBefore { writes.bump() } }
         tally.reset()
-        let result = try body(IndexTransaction(db: db))
+        let result = try body(IndexTransaction(db: db, inListLimit: inListLimit))
         try tally.flush(db)
         return result
     }
@@ -212,11 +215,12 @@ public struct Index: Sendable {
         }
     }
 
-    /// `body` in a deferred transaction that only reads: a snapshot, as on a reader.
+    /// `body` in a deferred transaction that only reads: a snapshot, as on a reader. Only a lean
+    /// index reads so, and its lists are short.
     private static func snapshot<T>(_ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
         var result: T?
         try db.inTransaction(.deferred) {
-            result = try body(IndexTransaction(db: db))
+            result = try body(IndexTransaction(db: db, inListLimit: IndexTransaction.leanInListLimit))
             return .commit
         }
         return result!

@@ -8,8 +8,16 @@ public struct IndexTransaction {
     let db: Database
     let statements = StatementMemo()
     let anyPullFailures = TransactionFlag()
+    /// The most values one `IN` list holds (one of ``inListSizes``): a lean index keeps its lists
+    /// short, since each length's statement stays prepared on its connection.
+    let inListLimit: Int
 
-    public init(db: Database) { self.db = db }
+    public init(db: Database) { self.init(db: db, inListLimit: Self.inListSizes.last!) }
+
+    init(db: Database, inListLimit: Int) {
+        self.db = db
+        self.inListLimit = inListLimit
+    }
 
     // MARK: Files
 
@@ -46,13 +54,13 @@ public struct IndexTransaction {
     }
 
     /// Calls `row` for each row of `sql` followed by `(?, ?, …)` for `values` and then `suffix`,
-    /// up to 500 values at a time (chunks in the order of `values`).
+    /// up to ``inListLimit`` values at a time (chunks in the order of `values`).
     func fetchIn<Value: RawBindable>(
         sql: String, _ values: some Collection<Value>, suffix: String = "", row: (borrowing RawStatement) -> Void
     ) throws {
         let all = Array(values)
-        for start in stride(from: 0, to: all.count, by: Self.inListSizes.last!) {
-            let part = all[start..<min(start + Self.inListSizes.last!, all.count)]
+        for start in stride(from: 0, to: all.count, by: inListLimit) {
+            let part = all[start..<min(start + inListLimit, all.count)]
             let (size, placeholders) = Self.inList(part.count)
             let s = try RawStatement(db, cached: "\(sql) (\(placeholders))\(suffix)")
             for i in 0..<size { part[part.startIndex + min(i, part.count - 1)].bind(to: s, at: Int32(i + 1)) }
@@ -62,7 +70,11 @@ public struct IndexTransaction {
 
     /// `IN` lists come in a few fixed lengths, the last value repeated to fill one (a repeated
     /// value matches no row twice): their statements are prepared once and cached, not once per chunk.
+    /// A statement's program grows with its list (one lookup a value): at 300 folders the cached
+    /// 256- and 500-value lists of the open lean indexes were about 7 MB of the agent's heap.
     static let inListSizes = [1, 4, 16, 64, 256, 500]
+    /// The longest list a lean index asks in one statement.
+    static let leanInListLimit = 64
     static let inListPlaceholders = inListSizes.map { repeatElement("?", count: $0).joined(separator: ",") }
 
     /// The length that holds `count` values (at most the largest), with its placeholders.

@@ -352,6 +352,41 @@ import Testing
         }
     }
 
+    /// A lean index (hundreds of folders in one process) asks for at most 64 values in one `IN`
+    /// list: each length's statement stays prepared on its connection while the folder is at
+    /// work, and a 500-value list's program is many times a 64-value one's. Both find every row.
+    @Test func aLeanIndexKeepsItsListStatementsShort() async throws {
+        let folder = try TempFolder("index-lists")
+        defer { folder.remove() }
+        let stat = FileStat(size: 1, mtimeNs: 1, inode: 1)
+        let paths = (0..<700).map { "f\($0).json" }
+        var held: [Index.Footprint: (longest: Int, bytes: Int)] = [:]
+        for footprint in [Index.Footprint.roomy, .lean] {
+            let index = try Index(path: folder.file("\(footprint).sqlite"), footprint: footprint)
+            try await index.write { tx in
+                for p in paths { try tx.upsertFile(FileRow(path: p, docID: nil, docType: nil, hash: nil, stat: stat, state: .ok, error: nil)) }
+            }
+            let found = try await index.write { try $0.files(at: paths + ["missing.json"]) }
+            #expect(found.keys.sorted() == paths.sorted(), "\(footprint)")
+            // What the connection holds prepared (SQLite's `sqlite_stmt` table): the longest list
+            // and the memory of the list statements.
+            held[footprint] = try await index.write { tx in
+                var (longest, bytes) = (0, 0)
+                for row in try Row.fetchAll(tx.db, sql: "SELECT sql, mem FROM sqlite_stmt") {
+                    let sql: String = row["sql"]
+                    guard sql.contains(" IN (") else { continue }
+                    longest = max(longest, sql.filter { $0 == "?" }.count)
+                    bytes += row["mem"] as Int
+                }
+                return (longest, bytes)
+            }
+        }
+        let (roomy, lean) = (try #require(held[.roomy]), try #require(held[.lean]))
+        #expect(roomy.longest == 500)
+        #expect(lean.longest == 64)
+        #expect(lean.bytes * 3 < roomy.bytes, "list statements: lean \(lean.bytes) bytes, roomy \(roomy.bytes)")
+    }
+
     /// Uploads and document writes share the outbox; each side sees only its own entries, in order.
     @Test func entriesOfEachKindComeOutSeparatelyInOrder() async throws {
         try await withIndex { index in
