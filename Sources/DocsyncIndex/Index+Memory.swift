@@ -37,6 +37,5 @@ extension Index {
         self.readPermits = readPermits
         self.readsOnWriter = readsOnWriter
         self.uses = uses
-        self.inListLimit = IndexTransaction.inListSizes.last!
     }
 }

@@ -25,8 +25,9 @@ public struct Index: Sendable {
     let readsOnWriter: Bool
     /// A lean index's async uses go through ``Footprint/leanUses``.
     let uses: Permits?
-    /// The longest `IN` list of a transaction's statements (shorter on a lean index).
-    let inListLimit: Int
+    /// The longest `IN` list of a transaction's statements: shorter on a lean index (the one
+    /// that reads on its writer), whose few connections keep each length's statement prepared.
+    var inListLimit: Int { readsOnWriter ? IndexTransaction.leanInListLimit : IndexTransaction.longestInList }
     /// Counts the write transactions run, so who polls (the progress line, `LeanMemory`) can tell
     /// nothing changed without a read: with hundreds of idle folders, each read refilled the
     /// caches `releaseMemory()` had emptied.
@@ -109,7 +110,6 @@ public struct Index: Sendable {
         self.readPermits = Permits(config.maximumReaderCount)
         self.readsOnWriter = lean
         self.uses = lean ? Footprint.leanUses : nil
-        self.inListLimit = lean ? IndexTransaction.leanInListLimit : IndexTransaction.inListSizes.last!
     }
 
     /// Opens the index of the synced folder `root`, creating `<root>/.docsync/` with a `.gitignore`
@@ -199,8 +199,8 @@ public struct Index: Sendable {
     /// ``readsOnWriter``).
     public func read<T: Sendable>(_ body: @escaping @Sendable (IndexTransaction) throws -> T) async throws -> T {
         if readsOnWriter {
-            return try await gated { [pool] in
-                try await pool.use { pool in try await pool.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
+            return try await gated { [pool, inListLimit] in
+                try await pool.use { pool in try await pool.writeWithoutTransaction { db in try Self.snapshot(db, inListLimit, body) } }
             }
         }
         return try await readPermits.withPermit { [pool] in
@@ -210,17 +210,16 @@ public struct Index: Sendable {
 
     public func readSync<T>(_ body: (IndexTransaction) throws -> T) throws -> T {
         try pool.use { pool in
-            if readsOnWriter { return try pool.writeWithoutTransaction { db in try Self.snapshot(db, body) } }
+            if readsOnWriter { return try pool.writeWithoutTransaction { db in try Self.snapshot(db, inListLimit, body) } }
             return try pool.read { db in try body(IndexTransaction(db: db)) }
         }
     }
 
-    /// `body` in a deferred transaction that only reads: a snapshot, as on a reader. Only a lean
-    /// index reads so, and its lists are short.
-    private static func snapshot<T>(_ db: Database, _ body: (IndexTransaction) throws -> T) throws -> T {
+    /// `body` in a deferred transaction that only reads: a snapshot, as on a reader.
+    private static func snapshot<T>(_ db: Database, _ inListLimit: Int, _ body: (IndexTransaction) throws -> T) throws -> T {
         var result: T?
         try db.inTransaction(.deferred) {
-            result = try body(IndexTransaction(db: db, inListLimit: IndexTransaction.leanInListLimit))
+            result = try body(IndexTransaction(db: db, inListLimit: inListLimit))
             return .commit
         }
         return result!

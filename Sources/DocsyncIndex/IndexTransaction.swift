@@ -12,7 +12,7 @@ public struct IndexTransaction {
     /// short, since each length's statement stays prepared on its connection.
     let inListLimit: Int
 
-    public init(db: Database) { self.init(db: db, inListLimit: Self.inListSizes.last!) }
+    public init(db: Database) { self.init(db: db, inListLimit: Self.longestInList) }
 
     init(db: Database, inListLimit: Int) {
         self.db = db
@@ -73,7 +73,8 @@ public struct IndexTransaction {
     /// A statement's program grows with its list (one lookup a value): at 300 folders the cached
     /// 256- and 500-value lists of the open lean indexes were about 7 MB of the agent's heap.
     static let inListSizes = [1, 4, 16, 64, 256, 500]
-    /// The longest list a lean index asks in one statement.
+    /// The longest list any index asks in one statement, and the longest a lean index asks.
+    static let longestInList = inListSizes.last!
     static let leanInListLimit = 64
     static let inListPlaceholders = inListSizes.map { repeatElement("?", count: $0).joined(separator: ",") }
 
