@@ -87,6 +87,7 @@ extension PostgresDocumentStore {
         outcome.changes = page.changes
         outcome.more = page.more
         outcome.cursor = page.cursor(latest: latest)
+        outcome.latest = latest
         // Read after the rows: a purge meanwhile shows as a horizon past the cursor (the client
         // reconciles), never as rows missing without one.
         (outcome.horizon, outcome.purgedBefore) = try await Self.horizon(connection, logger: logger)

@@ -149,6 +149,7 @@ public struct SQLiteDocumentStore: DocumentStore {
             outcome.changes = page.changes
             outcome.more = page.more
             outcome.cursor = page.cursor(latest: seq)
+            outcome.latest = seq
             (outcome.horizon, outcome.purgedBefore) = try Self.horizon(db)
             return outcome
         }

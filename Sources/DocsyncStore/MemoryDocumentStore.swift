@@ -91,6 +91,7 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
             outcome.changes = page.changes
             outcome.more = page.more
             outcome.cursor = page.cursor(latest: s.latest)
+            outcome.latest = s.latest
             (outcome.horizon, outcome.purgedBefore) = (s.horizon, s.purgedBefore)
             return outcome
         }

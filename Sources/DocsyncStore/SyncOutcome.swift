@@ -10,6 +10,10 @@ public struct SyncOutcome: Sendable {
     public var cursor: Int64 = 0
     /// More changes wait beyond `cursor` (ask again).
     public var more = false
+    /// The latest change number when the reply was made, the request's writes included: what
+    /// the long polls held meanwhile wait to pass. (`cursor` is short of it while `more`: a
+    /// writer far behind, announcing its cursor, left every poll held until its deadline.)
+    public var latest: Int64 = 0
     /// The latest change number among the tombstones purged so far (0: none): a client whose
     /// cursor is below it (and not 0) may have missed deletions and must reconcile in full.
     public var horizon: Int64 = 0

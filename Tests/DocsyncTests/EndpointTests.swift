@@ -231,6 +231,24 @@ import Testing
         #expect(try #require(reply.json?.object?["documents"]?.object?["success"]).arrayValue.first?.object?["id"] == "late")
     }
 
+    /// Regression: a write through the batch call woke the held polls with the writer's cursor,
+    /// which is short of the write while more changes wait for the writer (a writer far behind,
+    /// or asking for small pages): the polls slept on to their deadline, up to 25 s.
+    @Test func aWriteFromAWriterFarBehindWakesTheHeldPolls() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        for id in ["a", "b", "c"] { _ = try await server.api.request("PUT", "/api/document", body: #"{"id":"\#(id)","docType":"note"}"#) }
+        let cursor = try #require(try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[]}"#).json?.object?["cursor"])
+        let started = ContinuousClock.now
+        async let held = server.api.request("POST", "/api/sync", body: #"{"since":\#(cursor),"documents":[],"wait":20}"#)
+        try await Task.sleep(for: .milliseconds(300))  // the poll is held by now
+        let behind = try await server.api.request("POST", "/api/sync", body: #"{"since":0,"limit":1,"documents":[{"id":"late","docType":"note"}]}"#)
+        #expect(behind.json?.object?["more"] == .bool(true), "the writer is behind: \(behind.text)")
+        let reply = try await held
+        #expect(ContinuousClock.now - started < .seconds(10), "woken by the write, not by the poll's deadline")
+        #expect(try #require(reply.json?.object?["documents"]?.object?["success"]).arrayValue.first?.object?["id"] == "late")
+    }
+
     /// A change the caller is not sent (another docType here; its own write alike) wakes the held
     /// poll too, which then waits on: it used to return at once, empty, and 60 agents on a busy
     /// server each polled again and again, then backed off for seconds with others' edits waiting.

@@ -71,7 +71,7 @@ struct SyncRoute: Sendable {
             selection: call.selection, measureDepth: call.measureDepth, access: access)
         outcome.errors += unwritable + clearRefused + refused
         for stored in outcome.stored { schemas?.wrote(docType: stored["docType"]?.string) }
-        if !outcome.stored.isEmpty { feed.published(outcome.cursor) }
+        if !outcome.stored.isEmpty { feed.published(outcome.latest) }
         if call.documents.isEmpty && outcome.changes.isEmpty && !outcome.more && call.wait > .zero {
             let deadline = ContinuousClock.now + call.wait
             // A change this caller is not sent (its own write, another docType) wakes the poll
