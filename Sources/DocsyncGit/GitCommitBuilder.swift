@@ -70,26 +70,21 @@ public struct GitCommitPlan: Sendable {
 
 /// Writes commits with git's plumbing, without moving any ref (moving a branch is the caller's
 /// compare-and-swap): the files' blobs with one `git fast-import` (one process for any number of
-/// files), then for each commit its tree from a scratch index (`update-index --index-info`,
-/// `write-tree`) and the commit itself with `commit-tree`.
+/// files), then for each commit its tree, made from its parent's (``GitTreeWriter``), and the
+/// commit itself with `commit-tree`.
 ///
 /// Not fast-import's own commits: it finds a path in a folder by looking at each entry in turn,
 /// so each file put into a docType's folder of 100,000 cost a pass over all of them (a pull of
 /// 100,000 documents with `--git-commit` spent 33 s in fast-import, the plain pull 17 s in all).
-/// An index is sorted and kept with its folders' trees: a path is found by bisection, and only
-/// the folders that changed are hashed again.
-///
-/// The scratch index is kept between commits (`kept`, with the tree it holds beside it): a
-/// trickle's next commit is on the last one, so the parent's tree is already there and is not
-/// read again (`read-tree` of a folder of 100,000 was a fifth of a commit's cost).
+/// Nor a scratch index (`update-index`, `write-tree`): a trickle's commit of one change into a
+/// folder of 100,000 spent 220 ms of git's CPU reading and writing an index of 8 MB and writing
+/// the tree from it, where the parent's tree of that folder, read and changed in one pass, is all
+/// a commit needs.
 struct GitCommitBuilder: Sendable {
     let repository: GitRepository
-    /// Where the scratch index is kept between builds; `nil`: one of its own each build.
-    let kept: String?
 
-    init(repository: GitRepository, kept: String? = nil) {
+    init(repository: GitRepository) {
         self.repository = repository
-        self.kept = kept
     }
 
     /// What ``build(_:parent:blobs:)`` made.
@@ -99,69 +94,45 @@ struct GitCommitBuilder: Sendable {
         /// The parent's tree (equal to `tree`: the commits change nothing).
         var parentTree: String?
         /// Each path the commits changed: its entry (`mode sha`) in the parent and at the end,
-        /// `nil` where there is none. Known from the plans, without comparing the trees; asked
-        /// for only where an index is to follow (empty otherwise).
+        /// `nil` where there is none. Known from the plans and the parent's trees they changed.
         var changes: [String: (old: String?, new: String?)]
     }
 
     /// The new commits, one on the other over `parent`. `blobs`: the plans' blobs when they are
-    /// written already (``writeBlobs(_:)``; they do not depend on the parent). `changes`: whether
-    /// the changed entries are wanted (the checked-out branch's index follows them).
-    func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil, changes wanted: Bool = true) async throws(GitError) -> Built {
+    /// written already (``writeBlobs(_:)``; they do not depend on the parent).
+    func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil) async throws(GitError) -> Built {
         let blobs: [String]
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
-        let scratch = kept ?? repository.gitDir + "/docsync-build-index-\(getpid())-\(UUID().uuidString.prefix(8))"
-        defer { if kept == nil { unlink(scratch) } }
-        let parentTree = try await prepare(scratch, parent: parent)
-        let ends = Self.ends(plans, blobs: blobs)
-        let before = wanted ? try await repository.entries(inIndex: scratch, paths: Set(ends.keys)) : [:]
-        let (commit, tree) = try await commits(plans, blobs: blobs, over: parent, tree: parentTree ?? "", index: scratch)
-        if let kept { try? Data("\(tree) \(commit)".utf8).write(to: URL(fileURLWithPath: kept + ".tree")) }
-        var changes: [String: (old: String?, new: String?)] = [:]
-        for (path, end) in ends where wanted && before[path] != end { changes[path] = (before[path], end) }
-        return Built(commit: commit, tree: tree, parentTree: parentTree, changes: changes)
-    }
-
-    /// Each plan's tree made in the scratch index at `index` and its commit, one on the other.
-    private func commits(_ plans: [GitCommitPlan], blobs: [String], over parent: String?, tree parentTree: String, index: String) async throws(GitError) -> (String, String) {
-        let scratch = ["GIT_INDEX_FILE": index]
+        let trees = GitTreeWriter(git: repository.git)
         var commit = parent
-        var tree = parentTree
+        var tree = ""
         var next = blobs.makeIterator()
-        for plan in plans {
-            try await repository.git.check(["update-index", "-z", "--index-info"], input: Self.indexInfo(plan, blobs: &next), extra: scratch)
-            // Stored, not compressed: a tree of 100,000 entries is hashes that do not compress,
-            // and zlib was half of `write-tree`'s time; `git gc` packs it as it does any object.
-            tree = try await repository.git.check(["-c", "core.looseCompression=0", "write-tree"], extra: scratch).line
+        var before: [String: String] = [:]
+        var seen: Set<String> = []
+        for (n, plan) in plans.enumerated() {
+            let entries = Self.entries(plan, blobs: &next)
+            var replaced: [String: String] = [:]
+            tree = try await trees.apply(try GitTreeWriter.edits(entries), on: parent, first: n == 0, replaced: &replaced)
+            for (path, _) in entries where seen.insert(path).inserted { before[path] = replaced[path] }
             let parents = commit.map { ["-p", $0] } ?? []
             commit = try await repository.git.check(
                 ["commit-tree", "--no-gpg-sign", tree] + parents, input: Array(plan.message.utf8), extra: Self.identities(plan)).line
         }
         guard let commit, !tree.isEmpty else { throw GitError("no commit to make") }
-        return (commit, tree)
+        var changes: [String: (old: String?, new: String?)] = [:]
+        for (path, end) in Self.ends(plans, blobs: blobs) where before[path] != end { changes[path] = (before[path], end) }
+        return Built(commit: commit, tree: tree, parentTree: trees.parentTree, changes: changes)
     }
 
-    /// Makes the scratch index hold `parent`'s tree (none: empty) and gives that tree: a kept
-    /// index that holds it already is used as it is. The record of what it holds (`tree commit`:
-    /// the tree and the commit last made of it, whose tree is then known without asking git) goes
-    /// first, so an index left half-changed by a failure is read again next time.
-    private func prepare(_ scratch: String, parent: String?) async throws(GitError) -> String? {
-        var held: [Substring] = []
-        if let kept {
-            held = ((try? String(contentsOfFile: kept + ".tree", encoding: .utf8)) ?? "").split(separator: " ")
-            unlink(kept + ".tree")
+    /// `plan`'s files with their entries (`100644 sha` with the next of `blobs`; `nil`: removed).
+    static func entries(_ plan: GitCommitPlan, blobs: inout IndexingIterator<[String]>) -> [(path: String, entry: String?)] {
+        plan.entries.map { entry in
+            switch entry {
+            case .put(let path, _): (path, "100644 \(blobs.next() ?? "")")
+            case .remove(let path): (path, nil)
+            }
         }
-        var tree: String?
-        if let parent {
-            tree = held.count == 2 && held[1] == parent ? String(held[0]) : try await repository.git.check(["rev-parse", parent + "^{tree}"]).line
-        }
-        if held.count == 2, held[0] == tree ?? Self.emptyTree, FileManager.default.fileExists(atPath: scratch) { return tree }
-        try await repository.git.check(["read-tree", tree ?? "--empty"], extra: ["GIT_INDEX_FILE": scratch])
-        return tree
     }
-
-    /// The empty tree's name, for a kept index made from no parent.
-    static let emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
     /// Each path's entry after all of `plans`: `100644 sha` of the last put, `nil` if removed last.
     static func ends(_ plans: [GitCommitPlan], blobs: [String]) -> [String: String?] {
@@ -213,20 +184,6 @@ struct GitCommitBuilder: Sendable {
         }
         guard !shas.contains("") else { throw GitError("git fast-import left blobs without a mark") }
         return shas
-    }
-
-    /// `update-index -z --index-info` records for `plan`: each put file with its blob (the next
-    /// of `blobs`), each removed one as mode 0. Paths go as they are: NUL ends each record.
-    static func indexInfo(_ plan: GitCommitPlan, blobs: inout IndexingIterator<[String]>) -> [UInt8] {
-        var out: [UInt8] = []
-        for entry in plan.entries {
-            switch entry {
-            case .put(let path, _): out.append(contentsOf: "100644 \(blobs.next() ?? "")\t\(path)".utf8)
-            case .remove(let path): out.append(contentsOf: "\(GitRepository.removedEntry)\t\(path)".utf8)
-            }
-            out.append(0)
-        }
-        return out
     }
 
     /// The author (the change's writer, at the server's time of it) and committer (docsync, now)

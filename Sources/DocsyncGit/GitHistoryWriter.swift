@@ -22,19 +22,15 @@ public struct GitHistoryWriter: Sendable {
 
     public let repository: GitRepository
     public let target: Target
-    /// Where the scratch index the commits' trees are made in is kept between commits (in the
-    /// synced folder's state folder: one per folder, never among the user's files).
-    public let keptIndex: String?
     /// Attempts when the user's commands keep moving the branch or the index under a commit.
     static let attempts = 8
 
-    public init(repository: GitRepository, target: Target, keptIndex: String? = nil) {
+    public init(repository: GitRepository, target: Target) {
         self.repository = repository
         self.target = target
-        self.keptIndex = keptIndex
     }
 
-    private var builder: GitCommitBuilder { GitCommitBuilder(repository: repository, kept: keptIndex) }
+    private var builder: GitCommitBuilder { GitCommitBuilder(repository: repository) }
 
     /// Makes `plans` as commits, one on the other, in one step: the branch moves once. With
     /// `insist` (commits held back by the user's commands for long), a commit on the checked-out
@@ -59,7 +55,7 @@ public struct GitHistoryWriter: Sendable {
             let old = try await repository.commit(of: ref)
             var parent = old
             if parent == nil { parent = try await repository.commit(of: "HEAD") }
-            let built = try await builder.build(plan, parent: parent, changes: false)
+            let built = try await builder.build(plan, parent: parent)
             if built.tree == built.parentTree && old != nil { return .nothingToCommit }
             let moved = try await repository.git.run(["update-ref", "-m", "docsync: pulled changes", ref, built.commit, old ?? ""])
             if moved.status == 0 { return .committed(built.commit) }
@@ -150,7 +146,7 @@ public struct GitHistoryWriter: Sendable {
         let staged = try await repository.entries(inIndex: scratch, paths: Set(changed.keys))
         var lines: [UInt8] = []
         for (path, change) in changed where staged[path] == change.old {
-            let entry = change.new ?? GitRepository.removedEntry
+            let entry = change.new ?? GitRepository.removedEntry(of: change.old)
             lines.append(contentsOf: "\(entry)\t\(path)".utf8)
             lines.append(0)
         }

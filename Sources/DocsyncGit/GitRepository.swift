@@ -62,8 +62,12 @@ public struct GitRepository: Sendable {
     /// `path` (relative to the synced folder) as the work tree names it.
     public func treePath(_ path: String) -> String { prefix + path }
 
-    /// The `mode sha` of an `update-index --index-info` record that removes its path.
-    static let removedEntry = "0 " + String(repeating: "0", count: 40)
+    /// The `mode sha` of an `update-index --index-info` record that removes the path whose entry
+    /// is `entry` (`mode sha`): a null hash as long as its own (SHA-1 or SHA-256).
+    static func removedEntry(of entry: String?) -> String {
+        let length = entry?.split(separator: " ").last?.utf8.count ?? 40
+        return "0 " + String(repeating: "0", count: length)
+    }
 
     /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`. A few paths are asked
     /// for by name (literal pathspecs: a name is never a pattern); many, by reading the index

@@ -110,8 +110,9 @@ actor GitCommitter: Worker, FolderPart {
 
     private func located() async throws -> GitHistoryWriter {
         if let writer { return writer }
-        let found = GitHistoryWriter(
-            repository: try await GitRepository.locate(folder: root), target: options.target, keptIndex: Index.stateDirectory(root: root) + "/git-build-index")
+        let found = GitHistoryWriter(repository: try await GitRepository.locate(folder: root), target: options.target)
+        // The scratch index earlier versions made the trees in (8 MB at 100,000 files): unused now.
+        for leftover in ["/git-build-index", "/git-build-index.tree"] { unlink(Index.stateDirectory(root: root) + leftover) }
         writer = found
         return found
     }

@@ -1,0 +1,135 @@
+import DocsyncGit
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// A commit's tree is made from its parent's, the changed folders merged (`GitTreeWriter`), not
+/// in an index: the trees must be the ones git's own index makes from the same changes, byte for
+/// byte, whatever the names and the folders.
+@Suite struct GitTreeTests {
+    func plan(_ entries: [GitCommitPlan.Entry], _ message: String = "pulled\n") -> GitCommitPlan {
+        GitCommitPlan(
+            author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
+            message: message, entries: entries)
+    }
+
+    /// A repository whose first commit holds names that sort around each other in git's order
+    /// (`a`, `a-b`, `a.json`, the folder `a/`), an executable file and a symlink.
+    func repository(_ name: String, format: String = "sha1") throws -> TempFolder {
+        let repo = try TempFolder(name)
+        try git(["init", "-q", "-b", "main", "--object-format=\(format)"], in: repo.path)
+        for path in ["a-b", "a.json", "a/x.json", "a/y/z.json", "b/c.json", "top.json", "notes/n1.json", "notes/n2.json"] {
+            try repo.write(path, #"{"at":"\#(path)"}"# + "\n")
+        }
+        try repo.write("tool.sh", "#!/bin/sh\n")
+        chmod(repo.file("tool.sh"), 0o755)
+        symlink("top.json", repo.file("link"))
+        try git(["add", "-A"], in: repo.path)
+        try git(["commit", "-qm", "start"], in: repo.path)
+        return repo
+    }
+
+    /// The tree git's index makes of `parent` with `plans` made, one after the other.
+    func oracle(_ repo: TempFolder, parent: String, _ plans: [GitCommitPlan]) throws -> String {
+        let index = repo.file(".git/oracle-index")
+        defer { unlink(index) }
+        try gitWith(["read-tree", parent], in: repo.path, env: ["GIT_INDEX_FILE": index])
+        for plan in plans {
+            var info = ""
+            for entry in plan.entries {
+                switch entry {
+                case .put(let path, let bytes):
+                    let blob = try gitWith(["hash-object", "-w", "--stdin"], in: repo.path, input: bytes).trimmingCharacters(in: .whitespacesAndNewlines)
+                    info += "100644 \(blob)\t\(path)\0"
+                case .remove(let path):
+                    info += "0 \(String(repeating: "0", count: 40))\t\(path)\0"
+                }
+            }
+            try gitWith(["update-index", "-z", "--index-info"], in: repo.path, env: ["GIT_INDEX_FILE": index], input: Array(info.utf8))
+        }
+        return try gitWith(["write-tree"], in: repo.path, env: ["GIT_INDEX_FILE": index]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func treesAreTheOnesGitsIndexMakesWhateverTheNamesAndFolders() async throws {
+        let repo = try repository("git-tree-oracle")
+        defer { repo.remove() }
+        let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .branch("server"))
+        var random = SystemRandomNumberGenerator()
+        let names = ["a", "a-b", "a.json", "a0", "a/x.json", "a/new.json", "a/y/z.json", "a/y/w/v.json", "b/c.json", "b-c.json",
+                     "notes/n1.json", "notes/n2.json", "notes/n3.json", "deep/er/and/deeper.json", "é.json", "top.json", "z"]
+        for round in 0..<30 {
+            let parent = try ((try? git(["rev-parse", "--verify", "-q", "server^{commit}"], in: repo.path)) ?? git(["rev-parse", "HEAD"], in: repo.path))
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            var plans: [GitCommitPlan] = []
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                let entries: [GitCommitPlan.Entry] = names.shuffled(using: &random).prefix(Int.random(in: 1...6, using: &random)).map { path in
+                    Bool.random(using: &random) ? .put(path: path, bytes: Array("{\"round\":\(round),\"at\":\"\(path)\"}\n".utf8)) : .remove(path: path)
+                }
+                plans.append(plan(entries))
+            }
+            let expected = try oracle(repo, parent: parent, plans)
+            // A file where the tree keeps a folder, or the other way round: refused, as git's index refuses it.
+            switch try? await writer.commit(plans) {
+            case .committed(let commit):
+                let made = try git(["rev-parse", commit + "^{tree}"], in: repo.path).trimmingCharacters(in: .whitespacesAndNewlines)
+                #expect(made == expected, "round \(round): \(plans.map(\.entries)): \((try? git(["diff-tree", "-r", expected, made], in: repo.path)) ?? "")")
+            case .nothingToCommit:
+                #expect(try git(["rev-parse", parent + "^{tree}"], in: repo.path).trimmingCharacters(in: .whitespacesAndNewlines) == expected)
+            default:
+                Issue.record("round \(round) made no commit")
+            }
+        }
+        let kept = try git(["ls-tree", "server", "--", "tool.sh", "link"], in: repo.path)
+        #expect(kept.contains("100755 blob") && kept.contains("120000 blob"), "modes of untouched entries are kept: \(kept)")
+        let fsck = try gitWith(["fsck", "--no-progress", "--strict", "--no-dangling"], in: repo.path)
+        #expect(fsck.isEmpty, "\(fsck)")
+    }
+
+    /// Every commit is made on the branch as it is: what the user committed in between is kept,
+    /// and the user's index follows docsync's commits. In a SHA-256 repository too.
+    @Test(arguments: ["sha1", "sha256"]) func commitsFollowTheUsersOwnAndTheirIndex(format: String) async throws {
+        let repo = try repository("git-tree-\(format)", format: format)
+        defer { repo.remove() }
+        let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .checkedOut)
+        for (n, path) in ["notes/a.json", "notes/b.json", "c.json"].enumerated() {
+            try repo.write("mine-\(n).txt", "the user's\n")
+            try git(["add", "mine-\(n).txt"], in: repo.path)
+            try git(["commit", "-qm", "the user's commit"], in: repo.path)
+            try repo.write(path, "{}\n")
+            guard case .committed = try await writer.commit([plan([.put(path: path, bytes: Array("{}\n".utf8))])]) else {
+                Issue.record("no commit of \(path)")
+                return
+            }
+        }
+        let files = try git(["ls-tree", "-r", "--name-only", "HEAD"], in: repo.path).split(separator: "\n")
+        #expect(["mine-0.txt", "mine-1.txt", "mine-2.txt", "notes/a.json", "notes/b.json", "c.json"].allSatisfy { files.contains(Substring($0)) }, "\(files)")
+        guard case .committed = try await writer.commit([plan([.remove(path: "notes/a.json"), .remove(path: "notes/b.json")])]) else {
+            Issue.record("no commit of the removals")
+            return
+        }
+        #expect(try git(["ls-tree", "-r", "--name-only", "HEAD", "notes"], in: repo.path) == "notes/n1.json\nnotes/n2.json\n", "the folder keeps its other files")
+        #expect(try git(["diff", "--cached", "--name-only"], in: repo.path).isEmpty, "the user's index followed every commit")
+        #expect(try gitWith(["fsck", "--no-progress", "--strict", "--no-dangling"], in: repo.path).isEmpty)
+    }
+}
+
+/// Runs git in `folder` with `env` added and `input` on its standard input; what it printed.
+@discardableResult
+func gitWith(_ arguments: [String], in folder: String, env extra: [String: String] = [:], input: [UInt8] = []) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["git", "-C", folder] + arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
+    let (stdin, out, err) = (Pipe(), Pipe(), Pipe())
+    process.standardInput = stdin
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input))
+    try stdin.fileHandleForWriting.close()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw ProcessFailure("git \(arguments): \(errors)") }
+    return text
+}
