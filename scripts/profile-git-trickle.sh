@@ -41,6 +41,7 @@ for n in $(seq 1 "$CHANGES"); do
   sleep 1
 done
 AFTER=$(cpu)
+echo "agent peak RSS: $(awk '/VmHWM/ { printf "%d MiB", $2 / 1024 }' "/proc/$PID/status")"
 GIT_AFTER=$(git_cpu)
 HZ=$(getconf CLK_TCK)
 echo "trickle into $N files ${FLAG:-without git}: $CHANGES changes, $(echo "scale=1; ($AFTER - $BEFORE) * 1000 / $HZ / $CHANGES" | bc) ms CPU a change (agent and git)"

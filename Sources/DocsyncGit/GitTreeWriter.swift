@@ -148,7 +148,8 @@ final class GitTreeWriter {
     /// for one git does not have as a tree.
     func read(_ names: [String]) async throws(GitError) -> [Tree?] {
         if names.isEmpty { return [] }
-        let out = try await git.check(["cat-file", "--batch"], input: Array(names.map { $0 + "\n" }.joined().utf8)).stdout
+        var out = try await git.check(["cat-file", "--batch"], input: Array(names.map { $0 + "\n" }.joined().utf8)).stdout
+        if names.count == 1 { return [Self.only(&out)] }
         var trees: [Tree?] = []
         var at = 0
         while trees.count < names.count {
@@ -163,6 +164,17 @@ final class GitTreeWriter {
             at += size + 1
         }
         return trees
+    }
+
+    /// The one tree `cat-file --batch` gave in `out`, its bytes moved to the front of `out`'s own
+    /// buffer rather than copied: a folder of 100,000 files is a tree of 4.7 MB.
+    private static func only(_ out: inout [UInt8]) -> Tree? {
+        guard let newline = out.firstIndex(of: 0x0a) else { return nil }
+        let header = String(decoding: out[..<newline], as: UTF8.self).split(separator: " ")
+        guard header.count == 3, header[1] == "tree", let size = Int(header[2]), size >= 0, newline + 1 + size <= out.count else { return nil }
+        out.removeSubrange((newline + 1 + size)...)
+        out.removeSubrange(...newline)
+        return Tree(hash: String(header[0]), bytes: out)
     }
 }
 
