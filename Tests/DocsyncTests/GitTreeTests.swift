@@ -111,6 +111,22 @@ import Testing
         #expect(try git(["diff", "--cached", "--name-only"], in: repo.path).isEmpty, "the user's index followed every commit")
         #expect(try gitWith(["fsck", "--no-progress", "--strict", "--no-dangling"], in: repo.path).isEmpty)
     }
+
+    /// A repository without a commit yet: the first commit is docsync's, its tree made from nothing.
+    @Test func theFirstCommitOfAnUnbornBranchIsMadeFromNothing() async throws {
+        let repo = try TempFolder("git-tree-unborn")
+        defer { repo.remove() }
+        try git(["init", "-q", "-b", "main"], in: repo.path)
+        try repo.write("notes/a.json", "{}\n")
+        let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .checkedOut)
+        guard case .committed = try await writer.commit([plan([.put(path: "notes/a.json", bytes: Array("{}\n".utf8))])]) else {
+            Issue.record("no first commit")
+            return
+        }
+        #expect(try git(["ls-tree", "-r", "--name-only", "HEAD"], in: repo.path) == "notes/a.json\n")
+        #expect(try git(["rev-list", "--count", "HEAD"], in: repo.path) == "1\n")
+        #expect(try git(["status", "--porcelain"], in: repo.path).isEmpty, "the index and the work tree agree with the commit")
+    }
 }
 
 /// Runs git in `folder` with `env` added and `input` on its standard input; what it printed.
