@@ -26,8 +26,11 @@ enum ChildProcess {
     }
 
     /// Runs `executable` with `arguments` (without the program's name) in `environment`, `input`
-    /// on its standard input (none: an empty one), and waits for it to end.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String], input: [UInt8]?) throws(GitError) -> Finished {
+    /// on its standard input (none: an empty one), and waits for it to end. `output`, when given,
+    /// is handed the standard output as it comes (then not kept in ``Finished/stdout``).
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String], input: [UInt8]?, output: ((ArraySlice<UInt8>) -> Void)? = nil
+    ) throws(GitError) -> Finished {
         let ends = try Ends()
         let pid: pid_t
         do {
@@ -47,7 +50,7 @@ enum ChildProcess {
             let bytes = readAll(ends.errors)
             errors.withLock { $0 = bytes }
         }
-        let out = readAll(ends.output)
+        let out = readAll(ends.output, into: output)
         group.wait()
         close(ends.output)
         close(ends.errors)
@@ -145,13 +148,15 @@ enum ChildProcess {
         }
     }
 
-    /// Everything `fd` gives until its end.
-    private static func readAll(_ fd: Int32) -> [UInt8] {
+    /// Everything `fd` gives until its end (handed to `sink` as it comes, where there is one).
+    private static func readAll(_ fd: Int32, into sink: ((ArraySlice<UInt8>) -> Void)? = nil) -> [UInt8] {
         var all: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n > 0 {
+            if n > 0, let sink {
+                sink(buffer[..<n])
+            } else if n > 0 {
                 all.append(contentsOf: buffer[..<n])
             } else if n < 0 && errno == EINTR {
                 continue

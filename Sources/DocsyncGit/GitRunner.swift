@@ -30,24 +30,32 @@ struct GitRunner: Sendable {
         throw GitError("git is not installed (not found on PATH); install it (apt-get install git) for --git-commit and --git-branch")
     }
 
-    func run(_ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:]) async throws(GitError) -> GitOutput {
+    /// Runs git with `arguments`; `output`, when given, is handed its output as it comes (a long
+    /// listing filtered as it is read, never held whole).
+    func run(
+        _ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:], output: (@Sendable (ArraySlice<UInt8>) -> Void)? = nil
+    ) async throws(GitError) -> GitOutput {
         let result: Result<GitOutput, GitError> = await withCheckedContinuation { done in
-            DispatchQueue.global().async { done.resume(returning: runBlocking(arguments, input: input, extra: extra)) }
+            DispatchQueue.global().async { done.resume(returning: runBlocking(arguments, input: input, extra: extra, output: output)) }
         }
         return try result.get()
     }
 
     @discardableResult
-    /// As ``run(_:input:extra:)``, failing with git's own message when the command fails.
-    func check(_ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:]) async throws(GitError) -> GitOutput {
-        let out = try await run(arguments, input: input, extra: extra)
+    /// As ``run(_:input:extra:output:)``, failing with git's own message when the command fails.
+    func check(
+        _ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:], output: (@Sendable (ArraySlice<UInt8>) -> Void)? = nil
+    ) async throws(GitError) -> GitOutput {
+        let out = try await run(arguments, input: input, extra: extra, output: output)
         guard out.status == 0 else {
             throw GitError("git \(arguments.first ?? "") failed: \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
         }
         return out
     }
 
-    private func runBlocking(_ arguments: [String], input: [UInt8]?, extra: [String: String]) -> Result<GitOutput, GitError> {
+    private func runBlocking(
+        _ arguments: [String], input: [UInt8]?, extra: [String: String], output: (@Sendable (ArraySlice<UInt8>) -> Void)?
+    ) -> Result<GitOutput, GitError> {
         var env = ProcessInfo.processInfo.environment
         // The user's shell may point git elsewhere; docsync says where, every time.
         for key in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"] { env[key] = nil }
@@ -58,7 +66,7 @@ struct GitRunner: Sendable {
         env["LC_ALL"] = "C"
         env.merge(extra) { _, new in new }
         do throws(GitError) {
-            let done = try ChildProcess.run(executable, ["-C", directory] + arguments, environment: env, input: input)
+            let done = try ChildProcess.run(executable, ["-C", directory] + arguments, environment: env, input: input, output: output)
             return .success(GitOutput(status: done.status, stdout: done.stdout, stderr: String(decoding: done.stderr, as: UTF8.self)))
         } catch {
             return .failure(error)
