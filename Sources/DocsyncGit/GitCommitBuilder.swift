@@ -104,23 +104,29 @@ struct GitCommitBuilder: Sendable {
         let blobs: [String]
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
         let trees = GitTreeWriter(git: repository.git)
+        try await trees.start(on: parent)
         var commit = parent
         var tree = ""
         var next = blobs.makeIterator()
+        // Each changed path's entry in the parent (the first commit that changes it says) and
+        // after the last commit (`nil`: removed).
         var before: [String: String] = [:]
-        var seen: Set<String> = []
-        for (n, plan) in plans.enumerated() {
+        var after: [String: String?] = [:]
+        for plan in plans {
             let entries = Self.entries(plan, blobs: &next)
             var replaced: [String: String] = [:]
-            tree = try await trees.apply(try GitTreeWriter.edits(entries), on: parent, first: n == 0, replaced: &replaced)
-            for (path, _) in entries where seen.insert(path).inserted { before[path] = replaced[path] }
+            tree = try await trees.apply(try GitTreeWriter.edits(entries), replaced: &replaced)
+            for (path, entry) in entries {
+                if after[path] == nil { before[path] = replaced[path] }
+                after[path] = .some(entry)
+            }
             let parents = commit.map { ["-p", $0] } ?? []
             commit = try await repository.git.check(
                 ["commit-tree", "--no-gpg-sign", tree] + parents, input: Array(plan.message.utf8), extra: Self.identities(plan)).line
         }
         guard let commit, !tree.isEmpty else { throw GitError("no commit to make") }
         var changes: [String: (old: String?, new: String?)] = [:]
-        for (path, end) in Self.ends(plans, blobs: blobs) where before[path] != end { changes[path] = (before[path], end) }
+        for (path, end) in after where before[path] != end { changes[path] = (before[path], end) }
         return Built(commit: commit, tree: tree, parentTree: trees.parentTree, changes: changes)
     }
 
@@ -132,21 +138,6 @@ struct GitCommitBuilder: Sendable {
             case .remove(let path): (path, nil)
             }
         }
-    }
-
-    /// Each path's entry after all of `plans`: `100644 sha` of the last put, `nil` if removed last.
-    static func ends(_ plans: [GitCommitPlan], blobs: [String]) -> [String: String?] {
-        var ends: [String: String?] = [:]
-        var next = blobs.makeIterator()
-        for plan in plans {
-            for entry in plan.entries {
-                switch entry {
-                case .put(let path, _): ends[path] = .some("100644 \(next.next() ?? "")")
-                case .remove(let path): ends[path] = .some(nil)
-                }
-            }
-        }
-        return ends
     }
 
     /// The blobs of every file the plans put, in their order, written in one fast-import run.

@@ -75,15 +75,18 @@ final class GitTreeWriter {
         return root
     }
 
-    /// The root tree of `edits` made on `base` (a commit, its tree read; `nil`: on nothing, or on
-    /// the tree this build made last). `replaced` hears each changed file's entry in the tree the
-    /// edits were made on (`mode hash`, by path).
-    func apply(_ edits: Edits, on base: String?, first: Bool, replaced: inout [String: String]) async throws(GitError) -> String {
-        if first, let base {
-            guard let root = try await read([base + "^{tree}"]).first ?? nil else { throw GitError("git cannot read the tree of \(base)") }
-            current = root
-            parentTree = root.hash
-        }
+    /// The build's first commit goes on `base`'s tree (a commit; `nil`: on nothing).
+    func start(on base: String?) async throws(GitError) {
+        guard let base else { return }
+        guard let root = try await read([base + "^{tree}"]).first ?? nil else { throw GitError("git cannot read the tree of \(base)") }
+        current = root
+        parentTree = root.hash
+    }
+
+    /// The root tree of `edits` made on the tree the last commit made (or ``start(on:)`` read).
+    /// `replaced` hears each changed file's entry in the tree the edits were made on (`mode
+    /// hash`, by path).
+    func apply(_ edits: Edits, replaced: inout [String: String]) async throws(GitError) -> String {
         guard let made = try await write(edits, at: "", old: current, replaced: &replaced) else { throw GitError("git wrote no tree") }
         if let tree = written[""], tree.hash == made { current = tree }
         return made
@@ -126,8 +129,8 @@ final class GitTreeWriter {
         return hash
     }
 
-    /// The trees of the folders `found` below `path` (files found under a folder's name are not
-    /// folders: their edits make a new one, which the merge refuses beside the file).
+    /// The trees of the folders `found` below `path` (a file found under a folder's name is not
+    /// one: the edits below that name make a new folder, which takes the file's place).
     private func subtrees(_ found: [[UInt8]: (folder: Bool, hash: [UInt8])], at path: String) async throws(GitError) -> [[UInt8]: Tree] {
         var trees: [[UInt8]: Tree] = [:]
         var wanted: [([UInt8], String)] = []
@@ -153,15 +156,9 @@ final class GitTreeWriter {
         var trees: [Tree?] = []
         var at = 0
         while trees.count < names.count {
-            guard let newline = out[at...].firstIndex(of: 0x0a) else { throw GitError("git cat-file was cut short") }
-            let header = String(decoding: out[at..<newline], as: UTF8.self).split(separator: " ")
-            at = newline + 1
-            guard header.count == 3, let size = Int(header[2]), size >= 0, at + size <= out.count else {
-                trees.append(nil)  // `NAME missing`, `NAME ambiguous`
-                continue
-            }
-            trees.append(header[1] == "tree" ? Tree(hash: String(header[0]), bytes: Array(out[at..<(at + size)])) : nil)
-            at += size + 1
+            guard let object = Self.object(in: out, at: at) else { throw GitError("git cat-file was cut short") }
+            trees.append(object.tree ? Tree(hash: object.hash, bytes: Array(out[object.body])) : nil)
+            at = object.next
         }
         return trees
     }
@@ -169,12 +166,20 @@ final class GitTreeWriter {
     /// The one tree `cat-file --batch` gave in `out`, its bytes moved to the front of `out`'s own
     /// buffer rather than copied: a folder of 100,000 files is a tree of 4.7 MB.
     private static func only(_ out: inout [UInt8]) -> Tree? {
-        guard let newline = out.firstIndex(of: 0x0a) else { return nil }
-        let header = String(decoding: out[..<newline], as: UTF8.self).split(separator: " ")
-        guard header.count == 3, header[1] == "tree", let size = Int(header[2]), size >= 0, newline + 1 + size <= out.count else { return nil }
-        out.removeSubrange((newline + 1 + size)...)
-        out.removeSubrange(...newline)
-        return Tree(hash: String(header[0]), bytes: out)
+        guard let object = object(in: out, at: 0), object.tree else { return nil }
+        out.removeSubrange(object.body.upperBound...)
+        out.removeSubrange(..<object.body.lowerBound)
+        return Tree(hash: object.hash, bytes: out)
+    }
+
+    /// The object `cat-file --batch` printed at `at` (`<hash> <type> <size>` and a line, the
+    /// body and a line; `<name> missing` and the like a line alone): `nil` when it is cut short.
+    private static func object(in out: [UInt8], at: Int) -> (hash: String, tree: Bool, body: Range<Int>, next: Int)? {
+        guard let newline = out[at...].firstIndex(of: 0x0a) else { return nil }
+        let header = String(decoding: out[at..<newline], as: UTF8.self).split(separator: " ")
+        guard header.count == 3, let size = Int(header[2]), size >= 0 else { return ("", false, newline..<newline, newline + 1) }
+        guard newline + 1 + size <= out.count else { return nil }
+        return (String(header[0]), header[1] == "tree", (newline + 1)..<(newline + 1 + size), newline + 2 + size)
     }
 }
 
