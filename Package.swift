@@ -107,7 +107,7 @@ let package = Package(
         ]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
-        .target(name: "DocsyncGit", dependencies: ["CGlibcExtras"]),
+        .target(name: "DocsyncGit", dependencies: ["CGlibcExtras", "DocsyncModel"]),
         .target(name: "DocsyncAgent", dependencies: [
             "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock", "DocsyncGit", "DocsyncSchema",
             .product(name: "Logging", package: "swift-log"),

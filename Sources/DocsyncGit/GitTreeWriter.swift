@@ -1,3 +1,4 @@
+import DocsyncModel
 import Foundation
 
 /// Makes the trees of a build's commits from their parent's, without an index: each folder a
@@ -48,7 +49,7 @@ final class GitTreeWriter {
             }
             let file = try entry.map { text throws(GitError) in
                 let fields = text.split(separator: " ")
-                guard fields.count == 2, let hash = GitTree.bytes(hex: fields[1]) else { throw GitError("cannot commit \(path): no blob") }
+                guard fields.count == 2, let hash = Hex.decode(fields[1].utf8) else { throw GitError("cannot commit \(path): no blob") }
                 return (mode: Array(fields[0].utf8), hash: hash)
             }
             var folder = root
@@ -107,7 +108,7 @@ final class GitTreeWriter {
                 let made = try await write(inner, at: child, old: edits.wiped.contains(name) ? nil : was, replaced: &replaced)
                 if made == was?.hash { continue }
                 changes.append(GitTree.Change(name: name, folder: true, entry: try made.map { hex throws(GitError) in
-                    guard let hash = GitTree.bytes(hex: hex) else { throw GitError("git wrote no tree for \(child)") }
+                    guard let hash = Hex.decode(hex.utf8) else { throw GitError("git wrote no tree for \(child)") }
                     return (GitTree.folderMode, hash)
                 }))
             }
@@ -117,7 +118,7 @@ final class GitTreeWriter {
         }
         changes.sort { GitTree.order($0.name, $0.folder, $1.name, $1.folder) < 0 }
         let bytes = try GitTree.merge(oldBytes, hashSize: hashSize, changes: changes) { name, mode, hash in
-            replaced[path + String(decoding: name, as: UTF8.self)] = String(decoding: mode, as: UTF8.self) + " " + GitTree.hex(hash)
+            replaced[path + String(decoding: name, as: UTF8.self)] = String(decoding: mode, as: UTF8.self) + " " + Hex.encode(hash)
         }
         if bytes.isEmpty && !path.isEmpty { return nil }
         if let old, bytes == old.bytes { return old.hash }
@@ -135,7 +136,7 @@ final class GitTreeWriter {
         var trees: [[UInt8]: Tree] = [:]
         var wanted: [([UInt8], String)] = []
         for (name, entry) in found where entry.folder {
-            let hash = GitTree.hex(entry.hash)
+            let hash = Hex.encode(entry.hash)
             if let known = written[path + String(decoding: name, as: UTF8.self) + "/"], known.hash == hash {
                 trees[name] = known
             } else {

@@ -11,17 +11,9 @@ public enum ContentHash {
         return hex(hasher.finalize())
     }
 
-    /// Lowercase hex, written straight into the string (this runs for every file read).
+    /// Lowercase hex (this runs for every file read).
     public static func hex(_ digest: some Digest) -> String {
-        digest.withUnsafeBytes { bytes in
-            String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-                for (i, byte) in bytes.enumerated() {
-                    out[2 * i] = lowercaseHexDigit(byte >> 4)
-                    out[2 * i + 1] = lowercaseHexDigit(byte & 0xF)
-                }
-                return bytes.count * 2
-            }
-        }
+        digest.withUnsafeBytes { Hex.encode($0) }
     }
 }
 

@@ -1,3 +1,4 @@
+import DocsyncModel
 import DocsyncStore
 
 /// The grammar of `serve --token-file`, parsed strictly: a line that does not parse is an error
@@ -104,7 +105,7 @@ enum TokenFileParser {
     private static func digest(of token: String, number: Int) throws(Failure) -> [UInt8] {
         guard token.hasPrefix(hashPrefix) else { return TokenDigest.of(Array(token.utf8)) }
         let hex = Array(token.utf8.dropFirst(hashPrefix.utf8.count))
-        guard hex.count == 64, let bytes = TokenDigest.bytes(hex: hex) else {
+        guard hex.count == 64, let bytes = Hex.decode(hex) else {
             throw Failure(line: number, reason: "sha256: must be followed by the 64 hex digits of the token's SHA-256")
         }
         return bytes

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Crypto
+import DocsyncModel
 import DocsyncStore
 import Foundation
 import Logging
@@ -141,29 +142,5 @@ public final class TokenStore: Sendable {
 public enum TokenDigest {
     public static func of(_ token: some Sequence<UInt8>) -> [UInt8] { Array(SHA256.hash(data: Array(token))) }
 
-    public static func hex(_ digest: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(digest.count * 2)
-        for byte in digest { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func bytes(hex: [UInt8]) -> [UInt8]? {
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        guard hex.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        for i in stride(from: 0, to: hex.count, by: 2) {
-            guard let high = nibble(hex[i]), let low = nibble(hex[i + 1]) else { return nil }
-            out.append(high << 4 | low)
-        }
-        return out
-    }
+    public static func hex(_ digest: [UInt8]) -> String { Hex.encode(digest) }
 }

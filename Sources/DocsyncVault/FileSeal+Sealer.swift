@@ -1,5 +1,6 @@
 import Crypto
 import DocsyncEndpoint
+import DocsyncModel
 import Foundation
 import Synchronization
 
@@ -34,7 +35,7 @@ extension FileSeal {
 
         /// The file's id (hex), which its document names (sealed) so that no other sealed file
         /// passes for it.
-        var fileID: String { FileSeal.hex(header[4...]) }
+        var fileID: String { Hex.encode(header[4...]) }
 
         func encode(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) throws {
             begin(&out)

@@ -26,8 +26,6 @@ struct FileSeal: Sendable {
         return try! ChaChaPoly.Nonce(data: bytes)  // twelve bytes: always a nonce
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
     /// Opens a sealed file as it streams in, handing each chunk's plain bytes on.
     struct Opener {
         let seal: FileSeal
@@ -47,7 +45,7 @@ struct FileSeal: Sendable {
                 bytes = bytes.dropFirst(take)
                 if header.count == FileSeal.headerSize {
                     guard Array(header.prefix(4)) == FileSeal.magic else { throw SealError("it is not a file sealed by docsync") }
-                    if let expected, FileSeal.hex(header[4...]) != expected {
+                    if let expected, Hex.encode(header[4...]) != expected {
                         throw SealError("it is another sealed file than its document names (moved from another document)")
                     }
                     key = seal.fileKey(header[4...])

@@ -15,7 +15,7 @@ extension SealedEndpoint {
     func opaque(_ property: String) -> String {
         let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: seal.keys.dataKey, info: Data("docsync-property-v1".utf8), outputByteCount: 32)
         let mac = HMAC<SHA256>.authenticationCode(for: Data(property.utf8), using: key)
-        return SealedForm.filePropertyPrefix + FileSeal.hex(mac.prefix(8))
+        return SealedForm.filePropertyPrefix + Hex.encode(mac.prefix(8))
     }
 
     public func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject {
