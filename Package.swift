@@ -179,7 +179,7 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "docsync-bench", dependencies: [
-            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncFiles", "DocsyncSchema", "DocsyncIndex",
+            "DocsyncModel", "DocsyncClock", "DocsyncTestSupport", "DocsyncFiles", "DocsyncSchema", "DocsyncIndex", "DocsyncGit",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),

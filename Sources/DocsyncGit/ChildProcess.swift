@@ -43,7 +43,7 @@ enum ChildProcess {
         let errors = Mutex<[UInt8]>([])
         let group = DispatchGroup()
         DispatchQueue.global().async(group: group) {
-            writeAll(input ?? [], to: ends.input)
+            (input ?? []).withUnsafeBytes { _ = writeAll($0, to: ends.input) }
             close(ends.input)
         }
         DispatchQueue.global().async(group: group) {
@@ -104,7 +104,7 @@ enum ChildProcess {
 
     /// Starts the child: its ends on 0, 1 and 2, every other descriptor closed, no signal
     /// blocked and every signal at its default disposition.
-    private static func spawn(_ path: String, _ argv: [String], environment: [String: String], ends: Ends) throws(GitError) -> pid_t {
+    static func spawn(_ path: String, _ argv: [String], environment: [String: String], ends: Ends) throws(GitError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -133,23 +133,26 @@ enum ChildProcess {
         return pid
     }
 
-    /// Writes `bytes` to the socket `fd` until done or the reader is gone (no SIGPIPE).
-    private static func writeAll(_ bytes: [UInt8], to fd: Int32) {
+    /// Writes `bytes` to the socket `fd` until done or the reader is gone (no SIGPIPE): `false`
+    /// when the child stopped reading (exited, or closed its input; its status says why).
+    @discardableResult
+    static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            let n = send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
             if n > 0 {
                 sent += n
             } else if n < 0 && errno == EINTR {
                 continue
             } else {
-                return  // the child stopped reading (exited, or closed its input): its status says why
+                return false
             }
         }
+        return true
     }
 
     /// Everything `fd` gives until its end (handed to `sink` as it comes, where there is one).
-    private static func readAll(_ fd: Int32, into sink: ((ArraySlice<UInt8>) -> Void)? = nil) -> [UInt8] {
+    static func readAll(_ fd: Int32, into sink: ((ArraySlice<UInt8>) -> Void)? = nil) -> [UInt8] {
         var all: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
@@ -167,7 +170,7 @@ enum ChildProcess {
     }
 
     /// The child's status once it has ended (see ``Finished/status``).
-    private static func waitForExit(_ pid: pid_t) -> Int32 {
+    static func waitForExit(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
             guard errno == EINTR else { return -1 }

@@ -88,7 +88,7 @@ struct GitCommitBuilder: Sendable {
     }
 
     /// What ``build(_:parent:blobs:)`` made.
-    struct Built {
+    struct Built: Sendable {
         var commit: String
         var tree: String
         /// The parent's tree (equal to `tree`: the commits change nothing).
@@ -103,8 +103,15 @@ struct GitCommitBuilder: Sendable {
     func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil) async throws(GitError) -> Built {
         let blobs: [String]
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
-        let trees = GitTreeWriter(git: repository.git)
-        try await trees.start(on: parent)
+        let git = repository.git
+        return try await git.offThread { () throws(GitError) -> Built in try Self.commits(plans, parent: parent, blobs: blobs, git: git) }
+    }
+
+    /// ``build(_:parent:blobs:)``'s commits, made on this thread.
+    private static func commits(_ plans: [GitCommitPlan], parent: String?, blobs: [String], git: GitRunner) throws(GitError) -> Built {
+        let trees = try GitTreeWriter(git: git)
+        defer { trees.close() }
+        trees.start(on: parent)
         var commit = parent
         var tree = ""
         var next = blobs.makeIterator()
@@ -115,14 +122,13 @@ struct GitCommitBuilder: Sendable {
         for plan in plans {
             let entries = Self.entries(plan, blobs: &next)
             var replaced: [String: String] = [:]
-            tree = try await trees.apply(try GitTreeWriter.edits(entries), replaced: &replaced)
+            tree = try trees.apply(try GitTreeWriter.edits(entries), replaced: &replaced)
             for (path, entry) in entries {
                 if after[path] == nil { before[path] = replaced[path] }
                 after[path] = .some(entry)
             }
             let parents = commit.map { ["-p", $0] } ?? []
-            commit = try await repository.git.check(
-                ["commit-tree", "--no-gpg-sign", tree] + parents, input: Array(plan.message.utf8), extra: Self.identities(plan)).line
+            commit = try git.checkHere(["commit-tree", "--no-gpg-sign", tree] + parents, input: Array(plan.message.utf8), extra: Self.identities(plan)).line
         }
         guard let commit, !tree.isEmpty else { throw GitError("no commit to make") }
         var changes: [String: (old: String?, new: String?)] = [:]

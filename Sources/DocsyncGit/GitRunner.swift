@@ -53,11 +53,51 @@ struct GitRunner: Sendable {
         return out
     }
 
+    /// As ``check(_:input:extra:output:)``, on the caller's thread: for work already moved off
+    /// the caller's (``offThread(_:)``).
+    @discardableResult
+    func checkHere(_ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:]) throws(GitError) -> GitOutput {
+        let out = try runBlocking(arguments, input: input, extra: extra, output: nil).get()
+        guard out.status == 0 else {
+            throw GitError("git \(arguments.first ?? "") failed: \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
+        }
+        return out
+    }
+
+    /// Git started with `arguments` and talked to as it runs (see ``ChildSession``).
+    func session(_ arguments: [String]) throws(GitError) -> ChildSession {
+        try ChildSession(executable, ["-C", directory] + arguments, environment: environment(extra: [:]))
+    }
+
+    /// `work`, which runs git and waits for it, on a thread of its own rather than the caller's.
+    func offThread<T: Sendable>(_ work: @escaping @Sendable () throws(GitError) -> T) async throws(GitError) -> T {
+        let result: Result<T, GitError> = await withCheckedContinuation { done in
+            DispatchQueue.global().async {
+                do throws(GitError) {
+                    done.resume(returning: .success(try work()))
+                } catch {
+                    done.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
     private func runBlocking(
         _ arguments: [String], input: [UInt8]?, extra: [String: String], output: (@Sendable (ArraySlice<UInt8>) -> Void)?
     ) -> Result<GitOutput, GitError> {
+        do throws(GitError) {
+            let done = try ChildProcess.run(executable, ["-C", directory] + arguments, environment: environment(extra: extra), input: input, output: output)
+            return .success(GitOutput(status: done.status, stdout: done.stdout, stderr: String(decoding: done.stderr, as: UTF8.self)))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The agent's environment as git is given it: none of the variables a user's shell may point
+    /// git elsewhere with (docsync says where, every time), no prompt, and `extra`.
+    private func environment(extra: [String: String]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
-        // The user's shell may point git elsewhere; docsync says where, every time.
         for key in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"] { env[key] = nil }
         env["GIT_TERMINAL_PROMPT"] = "0"
         // The reflog of a ref docsync moves names docsync, whether or not the user set an identity.
@@ -65,11 +105,6 @@ struct GitRunner: Sendable {
         env["GIT_COMMITTER_EMAIL"] = "docsync@localhost"
         env["LC_ALL"] = "C"
         env.merge(extra) { _, new in new }
-        do throws(GitError) {
-            let done = try ChildProcess.run(executable, ["-C", directory] + arguments, environment: env, input: input, output: output)
-            return .success(GitOutput(status: done.status, stdout: done.stdout, stderr: String(decoding: done.stderr, as: UTF8.self)))
-        } catch {
-            return .failure(error)
-        }
+        return env
     }
 }

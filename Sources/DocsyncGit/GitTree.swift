@@ -50,58 +50,132 @@ enum GitTree {
         return ca < cb ? -1 : ca > cb ? 1 : 0
     }
 
-    /// The entries of `bytes` named in `names`, found in one pass.
-    static func entries(named names: Set<[UInt8]>, in bytes: [UInt8], hashSize: Int) throws(GitError) -> [[UInt8]: (folder: Bool, hash: [UInt8])] {
-        var found: [[UInt8]: (folder: Bool, hash: [UInt8])] = [:]
-        var at = 0
-        while at < bytes.count, found.count < names.count {
-            guard let entry = entry(in: bytes, at: at, hashSize: hashSize) else { throw GitError("git gave a tree that cannot be read") }
-            let name = Array(bytes[entry.name])
-            if names.contains(name) { found[name] = (isFolder(bytes, entry), Array(bytes[entry.hash])) }
-            at = entry.end
-        }
-        return found
-    }
+    /// A tree's entries as its bytes come, a piece at a time: each whole entry in turn (its
+    /// parts in ``bytes``), the part of one a piece cut kept until the next piece completes it.
+    struct Entries {
+        let hashSize: Int
+        /// The bytes the entries ``next()`` gives are in.
+        private(set) var bytes: [UInt8] = []
+        private var at = 0
+        /// A longer entry is not a name and a hash: the tree is broken.
+        private static let longest = 1 << 20
 
-    /// `old` with `changes` (sorted in git's order, one per name) made, in one pass. `replaced`
-    /// hears each file's entry a change met (its name, mode and hash). As in git's index, a file
-    /// put where the tree has a folder of that name takes its place, and a folder a file's.
-    static func merge(_ old: [UInt8], hashSize: Int, changes: [Change], replaced: (_ name: [UInt8], _ mode: [UInt8], _ hash: [UInt8]) -> Void) throws(GitError) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(old.count + changes.count * (hashSize + 32))
-        var next = 0
-        var at = 0
-        let displacing = Displacing(changes)
-        while at < old.count {
-            guard let entry = entry(in: old, at: at, hashSize: hashSize) else { throw GitError("git gave a tree that cannot be read") }
-            let folder = isFolder(old, entry)
-            while next < changes.count, order(changes[next].name, changes[next].folder, old[entry.name], folder) < 0 {
-                append(changes[next], to: &out)
-                next += 1
-            }
-            if next < changes.count, changes[next].folder == folder, changes[next].name.elementsEqual(old[entry.name]) {
-                if !folder { replaced(changes[next].name, Array(old[entry.mode]), Array(old[entry.hash])) }
-                append(changes[next], to: &out)
-                next += 1
-            } else if !displacing.displaces(old[entry.name], folder: folder) {
-                out.append(contentsOf: old[at..<entry.end])
+        init(hashSize: Int) {
+            self.hashSize = hashSize
+        }
+
+        mutating func append(_ piece: ArraySlice<UInt8>) {
+            bytes.removeSubrange(..<at)
+            at = 0
+            bytes.append(contentsOf: piece)
+        }
+
+        /// The next whole entry; `nil` when the bytes so far end before one does.
+        mutating func next() throws(GitError) -> Entry? {
+            guard at < bytes.count, let entry = GitTree.entry(in: bytes, at: at, hashSize: hashSize) else {
+                guard bytes.count - at <= Self.longest else { throw GitError("git gave a tree that cannot be read") }
+                return nil
             }
             at = entry.end
+            return entry
         }
-        while next < changes.count {
-            append(changes[next], to: &out)
-            next += 1
+
+        /// Fails when the tree's bytes ended inside an entry.
+        func finish() throws(GitError) {
+            guard at == bytes.count else { throw GitError("git gave a tree that cannot be read") }
         }
-        return out
     }
 
-    private static func append(_ change: Change, to out: inout [UInt8]) {
-        guard let entry = change.entry else { return }
-        out.append(contentsOf: entry.mode)
-        out.append(0x20)
-        out.append(contentsOf: change.name)
-        out.append(0)
-        out.append(contentsOf: entry.hash)
+    /// The entries of a tree named in `names`, found in one pass as its bytes come.
+    struct Finder {
+        let names: Set<[UInt8]>
+        private var entries: Entries
+        private(set) var found: [[UInt8]: (folder: Bool, hash: [UInt8])] = [:]
+
+        init(names: Set<[UInt8]>, hashSize: Int) {
+            self.names = names
+            entries = Entries(hashSize: hashSize)
+        }
+
+        mutating func feed(_ piece: ArraySlice<UInt8>) throws(GitError) {
+            guard found.count < names.count else { return }
+            entries.append(piece)
+            while let entry = try entries.next() {
+                let name = Array(entries.bytes[entry.name])
+                if names.contains(name) { found[name] = (isFolder(entries.bytes, entry), Array(entries.bytes[entry.hash])) }
+            }
+        }
+    }
+
+    /// A tree with `changes` (sorted in git's order, one per name) made, in one pass over the old
+    /// tree's bytes as they come (``feed(_:replaced:)``), the untouched entries copied as they
+    /// are. As in git's index, a file put where the tree has a folder of that name takes its
+    /// place, and a folder a file's.
+    struct Merge {
+        private let changes: [Change]
+        private var next = 0
+        private let displacing: Displacing
+        private var entries: Entries
+        /// The new tree's bytes not yet handed on (``clearOut()`` once they are).
+        private(set) var out: [UInt8] = []
+        /// Whether the new tree differs from the old.
+        private(set) var changed = false
+
+        init(changes: [Change], hashSize: Int) {
+            self.changes = changes
+            displacing = Displacing(changes)
+            entries = Entries(hashSize: hashSize)
+        }
+
+        /// Merges the next piece of the old tree. `replaced` hears each file's entry a change
+        /// met (its name, mode and hash).
+        mutating func feed(_ piece: ArraySlice<UInt8>, replaced: (_ name: [UInt8], _ mode: [UInt8], _ hash: [UInt8]) -> Void) throws(GitError) {
+            entries.append(piece)
+            while let entry = try entries.next() {
+                let old = entries.bytes
+                let folder = isFolder(old, entry)
+                while next < changes.count, order(changes[next].name, changes[next].folder, old[entry.name], folder) < 0 {
+                    put(changes[next])
+                    next += 1
+                }
+                if next < changes.count, changes[next].folder == folder, changes[next].name.elementsEqual(old[entry.name]) {
+                    if !folder { replaced(changes[next].name, Array(old[entry.mode]), Array(old[entry.hash])) }
+                    let new = changes[next].entry
+                    if new.map({ !$0.mode.elementsEqual(old[entry.mode]) || !$0.hash.elementsEqual(old[entry.hash]) }) ?? true { changed = true }
+                    put(changes[next], counted: false)
+                    next += 1
+                } else if displacing.displaces(old[entry.name], folder: folder) {
+                    changed = true
+                } else {
+                    out.append(contentsOf: old[entry.mode.lowerBound..<entry.end])
+                }
+            }
+        }
+
+        /// After the old tree's last piece (or none, for a tree made from nothing): the changes
+        /// that sort after its last entry.
+        mutating func finish() throws(GitError) {
+            try entries.finish()
+            while next < changes.count {
+                put(changes[next])
+                next += 1
+            }
+        }
+
+        /// Forgets the bytes of ``out``, handed on.
+        mutating func clearOut() {
+            out.removeAll(keepingCapacity: true)
+        }
+
+        private mutating func put(_ change: Change, counted: Bool = true) {
+            guard let entry = change.entry else { return }
+            if counted { changed = true }
+            out.append(contentsOf: entry.mode)
+            out.append(0x20)
+            out.append(contentsOf: change.name)
+            out.append(0)
+            out.append(contentsOf: entry.hash)
+        }
     }
 
     /// The names changes put as a file or as a folder: an old entry of the same name and the other

@@ -1,14 +1,16 @@
 import DocsyncModel
 import Foundation
 
-/// Makes the trees of a build's commits from their parent's, without an index: each folder a
-/// commit changes is read (`cat-file --batch`, the folders of one level in one process), its
-/// changed entries merged in (``GitTree``), and the new tree written (`hash-object -t tree`, which
-/// checks that it reads as a tree). Folders the commits do not touch are never read.
+/// Makes the trees of a build's commits from their parent's, without an index and without
+/// holding a whole tree: each folder a commit changes is read from one `cat-file --batch` the
+/// build keeps open, its changed entries merged in as its bytes come (``GitTree/Merge``), and the
+/// new tree handed as it is made to `hash-object -t tree` (which checks that it reads as a tree).
+/// Folders the commits do not touch are never read.
 ///
-/// A build's trees are kept while it lasts (`written`), so its next commit does not read again a
-/// folder the last one wrote. The agent holds at most the trees of the folders a build changes:
-/// 4.7 MB for a folder of 100,000 documents, as git's own commands hold them.
+/// The agent holds 64 KiB of a tree at a time, whatever the size of the folder (git's own
+/// commands hold the whole of it, as they do for `git commit`): a folder of 100,000 documents is
+/// a tree of 4.7 MB, of a million 47 MB. Runs on the caller's thread and waits for git; the
+/// builder calls it off the agent's (``GitRunner/offThread(_:)``).
 final class GitTreeWriter {
     /// The changes of one commit below one folder: its files (`nil`: removed) and its folders'.
     /// As in git's index, a file put where a folder was takes the folder's place, all of it
@@ -20,22 +22,28 @@ final class GitTreeWriter {
         var wiped: Set<[UInt8]> = []
     }
 
-    /// A tree: its hash as git prints it and its bytes.
-    struct Tree {
-        var hash: String
-        var bytes: [UInt8]
-    }
-
     let git: GitRunner
-    /// The trees written during this build, by their folder's path (`""`, `notes/`).
-    private var written: [String: Tree] = [:]
+    /// The build's `cat-file --batch`, asked for one tree after another.
+    private let objects: ChildSession
+    /// The name the build's first commit reads its parent's tree by (`<commit>^{tree}`).
+    private var baseName: String?
     /// The tree a build's first commit was made on.
     private(set) var parentTree: String?
-    /// The root tree the next commit is made on.
-    private var current: Tree?
+    /// The root tree the next commit is made on: a hash, or ``baseName`` until it is read.
+    private var current: String?
+    /// The binary size of the repository's hashes, once a tree read says.
+    private var hashSize: Int?
+    /// A new tree goes to `hash-object` in pieces of this size.
+    private static let piece = 64 << 10
 
-    init(git: GitRunner) {
+    init(git: GitRunner) throws(GitError) {
         self.git = git
+        objects = try git.session(["cat-file", "--batch"])
+    }
+
+    /// Ends the build's `cat-file`.
+    func close() {
+        _ = objects.finish()
     }
 
     /// The edits of `entries` (`path` → `mode hash`, `nil` removed), paths split at `/`. A path
@@ -77,36 +85,32 @@ final class GitTreeWriter {
     }
 
     /// The build's first commit goes on `base`'s tree (a commit; `nil`: on nothing).
-    func start(on base: String?) async throws(GitError) {
-        guard let base else { return }
-        guard let root = try await read([base + "^{tree}"]).first ?? nil else { throw GitError("git cannot read the tree of \(base)") }
-        current = root
-        parentTree = root.hash
+    func start(on base: String?) {
+        baseName = base.map { $0 + "^{tree}" }
+        current = baseName
     }
 
-    /// The root tree of `edits` made on the tree the last commit made (or ``start(on:)`` read).
+    /// The root tree of `edits` made on the tree the last commit made (or ``start(on:)`` named).
     /// `replaced` hears each changed file's entry in the tree the edits were made on (`mode
     /// hash`, by path).
-    func apply(_ edits: Edits, replaced: inout [String: String]) async throws(GitError) -> String {
-        guard let made = try await write(edits, at: "", old: current, replaced: &replaced) else { throw GitError("git wrote no tree") }
-        if let tree = written[""], tree.hash == made { current = tree }
+    func apply(_ edits: Edits, replaced: inout [String: String]) throws(GitError) -> String {
+        guard let made = try write(edits, at: "", old: current, replaced: &replaced) else { throw GitError("git wrote no tree") }
+        current = made
         return made
     }
 
-    /// The new tree of the folder at `path` (its old one `old`), `nil` when it is left empty. The
-    /// root is written even empty.
-    private func write(_ edits: Edits, at path: String, old: Tree?, replaced: inout [String: String]) async throws(GitError) -> String? {
-        let oldBytes = old?.bytes ?? []
-        let hashSize = old.map { $0.hash.utf8.count / 2 } ?? edits.hashSize
+    /// The new tree of the folder at `path` (its old one `old`, a name git knows it by), `nil`
+    /// when it is left empty. The root is written even empty.
+    private func write(_ edits: Edits, at path: String, old: String?, replaced: inout [String: String]) throws(GitError) -> String? {
         var changes = edits.files.map { GitTree.Change(name: $0.key, folder: false, entry: $0.value) }
         if !edits.folders.isEmpty {
-            let found = try GitTree.entries(named: Set(edits.folders.keys), in: oldBytes, hashSize: hashSize)
-            let olds = try await subtrees(found, at: path)
+            let kept = Set(edits.folders.keys).subtracting(edits.wiped)
+            let olds = try old.map { name throws(GitError) in try subtrees(kept, of: name, at: path) } ?? [:]
             for (name, inner) in edits.folders {
                 let child = path + String(decoding: name, as: UTF8.self) + "/"
                 let was = olds[name]
-                let made = try await write(inner, at: child, old: edits.wiped.contains(name) ? nil : was, replaced: &replaced)
-                if made == was?.hash { continue }
+                let made = try write(inner, at: child, old: was, replaced: &replaced)
+                if made == was { continue }
                 changes.append(GitTree.Change(name: name, folder: true, entry: try made.map { hex throws(GitError) in
                     guard let hash = Hex.decode(hex.utf8) else { throw GitError("git wrote no tree for \(child)") }
                     return (GitTree.folderMode, hash)
@@ -117,70 +121,89 @@ final class GitTreeWriter {
             changes.append(GitTree.Change(name: name, folder: true, entry: nil))
         }
         changes.sort { GitTree.order($0.name, $0.folder, $1.name, $1.folder) < 0 }
-        let bytes = try GitTree.merge(oldBytes, hashSize: hashSize, changes: changes) { name, mode, hash in
-            replaced[path + String(decoding: name, as: UTF8.self)] = String(decoding: mode, as: UTF8.self) + " " + Hex.encode(hash)
+        return try merge(changes, into: old, at: path, hashSize: hashSize ?? edits.hashSize, replaced: &replaced)
+    }
+
+    /// The hashes of the folders among `names` in the tree `tree` (a file found under a folder's
+    /// name is not one: the edits below that name make a new folder, which takes the file's place).
+    private func subtrees(_ names: Set<[UInt8]>, of tree: String, at path: String) throws(GitError) -> [[UInt8]: String] {
+        let header = try request(tree, at: path)
+        var finder = GitTree.Finder(names: names, hashSize: header.hashSize)
+        try body(header.size) { piece throws(GitError) in try finder.feed(piece) }
+        return finder.found.filter(\.value.folder).mapValues { Hex.encode($0.hash) }
+    }
+
+    /// The tree of `changes` made on the tree `old` (none: on nothing), at `path`: its bytes
+    /// merged as they come and handed on as they are made; `nil` when it is left empty.
+    private func merge(
+        _ changes: [GitTree.Change], into old: String?, at path: String, hashSize: Int, replaced: inout [String: String]
+    ) throws(GitError) -> String? {
+        var merge = GitTree.Merge(changes: changes, hashSize: hashSize)
+        var hasher: ChildSession?
+        var oldHash: String?
+        if let old {
+            let header = try request(old, at: path)
+            oldHash = header.hash
+            try body(header.size) { piece throws(GitError) in
+                try merge.feed(piece) { name, mode, hash in
+                    replaced[path + String(decoding: name, as: UTF8.self)] = String(decoding: mode, as: UTF8.self) + " " + Hex.encode(hash)
+                }
+                if merge.out.count >= Self.piece { try handOn(&merge, to: &hasher) }
+            }
         }
-        if bytes.isEmpty && !path.isEmpty { return nil }
-        if let old, bytes == old.bytes { return old.hash }
-        // Stored, not compressed: a tree of 100,000 entries is hashes that do not compress, and
-        // zlib was half of the time it took to write; `git gc` packs it as it does any object.
-        let hash = try await git.check(["-c", "core.looseCompression=0", "hash-object", "-w", "-t", "tree", "--stdin"], input: bytes).line
-        guard hash.utf8.count == hashSize * 2 else { throw GitError("git hash-object gave no tree for \(path.isEmpty ? "the top" : path)") }
-        written[path] = Tree(hash: hash, bytes: bytes)
+        try merge.finish()
+        if hasher == nil {
+            if merge.out.isEmpty && !path.isEmpty { return nil }
+            if !merge.changed, let oldHash { return oldHash }
+        }
+        try handOn(&merge, to: &hasher)
+        guard let done = hasher?.finish() else { throw GitError("git wrote no tree") }
+        guard done.status == 0 else {
+            throw GitError("git hash-object failed: \(String(decoding: done.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
+        }
+        let hash = String(decoding: done.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard hash.utf8.count == hashSize * 2 else { throw GitError("git hash-object gave no tree for \(Self.name(path))") }
         return hash
     }
 
-    /// The trees of the folders `found` below `path` (a file found under a folder's name is not
-    /// one: the edits below that name make a new folder, which takes the file's place).
-    private func subtrees(_ found: [[UInt8]: (folder: Bool, hash: [UInt8])], at path: String) async throws(GitError) -> [[UInt8]: Tree] {
-        var trees: [[UInt8]: Tree] = [:]
-        var wanted: [([UInt8], String)] = []
-        for (name, entry) in found where entry.folder {
-            let hash = Hex.encode(entry.hash)
-            if let known = written[path + String(decoding: name, as: UTF8.self) + "/"], known.hash == hash {
-                trees[name] = known
-            } else {
-                wanted.append((name, hash))
-            }
+    /// Hands the merged bytes so far to `hash-object`, started with the first of them. Stored, not
+    /// compressed: a tree of 100,000 entries is hashes that do not compress, and zlib was half of
+    /// the time it took to write; `git gc` packs it as it does any object.
+    private func handOn(_ merge: inout GitTree.Merge, to hasher: inout ChildSession?) throws(GitError) {
+        if hasher == nil { hasher = try git.session(["-c", "core.looseCompression=0", "hash-object", "-w", "-t", "tree", "--stdin"]) }
+        // A hash-object that stops reading has failed: its status and message say why.
+        hasher?.write(merge.out[...])
+        merge.clearOut()
+    }
+
+    /// Asks `cat-file` for the tree `name` (of the folder at `path`): its hash, size and hash size.
+    /// Its bytes come next (``body(_:into:)``).
+    private func request(_ name: String, at path: String) throws(GitError) -> (hash: String, size: Int, hashSize: Int) {
+        guard !name.contains("\n"), objects.write(Array((name + "\n").utf8)[...]), let line = objects.readLine() else {
+            throw GitError("git cat-file stopped: \(String(decoding: objects.finish().stderr, as: UTF8.self).prefix(500))")
         }
-        let read = try await read(wanted.map(\.1))
-        for ((name, _), tree) in zip(wanted, read) { trees[name] = tree }
-        return trees
-    }
-
-    /// The trees named by `names` (hashes, or `commit^{tree}`), in one `cat-file --batch`; `nil`
-    /// for one git does not have as a tree.
-    func read(_ names: [String]) async throws(GitError) -> [Tree?] {
-        if names.isEmpty { return [] }
-        var out = try await git.check(["cat-file", "--batch"], input: Array(names.map { $0 + "\n" }.joined().utf8)).stdout
-        if names.count == 1 { return [Self.only(&out)] }
-        var trees: [Tree?] = []
-        var at = 0
-        while trees.count < names.count {
-            guard let object = Self.object(in: out, at: at) else { throw GitError("git cat-file was cut short") }
-            trees.append(object.tree ? Tree(hash: object.hash, bytes: Array(out[object.body])) : nil)
-            at = object.next
+        let header = String(decoding: line, as: UTF8.self).split(separator: " ")
+        guard header.count == 3, let size = Int(header[2]), size >= 0 else {
+            throw GitError(name == baseName ? "git cannot read the tree of \(name.dropLast(7))" : "git has no tree for \(Self.name(path))")
         }
-        return trees
+        guard header[1] == "tree" else {
+            try body(size) { _ in }
+            throw GitError("git gave a \(header[1]), not a tree, for \(Self.name(path))")
+        }
+        let hash = String(header[0])
+        if name == baseName { parentTree = hash }
+        hashSize = hash.utf8.count / 2
+        return (hash, size, hash.utf8.count / 2)
     }
 
-    /// The one tree `cat-file --batch` gave in `out`, its bytes moved to the front of `out`'s own
-    /// buffer rather than copied: a folder of 100,000 files is a tree of 4.7 MB.
-    private static func only(_ out: inout [UInt8]) -> Tree? {
-        guard let object = object(in: out, at: 0), object.tree else { return nil }
-        out.removeSubrange(object.body.upperBound...)
-        out.removeSubrange(..<object.body.lowerBound)
-        return Tree(hash: object.hash, bytes: out)
+    /// The `size` bytes of the object ``request(_:at:)`` asked for, handed to `sink` in pieces.
+    private func body(_ size: Int, into sink: (ArraySlice<UInt8>) throws(GitError) -> Void) throws(GitError) {
+        guard try objects.read(size, into: sink), try objects.read(1, into: { _ in }) else { throw GitError("git cat-file was cut short") }
     }
 
-    /// The object `cat-file --batch` printed at `at` (`<hash> <type> <size>` and a line, the
-    /// body and a line; `<name> missing` and the like a line alone): `nil` when it is cut short.
-    private static func object(in out: [UInt8], at: Int) -> (hash: String, tree: Bool, body: Range<Int>, next: Int)? {
-        guard let newline = out[at...].firstIndex(of: 0x0a) else { return nil }
-        let header = String(decoding: out[at..<newline], as: UTF8.self).split(separator: " ")
-        guard header.count == 3, let size = Int(header[2]), size >= 0 else { return ("", false, newline..<newline, newline + 1) }
-        guard newline + 1 + size <= out.count else { return nil }
-        return (String(header[0]), header[1] == "tree", (newline + 1)..<(newline + 1 + size), newline + 2 + size)
+    /// A folder's path as messages say it.
+    private static func name(_ path: String) -> String {
+        path.isEmpty ? "the top folder" : path
     }
 }
 

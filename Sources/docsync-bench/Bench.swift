@@ -83,6 +83,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Only the index floor: this many documents recorded as the agent's index records an import, in one row each, and parsed and hashed, --rounds times (CPU a document).")
     var indexFloor: Int?
 
+    @Option(help: "Only the git tree run: ten commits of one change each into one folder of each of these sizes (e.g. 10000,100000,1000000), made by the agent's commit code in this process: the memory they add at their peak, their CPU beside git's floor.")
+    var gitTree: String?
+
     @Flag(help: "Small sizes that finish in under a minute (CI runs this so the benchmark cannot rot).")
     var quick = false
 
@@ -190,6 +193,10 @@ struct Bench: AsyncParsableCommand {
         if let encrypted { return try await measureEncrypted(count: encrypted, work: work).table }
         if let pullOnly { return try await measurePullOnly(count: pullOnly, work: work).table }
         if let indexFloor { return try await measureIndexFloor(count: indexFloor, work: work).table }
+        if let gitTree {
+            let sizes = gitTree.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            return GitTreeRun.table(try await measureGitTree(sizes: sizes, work: work))
+        }
         return nil
     }
 

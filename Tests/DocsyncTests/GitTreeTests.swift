@@ -112,6 +112,38 @@ import Testing
         #expect(try gitWith(["fsck", "--no-progress", "--strict", "--no-dangling"], in: repo.path).isEmpty)
     }
 
+    /// A folder whose tree is many times the piece it is merged in (4,000 files, 180 KB): changes
+    /// at its start, its end, across the pieces' edges and in a new folder inside it make the
+    /// tree git's index makes.
+    @Test func aFolderLargerThanAPieceOfItsTreeIsMergedAsGitsIndexWould() async throws {
+        let repo = try TempFolder("git-tree-large")
+        defer { repo.remove() }
+        try git(["init", "-q", "-b", "main"], in: repo.path)
+        let blob = try gitWith(["hash-object", "-w", "--stdin"], in: repo.path, input: Array("{}\n".utf8)).trimmingCharacters(in: .whitespacesAndNewlines)
+        let names = (0..<4_000).map { String(format: "records/r%05d.json", $0 * 2) }
+        let info = names.map { "100644 \(blob)\t\($0)\0" }.joined() + "100644 \(blob)\tREADME.json\0"
+        try gitWith(["update-index", "--add", "-z", "--index-info"], in: repo.path, input: Array(info.utf8))
+        let tree = try git(["write-tree"], in: repo.path).trimmingCharacters(in: .whitespacesAndNewlines)
+        let start = try git(["commit-tree", tree, "-m", "start"], in: repo.path).trimmingCharacters(in: .whitespacesAndNewlines)
+        try git(["update-ref", "refs/heads/server", start], in: repo.path)
+        let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .branch("server"))
+        let bytes = Array("{\"new\":true}\n".utf8)
+        let plans = [
+            plan([.put(path: "records/a.json", bytes: bytes), .put(path: "records/r00001.json", bytes: bytes), .remove(path: "records/r00000.json")]),
+            plan((1_390..<1_410).map { .put(path: String(format: "records/r%05d.json", $0), bytes: bytes) } + [.remove(path: "records/r07998.json")]),
+            plan([.put(path: "records/zz.json", bytes: bytes), .put(path: "records/r04000/inner.json", bytes: bytes), .remove(path: "records/r04002.json")]),
+        ]
+        let expected = try oracle(repo, parent: start, plans)
+        guard case .committed(let commit) = try await writer.commit(plans) else {
+            Issue.record("no commit")
+            return
+        }
+        let made = try git(["rev-parse", commit + "^{tree}"], in: repo.path).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(made == expected, "\((try? git(["diff-tree", "-r", expected, made], in: repo.path)) ?? "")")
+        #expect(try git(["rev-list", "--count", "server"], in: repo.path) == "4\n")
+        #expect(try gitWith(["fsck", "--no-progress", "--strict", "--no-dangling"], in: repo.path).isEmpty)
+    }
+
     /// A repository without a commit yet: the first commit is docsync's, its tree made from nothing.
     @Test func theFirstCommitOfAnUnbornBranchIsMadeFromNothing() async throws {
         let repo = try TempFolder("git-tree-unborn")

@@ -1,0 +1,112 @@
+import DocsyncGit
+import DocsyncTestSupport
+import Foundation
+
+/// What one pulled change's commit costs in a folder of each size, made by the agent's own
+/// commit code in this process (`--git-tree 10000,100000,1000000`): the memory the commits add
+/// to the process at their peak (which must not grow with the folder: a tree of 100,000 entries
+/// is 4.7 MB, of a million 47 MB), the CPU a commit (this process and its git children), beside
+/// git's floor for the same change in the same run (the file added to a copy of the folder's
+/// index and the tree written from it, as `git add` and `git commit` do).
+struct GitTreeRun {
+    var files = 0
+    var commits = 0
+    /// The process's resident memory before the commits, and its peak while they were made.
+    var residentBefore = 0
+    var residentPeak = 0
+    var cpuPerCommit = 0.0
+    var floorPerCommit = 0.0
+
+    static func table(_ runs: [GitTreeRun]) -> String {
+        var lines = [
+            "## git commits of one change into one folder of each size (the agent's commit code, in process)", "",
+            "| files in the folder | its tree | memory the commits add at their peak | CPU a commit (with git) | git's floor: update-index + write-tree | × the floor |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for run in runs {
+            let tree = Double(run.files) * 47 / 1_048_576
+            lines.append(
+                "| \(run.files) | \(fmt(tree, 1)) MiB | \(fmt(Double(run.residentPeak - run.residentBefore) / 1_048_576, 1)) MiB | \(fmt(run.cpuPerCommit * 1000, 1)) ms | \(fmt(run.floorPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommit / run.floorPerCommit, 2))× |")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension Bench {
+    func measureGitTree(sizes: [Int], work: TempFolder) async throws -> [GitTreeRun] {
+        var runs: [GitTreeRun] = []
+        for size in sizes {
+            let repo = work.file("git-tree-\(size)")
+            let start = try Self.repository(repo, files: size, work: work)
+            var run = GitTreeRun(files: size, commits: 10)
+            let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo), target: .branch("trickle"))
+            _ = try ChildRun.run("/usr/bin/git", ["-C", repo, "update-ref", "refs/heads/trickle", start], log: work.file("git-tree.log"))
+            // The peak is measured from here: the kernel's high-water mark of this process reset.
+            try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+            run.residentBefore = Self.ownStatus("VmRSS")
+            let before = Self.cpuWithChildren()
+            for n in 0..<run.commits {
+                let plan = GitCommitPlan(
+                    author: GitIdentity(name: "bench", email: "bench@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
+                    message: "trickle \(n)\n", entries: [.put(path: "bench/d\(n * 7919 % size).json", bytes: Array("{\"edit\":\(n)}\n".utf8))])
+                guard case .committed = try await writer.commit([plan]) else { throw ProcessFailure("commit \(n) into \(size) files was not made") }
+            }
+            run.cpuPerCommit = (Self.cpuWithChildren() - before) / Double(run.commits)
+            run.residentPeak = Self.ownStatus("VmHWM")
+            run.floorPerCommit = try Self.gitFloor(repo, commits: run.commits, work: work)
+            log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB")
+            try? FileManager.default.removeItem(atPath: repo)
+            runs.append(run)
+        }
+        return runs
+    }
+
+    /// A repository whose one commit holds `files` files in the folder `bench/` (all the empty blob, entries
+    /// made with `update-index`): the commit.
+    static func repository(_ repo: String, files: Int, work: TempFolder) throws -> String {
+        try FileManager.default.createDirectory(atPath: repo, withIntermediateDirectories: true)
+        let list = work.file("git-tree-list")
+        try Data((0..<files).map { "100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tbench/d\($0).json\n" }.joined().utf8).write(to: URL(fileURLWithPath: list))
+        let script = """
+            set -e; git init -q -b main '\(repo)'; cd '\(repo)'
+            git hash-object -w --stdin < /dev/null > /dev/null
+            git update-index --add --index-info < '\(list)'
+            git commit-tree -m start "$(git write-tree)"
+            """
+        let made = try ChildRun.run("/bin/sh", ["-c", script], log: work.file("git-tree-setup.log"))
+        unlink(list)
+        guard made.exitStatus == 0 else { throw ProcessFailure("git repository of \(files) files: \(made.output)") }
+        return String(made.output.split(separator: "\n").last ?? "")
+    }
+
+    /// The CPU a commit of one changed file costs git itself: `update-index` of one file into a
+    /// copy of the folder's index, then `write-tree`, `commits` times.
+    static func gitFloor(_ repo: String, commits: Int, work: TempFolder) throws -> Double {
+        let script = """
+            set -e; cd '\(repo)'; cp .git/index .git/floor-index; blob=$(echo floor | git hash-object -w --stdin)
+            for n in $(seq 1 \(commits)); do
+              GIT_INDEX_FILE=.git/floor-index git update-index --cacheinfo "100644,$blob,bench/d$n.json"
+              GIT_INDEX_FILE=.git/floor-index git write-tree > /dev/null
+            done
+            """
+        let before = cpuWithChildren()
+        let run = try ChildRun.run("/bin/sh", ["-c", script], log: work.file("git-floor.log"))
+        guard run.exitStatus == 0 else { throw ProcessFailure("git's floor: \(run.output)") }
+        return (cpuWithChildren() - before) / Double(commits)
+    }
+
+    /// User and system CPU seconds of this process and its children that have ended.
+    static func cpuWithChildren() -> Double {
+        var mine = rusage()
+        var children = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &mine)
+        getrusage(RUSAGE_CHILDREN.rawValue, &children)
+        return [mine.ru_utime, mine.ru_stime, children.ru_utime, children.ru_stime].reduce(0) { $0 + Double($1.tv_sec) + Double($1.tv_usec) / 1e6 }
+    }
+
+    /// A field of this process's `/proc/self/status` in bytes (`VmRSS`, `VmHWM`).
+    static func ownStatus(_ key: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        return (ProcessStats.kibibytes(key, in: status) ?? 0) * 1024
+    }
+}
