@@ -22,15 +22,16 @@ extension Bench {
         try await waitForCommits(in: dir, process: agent)
         results.gitPullSeconds = seconds(since: start)
         results.gitCommits = try commitCount(in: dir, work: work) - 1
-        results.gitTrickleCPUms = try await measureGitTrickle(url: url, folder: dir, agent: agent, work: work)
+        (results.gitTrickleCPUms, results.gitTrickleGitCPUms) = try await measureGitTrickle(url: url, folder: dir, agent: agent, work: work)
         await agent.stop()
+        results.gitFloorMs = try Self.gitFloor(dir, commits: 10, work: work) * 1000
         log("pull with --git-commit: \(docs) in \(fmt(results.gitPullSeconds)) s, \(results.gitCommits) commits")
     }
 
     /// A steady trickle into the repository of 4c: one document changed on the server a second,
-    /// each pulled and committed on its own. The agent's CPU and its git children's, in ms a
-    /// commit.
-    func measureGitTrickle(url: String, folder: String, agent: DocsyncProcess, work: TempFolder) async throws -> Double {
+    /// each pulled and committed on its own. The CPU of the agent with its git children, and of
+    /// the children alone, in ms a commit.
+    func measureGitTrickle(url: String, folder: String, agent: DocsyncProcess, work: TempFolder) async throws -> (all: Double, git: Double) {
         let api = APIClient(baseURL: url, token: try token(work: work))
         let changes = quick ? 3 : 10
         let commitsBefore = try commitCount(in: folder, work: work)
@@ -45,8 +46,9 @@ extension Bench {
         let after = ProcessStats.read(pid: agent.pid)!
         let commits = max(1, try commitCount(in: folder, work: work) - commitsBefore)
         let cpu = (after.cpuSeconds + after.childCPUSeconds) - (before.cpuSeconds + before.childCPUSeconds)
-        log("git trickle: \(changes) changes, \(commits) commits, \(fmt(cpu * 1000 / Double(commits), 0)) ms CPU a commit")
-        return cpu * 1000 / Double(commits)
+        let git = after.childCPUSeconds - before.childCPUSeconds
+        log("git trickle: \(changes) changes, \(commits) commits, \(fmt(cpu * 1000 / Double(commits), 0)) ms CPU a commit (git \(fmt(git * 1000 / Double(commits), 0)))")
+        return (cpu * 1000 / Double(commits), git * 1000 / Double(commits))
     }
 
     func commitCount(in folder: String, work: TempFolder) throws -> Int {

@@ -55,8 +55,11 @@ struct Results {
     /// The same pull into a git work tree with `--git-commit`, until every change is committed.
     var gitPullSeconds = 0.0
     var gitCommits = 0
-    /// A trickle into 4c's repository: CPU (agent and git) a commit, ms.
+    /// A trickle into 4c's repository: CPU (agent and git) a commit, ms; git's own share; and
+    /// git's floor for one changed file in that folder (`update-index` + `write-tree`), ms.
     var gitTrickleCPUms = Double.nan
+    var gitTrickleGitCPUms = Double.nan
+    var gitFloorMs = Double.nan
     var rescanSeconds = 0.0
     var rescanContentBytes = 0
     var rescanReadBytes = 0
@@ -131,7 +134,7 @@ struct Results {
             | raw pull, docs/s (docsync / raw\(pullRounds.count > 1 ? ": the median of the rounds' ratios" : "")) | \(fmt(rawPullDocsPerSecond, 0)) | | \(fmt(pullRatio(docs: docs), 2))× |
             | pull: agent CPU seconds / peak RSS | \(fmt(pullAgentCPU, 2)) / \(pullAgentRSS >> 20) MiB | | |
             | pull with `--git-commit`, docs/s until all committed (\(gitCommits) commits; against the pull alone; time with / without) | \(fmt(Double(docs) / gitPullSeconds, 0)) | \(fmt(Double(docs) / pullSeconds, 0)) | \(fmt(gitPullSeconds / pullSeconds, 2))× |
-            | then a trickle, one change a second: CPU of the agent and its git a commit, ms (\(docs) files in the docType's folder) | \(fmt(gitTrickleCPUms, 0)) | | |
+            | then a trickle, one change a second: CPU of the agent and its git a commit, ms (\(docs) files in the docType's folder; git's own) | \(fmt(gitTrickleCPUms, 0)) (\(fmt(gitTrickleGitCPUms, 0))) | git's floor for one changed file: \(fmt(gitFloorMs, 0)) | git \(fmt(gitTrickleGitCPUms / gitFloorMs, 2))× its floor |
             | idle CPU, ms per minute (observed \(idleSeconds) s; per-thread schedstat) | \(fmt(idleCPUmsPerMinute, 2)) | | |
             | idle wakeups per minute | \(fmt(idleWakeupsPerMinute, 1)) | | |
             | idle CPU with `--metrics-addr` on, not scraped, ms per minute | \(fmt(idleListeningCPUmsPerMinute, 2)) | | |
@@ -261,6 +264,7 @@ struct Results {
             ("pull_agent_peak_rss_bytes", Double(pullAgentRSS)), ("raw_pull_docs_per_s", rawPullDocsPerSecond), ("pull_ratio", pullRatio(docs: docs)),
             ("pull_rounds", Double(pullRounds.count)),
             ("git_pull_seconds", gitPullSeconds), ("git_commits", Double(gitCommits)),
+            ("git_trickle_cpu_ms", gitTrickleCPUms), ("git_trickle_git_cpu_ms", gitTrickleGitCPUms), ("git_floor_ms", gitFloorMs),
             ("idle_cpu_ms_per_min", idleCPUmsPerMinute), ("idle_wakeups_per_min", idleWakeupsPerMinute),
             ("idle_metrics_cpu_ms_per_min", idleMetricsCPUmsPerMinute),
             ("idle_listening_cpu_ms_per_min", idleListeningCPUmsPerMinute),
