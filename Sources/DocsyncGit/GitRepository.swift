@@ -69,13 +69,16 @@ public struct GitRepository: Sendable {
         return "0 " + String(repeating: "0", count: length)
     }
 
-    /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`. A few paths are asked
-    /// for by name (literal pathspecs: a name is never a pattern); many, by reading the index
-    /// whole, in one pass, where each pathspec would be matched against every entry. Only the
-    /// entries of `paths` are kept, as the listing is read: a trickle of one change a commit spent
-    /// 240 ms a commit making a map of an index of 100,000, and its listing is 7 MB.
-    func entries(inIndex index: String, paths: Set<String>) async throws(GitError) -> [String: String] {
+    /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`, whose hashes are
+    /// `hashSize` bytes: read by the agent (``GitIndexFile``) where it can, else listed by git. To
+    /// git, a few paths are named (literal pathspecs: a name is never a pattern); many, by
+    /// listing the index whole, in one pass, where each pathspec would be matched against every
+    /// entry. Only the entries of `paths` are kept, as the listing is read: a trickle of one
+    /// change a commit spent 240 ms a commit making a map of an index of 100,000, and its listing
+    /// is 7 MB.
+    func entries(inIndex index: String, paths: Set<String>, hashSize: Int) async throws(GitError) -> [String: String] {
         guard !paths.isEmpty else { return [:] }
+        if let read = try await git.offThread({ GitIndexFile.entries(of: paths, in: index, hashSize: hashSize) }) { return read }
         // Pathspecs are read from where git runs: the top of the work tree, as the paths are.
         let atTop = git.directory == workTree
         let named = paths.count <= Self.namedPaths && atTop ? ["--"] + paths.sorted() : []

@@ -112,6 +112,27 @@ import Testing
         #expect(try gitWith(["fsck", "--no-progress", "--strict", "--no-dangling"], in: repo.path).isEmpty)
     }
 
+    /// The user's index is read by the agent in versions 2 to 4 and left to `ls-files` when it is
+    /// split (its entries in a second file): either way it follows each commit, and what the
+    /// user staged for a path is kept.
+    @Test(arguments: ["4", "split"]) func theUsersIndexIsFollowedWhateverItsForm(form: String) async throws {
+        let repo = try repository("git-tree-index-\(form)")
+        defer { repo.remove() }
+        try git(["update-index"] + (form == "split" ? ["--split-index"] : ["--index-version", form]), in: repo.path)
+        try repo.write("notes/n2.json", "{\"mine\":true}\n")
+        try git(["add", "notes/n2.json"], in: repo.path)
+        let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .checkedOut)
+        try repo.write("notes/n1.json", "{\"pulled\":1}\n")
+        let pulled = plan([.put(path: "notes/n1.json", bytes: Array("{\"pulled\":1}\n".utf8)), .put(path: "notes/n2.json", bytes: Array("{\"pulled\":2}\n".utf8))])
+        guard case .committed = try await writer.commit([pulled]) else {
+            Issue.record("no commit")
+            return
+        }
+        #expect(try git(["diff", "--cached", "--name-only"], in: repo.path) == "notes/n2.json\n", "only the user's own staged change is left")
+        #expect(try git(["show", ":notes/n2.json"], in: repo.path) == "{\"mine\":true}\n", "what the user staged is kept")
+        #expect(try git(["show", ":notes/n1.json"], in: repo.path) == "{\"pulled\":1}\n", "the index follows the commit")
+    }
+
     /// A folder whose tree is many times the piece it is merged in (4,000 files, 180 KB): changes
     /// at its start, its end, across the pieces' edges and in a new folder inside it make the
     /// tree git's index makes.
