@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers that read bytes from outside with libFuzzer: the JSON parser (files and
 # every reply), the multipart splitter (uploads), the HTTP-date parser (a clock header), the
-# .docsyncignore matcher, and the JSON Schema compiler and validator (schemas are documents any
-# writer can send). Each target is compiled straight from its sources with
+# .docsyncignore matcher, the JSON Schema compiler and validator (schemas are documents any
+# writer can send), and the reader of the user's git index (a file any program may have written). Each target is compiled straight from its sources with
 # `swiftc -sanitize=fuzzer,address` (no package dependencies needed), starts from the committed
 # corpus in Fuzz/corpus/NAME, and runs for SECONDS.
-#   scripts/fuzz.sh [SECONDS] [NAME...]     NAME: json multipart httpdate ignore schema (default: all)
+#   scripts/fuzz.sh [SECONDS] [NAME...]     NAME: json multipart httpdate ignore schema gitindex (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-targets=("${@:-json multipart httpdate ignore schema}")
+targets=("${@:-json multipart httpdate ignore schema gitindex}")
 read -r -a targets <<< "${targets[*]}"
 out=.build-fuzz
 mkdir -p "$out"
@@ -34,6 +34,7 @@ for name in "${targets[@]}"; do
     ignore) build ignore Fuzz/IgnoreRulesFuzz.swift ;;
     # FolderSchemaCheck reads folders (DocsyncFiles): the validator alone is fuzzed.
     schema) build schema -I Sources/CPCRE2 -lpcre2-8 Fuzz/SchemaFuzz.swift $(ls Sources/DocsyncSchema/*.swift | grep -v FolderSchemaCheck.swift) ;;
+    gitindex) build gitindex Fuzz/GitIndexFuzz.swift Sources/DocsyncGit/GitIndexFile.swift ;;
     *) echo "unknown fuzz target $name" >&2; exit 2 ;;
   esac
   work="$out/corpus-$name"
