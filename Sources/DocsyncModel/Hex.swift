@@ -1,15 +1,20 @@
 /// Bytes as lowercase hexadecimal and back: digests, hashes of git objects, file ids. One
 /// encoder and one decoder for every part (git's object names, token digests, sealed files).
 public enum Hex {
-    /// `bytes` as lowercase hex, written straight into the string.
+    /// `bytes` as lowercase hex, written straight into the string (without a copy of the bytes
+    /// where they are contiguous: a content hash is encoded for every file read).
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let all = Array(bytes)
-        return String(unsafeUninitializedCapacity: all.count * 2) { out in
-            for (i, byte) in all.enumerated() {
+        if let done = bytes.withContiguousStorageIfAvailable({ encode(UnsafeRawBufferPointer($0)) }) { return done }
+        return Array(bytes).withUnsafeBytes { encode($0) }
+    }
+
+    public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (i, byte) in bytes.enumerated() {
                 out[2 * i] = lowercaseHexDigit(byte >> 4)
                 out[2 * i + 1] = lowercaseHexDigit(byte & 0xF)
             }
-            return all.count * 2
+            return bytes.count * 2
         }
     }
 
