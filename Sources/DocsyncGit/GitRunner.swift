@@ -104,7 +104,20 @@ struct GitRunner: Sendable {
         env["GIT_COMMITTER_NAME"] = "docsync"
         env["GIT_COMMITTER_EMAIL"] = "docsync@localhost"
         env["LC_ALL"] = "C"
+        env["GLIBC_TUNABLES"] = Self.tunables(env["GLIBC_TUNABLES"])
         env.merge(extra) { _, new in new }
         return env
+    }
+
+    /// The user's glibc tunables, with a malloc trim threshold of 64 MiB unless they set one.
+    /// glibc gives freed heap back to the kernel once its top passes the threshold, which it
+    /// sets itself from the largest block freed: `fast-import` frees its compressor's state
+    /// after each blob, so 100,000 blobs made 210,000 `brk` calls, 2.5 s of system time in a
+    /// run of 3.7 s. Kept for the next blob, the run takes 1.1 s. Ignored where there is no glibc.
+    static func tunables(_ user: String?) -> String {
+        let ours = "glibc.malloc.trim_threshold=67108864"
+        guard let user, !user.isEmpty else { return ours }
+        if user.split(separator: ":").contains(where: { $0.hasPrefix("glibc.malloc.trim_threshold=") }) { return user }
+        return user + ":" + ours
     }
 }
