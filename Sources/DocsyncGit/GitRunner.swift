@@ -35,10 +35,7 @@ struct GitRunner: Sendable {
     func run(
         _ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:], output: (@Sendable (ArraySlice<UInt8>) -> Void)? = nil
     ) async throws(GitError) -> GitOutput {
-        let result: Result<GitOutput, GitError> = await withCheckedContinuation { done in
-            DispatchQueue.global().async { done.resume(returning: runBlocking(arguments, input: input, extra: extra, output: output)) }
-        }
-        return try result.get()
+        try await offThread { () throws(GitError) -> GitOutput in try runHere(arguments, input: input, extra: extra, output: output) }
     }
 
     @discardableResult
@@ -46,22 +43,14 @@ struct GitRunner: Sendable {
     func check(
         _ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:], output: (@Sendable (ArraySlice<UInt8>) -> Void)? = nil
     ) async throws(GitError) -> GitOutput {
-        let out = try await run(arguments, input: input, extra: extra, output: output)
-        guard out.status == 0 else {
-            throw GitError("git \(arguments.first ?? "") failed: \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
-        }
-        return out
+        try Self.checked(try await run(arguments, input: input, extra: extra, output: output), arguments)
     }
 
     /// As ``check(_:input:extra:output:)``, on the caller's thread: for work already moved off
     /// the caller's (``offThread(_:)``).
     @discardableResult
     func checkHere(_ arguments: [String], input: [UInt8]? = nil, extra: [String: String] = [:]) throws(GitError) -> GitOutput {
-        let out = try runBlocking(arguments, input: input, extra: extra, output: nil).get()
-        guard out.status == 0 else {
-            throw GitError("git \(arguments.first ?? "") failed: \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
-        }
-        return out
+        try Self.checked(try runHere(arguments, input: input, extra: extra, output: nil), arguments)
     }
 
     /// Git started with `arguments` and talked to as it runs (see ``ChildSession``).
@@ -83,15 +72,20 @@ struct GitRunner: Sendable {
         return try result.get()
     }
 
-    private func runBlocking(
+    /// Runs git on the caller's thread, waiting for it to end.
+    private func runHere(
         _ arguments: [String], input: [UInt8]?, extra: [String: String], output: (@Sendable (ArraySlice<UInt8>) -> Void)?
-    ) -> Result<GitOutput, GitError> {
-        do throws(GitError) {
-            let done = try ChildProcess.run(executable, ["-C", directory] + arguments, environment: environment(extra: extra), input: input, output: output)
-            return .success(GitOutput(status: done.status, stdout: done.stdout, stderr: String(decoding: done.stderr, as: UTF8.self)))
-        } catch {
-            return .failure(error)
+    ) throws(GitError) -> GitOutput {
+        let done = try ChildProcess.run(executable, ["-C", directory] + arguments, environment: environment(extra: extra), input: input, output: output)
+        return GitOutput(status: done.status, stdout: done.stdout, stderr: String(decoding: done.stderr, as: UTF8.self))
+    }
+
+    /// `out`, or git's own message when the command failed.
+    private static func checked(_ out: GitOutput, _ arguments: [String]) throws(GitError) -> GitOutput {
+        guard out.status == 0 else {
+            throw GitError("git \(arguments.first ?? "") failed: \(out.stderr.trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
         }
+        return out
     }
 
     /// The agent's environment as git is given it: none of the variables a user's shell may point
