@@ -80,10 +80,11 @@ extension GitIndexFile {
     /// The index's header, entries and extensions, read in order, the asked-for entries kept.
     struct Parser {
         let hashSize: Int
-        /// The paths asked for, by the hash of their bytes.
-        private var wanted: [Int: [[UInt8]]] = [:]
+        /// The paths asked for, as bytes.
+        private let wanted: Set<[UInt8]>
         /// A bit for each asked-for path's ``fingerprint(_:)``: most entries are passed over on
-        /// one bit, without hashing their path (an index of 100,000 entries, one path asked for).
+        /// one bit, without copying or hashing their path (an index of 100,000 entries, one path
+        /// asked for).
         private var filter: [UInt64]
         private(set) var found: [String: String] = [:]
         private var version: UInt32 = 0
@@ -92,10 +93,9 @@ extension GitIndexFile {
 
         init(paths: Set<String>, hashSize: Int) {
             self.hashSize = hashSize
+            wanted = Set(paths.map { Array($0.utf8) })
             filter = [UInt64](repeating: 0, count: max(1, (paths.count * 64).nextPowerOf2 / 64))
-            for path in paths {
-                let bytes = Array(path.utf8)
-                wanted[Self.hash(bytes[...]), default: []].append(bytes)
+            for bytes in wanted {
                 let bit = Self.fingerprint(bytes[...]) & (filter.count * 64 - 1)
                 filter[bit >> 6] |= 1 << UInt64(bit & 63)
             }
@@ -156,7 +156,7 @@ extension GitIndexFile {
             }
             let named = Int(flags & 0xfff)
             guard named == 0xfff ? name.count >= 0xfff : named == name.count else { return false }
-            if flags & 0x3000 == 0, mayBeWanted(name), let candidates = wanted[Self.hash(name)], candidates.contains(where: { $0.elementsEqual(name) }) {
+            if flags & 0x3000 == 0, mayBeWanted(name), wanted.contains(Array(name)) {
                 let mode = String(r.u32(24), radix: 8)
                 found[String(decoding: name, as: UTF8.self)] = String(repeating: "0", count: max(0, 6 - mode.count)) + mode + " "
                     + Hex.encode(r.bytes[(r.at + 40)..<(r.at + 40 + hashSize)])
@@ -208,12 +208,6 @@ extension GitIndexFile {
                 value = ((value + 1) << 7) | Int(byte & 0x7f)
             }
             return (value, at + 1 - offset)
-        }
-
-        private static func hash(_ bytes: ArraySlice<UInt8>) -> Int {
-            var hasher = Hasher()
-            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-            return hasher.finalize()
         }
     }
 }
