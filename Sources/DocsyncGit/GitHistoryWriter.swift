@@ -143,7 +143,7 @@ public struct GitHistoryWriter: Sendable {
     private func followingIndex(_ changed: [String: (old: String?, new: String?)]) async throws(GitError) -> IndexFile.Stamp? {
         let scratch = followingIndexPath
         let stamp = try IndexFile.copy(repository.gitDir + "/index", to: scratch)
-        let hashSize = (changed.values.lazy.compactMap { $0.new ?? $0.old }.first?.split(separator: " ").last?.utf8.count ?? 40) / 2
+        let hashSize = GitRepository.hashDigits(of: changed.values.lazy.compactMap { $0.new ?? $0.old }.first) / 2
         let staged = try await repository.entries(inIndex: scratch, paths: Set(changed.keys), hashSize: hashSize)
         var lines: [UInt8] = []
         for (path, change) in changed where staged[path] == change.old {

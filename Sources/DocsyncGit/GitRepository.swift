@@ -65,8 +65,12 @@ public struct GitRepository: Sendable {
     /// The `mode sha` of an `update-index --index-info` record that removes the path whose entry
     /// is `entry` (`mode sha`): a null hash as long as its own (SHA-1 or SHA-256).
     static func removedEntry(of entry: String?) -> String {
-        let length = entry?.split(separator: " ").last?.utf8.count ?? 40
-        return "0 " + String(repeating: "0", count: length)
+        "0 " + String(repeating: "0", count: hashDigits(of: entry))
+    }
+
+    /// The hex digits of the hash in `entry` (`mode sha`): 40 (SHA-1) or 64 (SHA-256); 40 for none.
+    static func hashDigits(of entry: String?) -> Int {
+        entry?.split(separator: " ").last?.utf8.count ?? 40
     }
 
     /// Stage-0 entries (`mode sha`) of `paths` in the index at `index`, whose hashes are
