@@ -43,16 +43,16 @@ extension Bench {
             _ = try ChildRun.run("/usr/bin/git", ["-C", repo, "update-ref", "refs/heads/trickle", start], log: work.file("git-tree.log"))
             // The peak is measured from here: the kernel's high-water mark of this process reset.
             try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-            run.residentBefore = Self.ownStatus("VmRSS")
-            let before = Self.cpuWithChildren()
+            run.residentBefore = Self.residentBytes(pid: getpid())
+            let before = Self.ownCPUSeconds(withChildren: true)
             for n in 0..<run.commits {
                 let plan = GitCommitPlan(
                     author: GitIdentity(name: "bench", email: "bench@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
                     message: "trickle \(n)\n", entries: [.put(path: "bench/d\(n * 7919 % size).json", bytes: Array("{\"edit\":\(n)}\n".utf8))])
                 guard case .committed = try await writer.commit([plan]) else { throw ProcessFailure("commit \(n) into \(size) files was not made") }
             }
-            run.cpuPerCommit = (Self.cpuWithChildren() - before) / Double(run.commits)
-            run.residentPeak = Self.ownStatus("VmHWM")
+            run.cpuPerCommit = (Self.ownCPUSeconds(withChildren: true) - before) / Double(run.commits)
+            run.residentPeak = ProcessStats.read(pid: getpid())?.peakRSSBytes ?? 0
             run.floorPerCommit = try Self.gitFloor(repo, commits: run.commits, work: work)
             log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB")
             try? FileManager.default.removeItem(atPath: repo)
@@ -89,24 +89,8 @@ extension Bench {
               GIT_INDEX_FILE=.git/floor-index git write-tree > /dev/null
             done
             """
-        let before = cpuWithChildren()
         let run = try ChildRun.run("/bin/sh", ["-c", script], log: work.file("git-floor.log"))
         guard run.exitStatus == 0 else { throw ProcessFailure("git's floor: \(run.output)") }
-        return (cpuWithChildren() - before) / Double(commits)
-    }
-
-    /// User and system CPU seconds of this process and its children that have ended.
-    static func cpuWithChildren() -> Double {
-        var mine = rusage()
-        var children = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &mine)
-        getrusage(RUSAGE_CHILDREN.rawValue, &children)
-        return [mine.ru_utime, mine.ru_stime, children.ru_utime, children.ru_stime].reduce(0) { $0 + Double($1.tv_sec) + Double($1.tv_usec) / 1e6 }
-    }
-
-    /// A field of this process's `/proc/self/status` in bytes (`VmRSS`, `VmHWM`).
-    static func ownStatus(_ key: String) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        return (ProcessStats.kibibytes(key, in: status) ?? 0) * 1024
+        return run.cpuSeconds / Double(commits)  // the shell's, with the git commands it waited for
     }
 }

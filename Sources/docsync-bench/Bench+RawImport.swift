@@ -53,11 +53,16 @@ extension Bench {
         return out.sorted()
     }
 
-    /// This process's CPU so far (user + system), seconds.
-    static func ownCPUSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
+    /// This process's CPU so far (user + system), seconds; `withChildren`: with its children's that
+    /// have ended and been waited for.
+    static func ownCPUSeconds(withChildren: Bool = false) -> Double {
         let seconds = { (t: timeval) in Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        var total = 0.0
+        for who in withChildren ? [RUSAGE_SELF, RUSAGE_CHILDREN] : [RUSAGE_SELF] {
+            var usage = rusage()
+            getrusage(who.rawValue, &usage)
+            total += seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        }
+        return total
     }
 }
