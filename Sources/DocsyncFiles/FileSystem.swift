@@ -52,14 +52,19 @@ public enum FileSystem {
         return EntryInfo(st)
     }
 
-    /// Reads a whole regular file, refusing (without reading) one larger than `maxSize`.
+    /// Reads a whole regular file, refusing (without reading) one larger than `maxSize`. Never
+    /// through a symlink, and never waiting: a FIFO put where a file was opens at once (and is
+    /// refused), where a plain open would wait for a writer that may never come.
     public static func read(_ path: String, maxSize: Int) throws(DocumentProblem) -> (bytes: [UInt8], info: EntryInfo) {
-        try read(opened: open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), maxSize: maxSize)
+        try read(opened: open(path, readFlags), maxSize: maxSize)
     }
+
+    /// `O_NONBLOCK` changes nothing for a regular file; for a FIFO it keeps the open from waiting.
+    private static let readFlags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
 
     /// Reads a file in a gated folder (never through a symlink).
     public static func read(_ file: GatedFile, maxSize: Int) throws(DocumentProblem) -> (bytes: [UInt8], info: EntryInfo) {
-        try read(opened: openat(file.folder.fd, file.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), maxSize: maxSize)
+        try read(opened: openat(file.folder.fd, file.name, readFlags), maxSize: maxSize)
     }
 
     private static func read(opened fd: Int32, maxSize: Int) throws(DocumentProblem) -> (bytes: [UInt8], info: EntryInfo) {

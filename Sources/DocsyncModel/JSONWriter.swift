@@ -14,7 +14,8 @@ public enum JSONWriter {
     public static func bytes(_ value: JSONValue, style: Style = .compact, capacity: Int = 256) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(capacity)
-        write(value, into: &out, style: style, indent: 0)
+        var layout = Layout(style)
+        write(value, into: &out, layout: &layout, indent: 0)
         return out
     }
 
@@ -54,14 +55,55 @@ public enum JSONWriter {
         }
     }
 
-    /// The pretty form followed by a newline, as a file on disk should end.
-    public static func fileBytes(_ value: JSONValue) -> [UInt8] {
-        var out = bytes(value, style: .pretty)
+    /// The pretty form followed by a newline, as a file on disk should end; the compact form where
+    /// the pretty one would be larger than `limit` bytes or hold more than ``maxIndentShare``
+    /// bytes of indentation to one of content (beyond ``indentSlack``).
+    ///
+    /// Indentation grows with depth: a value 250 levels down takes 500 spaces, so a 1 MB document
+    /// of small numbers that deep made a 250 MB file (a 16 MB one, 4 GB), all of it held in
+    /// memory first, and then a file the folder's own limit refused. Written compact, a document
+    /// takes on disk what it took on the wire. The pretty form is given up as soon as it passes
+    /// `limit` or its indentation passes the share by a MiB: what is held stays bounded.
+    public static func fileBytes(_ value: JSONValue, limit: Int = DocumentRules.defaultMaxFileSize) -> [UInt8] {
+        var out: [UInt8] = []
+        var layout = Layout(.pretty, limit: limit)
+        write(value, into: &out, layout: &layout, indent: 0)
+        if layout.givenUp || out.count >= limit || layout.spaces > maxIndentShare * (out.count - layout.spaces) + indentSlack {
+            out = bytes(value, style: .compact)
+        }
         out.append(0x0A)
         return out
     }
 
-    private static func write(_ value: JSONValue, into out: inout [UInt8], style: Style, indent: Int) {
+    /// The largest file ``fileBytes(_:limit:)`` makes of a pulled document: pretty within
+    /// `limit`, or compact, no larger than the page it came in. A file larger than this is not one
+    /// docsync wrote, and is not read whole to find that out.
+    public static func largestFile(limit: Int) -> Int { max(limit, ProtocolLimits.maxPageBytes) + 1 }
+
+    /// The most indentation a file is written with, per byte of its content (its compact form).
+    /// Documents people write come nowhere near it: a flat one has well under one; numbers four
+    /// levels deep, one a line, about four.
+    public static let maxIndentShare = 8
+    /// Indentation any document may have beyond the share: a small one a dozen levels deep.
+    public static let indentSlack = 512
+
+    /// How a value is laid out, and, for a file, how much of it is indentation so far.
+    private struct Layout {
+        let style: Style
+        /// A file's bounds are kept (``fileBytes(_:limit:)``); `nil`: the whole text is written.
+        let limit: Int?
+        /// The bytes of newlines, indents and the space after `:` written so far.
+        var spaces = 0
+        /// The pretty form passed its bounds: the rest is not written.
+        var givenUp = false
+
+        init(_ style: Style, limit: Int? = nil) {
+            self.style = style
+            self.limit = limit
+        }
+    }
+
+    private static func write(_ value: JSONValue, into out: inout [UInt8], layout: inout Layout, indent: Int) {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -72,31 +114,39 @@ public enum JSONWriter {
             if elements.isEmpty { out.append(UInt8(ascii: "]")); return }
             for (i, element) in elements.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                newline(into: &out, style: style, indent: indent + 1)
-                write(element, into: &out, style: style, indent: indent + 1)
+                newline(into: &out, layout: &layout, indent: indent + 1)
+                if layout.givenUp { return }
+                write(element, into: &out, layout: &layout, indent: indent + 1)
             }
-            newline(into: &out, style: style, indent: indent)
+            newline(into: &out, layout: &layout, indent: indent)
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
             if object.isEmpty { out.append(UInt8(ascii: "}")); return }
             for (i, member) in object.members.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                newline(into: &out, style: style, indent: indent + 1)
+                newline(into: &out, layout: &layout, indent: indent + 1)
+                if layout.givenUp { return }
                 writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                if case .pretty = style { out.append(UInt8(ascii: " ")) }
-                write(member.value, into: &out, style: style, indent: indent + 1)
+                if case .pretty = layout.style {
+                    out.append(UInt8(ascii: " "))
+                    layout.spaces += 1
+                }
+                write(member.value, into: &out, layout: &layout, indent: indent + 1)
             }
-            newline(into: &out, style: style, indent: indent)
+            newline(into: &out, layout: &layout, indent: indent)
             out.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func newline(into out: inout [UInt8], style: Style, indent: Int) {
-        guard case .pretty = style else { return }
+    private static func newline(into out: inout [UInt8], layout: inout Layout, indent: Int) {
+        guard case .pretty = layout.style else { return }
         out.append(0x0A)
         out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
+        layout.spaces += 1 + indent * 2
+        guard let limit = layout.limit else { return }
+        if out.count > limit || layout.spaces > maxIndentShare * (out.count - layout.spaces) + (1 << 20) { layout.givenUp = true }
     }
 
     static func writeString(_ s: String, into out: inout [UInt8]) {

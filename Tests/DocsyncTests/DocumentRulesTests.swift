@@ -53,6 +53,33 @@ import Testing
         #expect(String(decoding: JSONWriter.fileBytes(value), as: UTF8.self) == "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {},\n  \"c\": []\n}\n")
     }
 
+    /// A document's file is pretty unless indentation would be most of it or it would pass the
+    /// limit: then it is its compact form, as small as it was on the wire, and reads the same.
+    @Test func aFileIsCompactWhereIndentationWouldBeMostOfIt() throws {
+        func file(_ value: JSONValue, limit: Int = DocumentRules.defaultMaxFileSize) -> String {
+            String(decoding: JSONWriter.fileBytes(value, limit: limit), as: UTF8.self)
+        }
+        // 250 levels down, 20,000 small numbers: 500 spaces each in the pretty form (10 MB).
+        let deep = try JSONParser.parse("{\"v\":" + String(repeating: "[", count: 250) + Array(repeating: "1", count: 20_000).joined(separator: ",") + String(repeating: "]", count: 250) + "}")
+        let compact = JSONWriter.string(deep)
+        #expect(file(deep) == compact + "\n")
+        #expect(try JSONParser.parse(file(deep)) == deep)
+        // A small document a dozen levels deep, and numbers four levels down, stay pretty.
+        let nested = try JSONParser.parse(nested(12, id: "n"))
+        #expect(file(nested).hasPrefix("{\n  \"id\": \"n\",\n  \"a\": {\n    \"a\": {"))
+        let grid = try JSONParser.parse("{\"g\":[[[" + Array(repeating: "1", count: 5_000).joined(separator: ",") + "]]]}")
+        #expect(file(grid).contains("\n        1,\n        1,"), "8 spaces for one digit and a comma: pretty")
+        // Over the limit pretty, within it compact: compact; over it either way: compact still
+        // (the folder's limit then says why it is not synced, as for any file).
+        let flat = try JSONParser.parse("{\"a\":[" + Array(repeating: "12345", count: 1_000).joined(separator: ",") + "]}")
+        let flatCompact = JSONWriter.string(flat)
+        #expect(file(flat, limit: flatCompact.utf8.count + 100) == flatCompact + "\n")
+        #expect(file(flat, limit: 10) == flatCompact + "\n")
+        #expect(file(flat).contains("\n    12345,\n"))
+        // The plain pretty form is never cut short, whatever its share.
+        #expect(try JSONParser.parse(String(decoding: JSONWriter.bytes(deep, style: .pretty), as: UTF8.self)) == deep)
+    }
+
     @Test(arguments: [
         ("{\"a\":1,}", 1, 8, "trailing comma"),
         ("{\n  \"a\": tru\n}", 2, 8, "unexpected character"),

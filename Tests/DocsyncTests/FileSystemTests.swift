@@ -3,6 +3,7 @@ import DocsyncModel
 import DocsyncTestSupport
 import DocsyncFiles
 import Foundation
+import Synchronization
 import Testing
 @testable import DocsyncAgent
 
@@ -29,6 +30,37 @@ import Testing
         #expect(try !FileSystem.replace(folder.file("a.json"), with: bytes("stale"), ifItHolds: bytes("ours")))
         #expect(!folder.exists("a.json"))
         #expect(try leftovers(folder).isEmpty, "no temp files left behind")
+    }
+
+    /// A FIFO where a file was (put there by anyone, at any moment): a plain open waits for a
+    /// writer that may never come, and every reader of the folder's files (the scan, the pull
+    /// reading a file before writing over it, the git committer) would stop with it. It is
+    /// refused at once, by path and through the gate alike.
+    @Test func aFIFOIsRefusedAtOnceNotWaitedOn() async throws {
+        let folder = try TempFolder("fifo")
+        defer { folder.remove() }
+        #expect(mkfifo(folder.file("x.json"), 0o644) == 0)
+        let gate = try PathGate(root: folder.path, staging: ".staging")
+        let refused = Mutex<[String]>([])
+        let reader = Thread {
+            for read in [{ try FileSystem.read(folder.file("x.json"), maxSize: 1 << 20) }, { try FileSystem.read(gate.file("x.json"), maxSize: 1 << 20) }] {
+                do {
+                    _ = try read()
+                } catch {
+                    refused.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        reader.start()
+        let done = await eventually(timeout: .seconds(5)) { refused.withLock { $0.count } == 2 }
+        if !done {  // let the waiting open go, so that the run does not hang on the finding
+            for _ in 0..<2 {
+                let fd = open(folder.file("x.json"), O_WRONLY | O_NONBLOCK)
+                if fd >= 0 { close(fd) }
+            }
+        }
+        #expect(done, "both reads return at once")
+        #expect(refused.withLock { $0 }.allSatisfy { $0.contains("not a regular file") }, "\(refused.withLock { $0 })")
     }
 
     /// A write is recorded with the stat of the file it put in place, not with whatever is at

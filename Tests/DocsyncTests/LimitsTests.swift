@@ -1,4 +1,5 @@
 import DocsyncAgent
+import DocsyncFiles
 import DocsyncIndex
 import DocsyncModel
 @testable import DocsyncServer
@@ -153,6 +154,31 @@ extension HeavySuites {
         #expect(agent.logs.count(containing: "pulling failed") == 1, "said once, not at every retry")
         try await agent.stop()
         await endpoint.stop()
+    }
+
+    /// A document 250 levels deep holding many small numbers: its pretty file took 500 spaces a
+    /// number, so 400 KB on the wire became a 100 MB file (from a 16 MB document, 4 GB), held
+    /// whole in the agent's memory first, and then refused by the folder's own size limit. It
+    /// is written as it came, compact, and stays in sync both ways.
+    @Test func aDeepDocumentIsPulledIntoAFileNoLargerThanItWasOnTheWire() async throws {
+        let server = try await TestServer.start()
+        let folder = try TempFolder("deep-pull")
+        defer { folder.remove() }
+        let numbers = Array(repeating: "1", count: 200_000).joined(separator: ",")
+        let body = #"{"id":"deep","docType":"t","v":"# + String(repeating: "[", count: 250) + numbers + String(repeating: "]", count: 250) + "}"
+        #expect(try await server.api.request("PUT", "/api/document", body: body).status == 200)
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually { FileSystem.info(folder.file("t/deep.json")) != nil })
+        let size = try #require(FileSystem.info(folder.file("t/deep.json"))).size
+        #expect(size < body.utf8.count + 4096, "\(size) bytes on disk for \(body.utf8.count) on the wire")
+        // The file reads back as the document: not invalid, and an edit of it reaches the server.
+        var edited = try #require(try JSONParser.parse(folder.read("t/deep.json")).object)
+        edited["note"] = "seen"
+        try folder.write("t/deep.json", JSONWriter.string(.object(edited)))
+        #expect(await eventually { (try? await server.api.documents(type: "t"))?["deep"]?["note"] == "seen" })
+        #expect(try await AgentStatus.read(root: folder.path).invalidFiles.isEmpty)
+        try await agent.stop()
+        await server.stop()
     }
 
     /// A purge horizon past the server's own latest change: a reconcile at every reply would move

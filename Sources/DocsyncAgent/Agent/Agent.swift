@@ -108,7 +108,7 @@ public actor Agent {
         self.uploader = Uploader(context, endpoint: endpoint, uploading: uploading, signal: uploadWork, uploadEnded: { pushWork.signal() })
         let applier = Self.applier(options, context: context, scanner: scanner, endpoint: endpoint, pushWork: pushWork)
         self.applier = applier
-        let (git, committer) = Self.gitHistory(options.git, context: context)
+        let (git, committer) = Self.gitHistory(options.git, context: context, maxFileSize: options.maxFileSize)
         self.committer = committer
         let writer = FolderWriter(applier: applier, lock: lock, git: git, schemas: schemaCheck)
         self.writer = writer
@@ -128,7 +128,7 @@ public actor Agent {
     /// What brings the server's documents into the folder (the folder writer's applier).
     static func applier(_ options: AgentOptions, context: FolderContext, scanner: Scanner, endpoint: any DocumentEndpoint, pushWork: WakeSignal) -> ChangeApplier {
         ChangeApplier(
-            context: context, walker: scanner.walker,
+            context: context, walker: scanner.walker, maxFileSize: options.maxFileSize,
             rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, selection: context.selection,
             remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(),
             ownNewFiles: options.turns == nil ? OwnNewFiles() : nil,
@@ -136,10 +136,10 @@ public actor Agent {
     }
 
     /// The recorder and the committer of `--git-commit` / `--git-branch`, meeting at a signal.
-    static func gitHistory(_ git: GitHistoryOptions?, context: FolderContext) -> (GitRecorder?, GitCommitter?) {
+    static func gitHistory(_ git: GitHistoryOptions?, context: FolderContext, maxFileSize: Int) -> (GitRecorder?, GitCommitter?) {
         guard let git else { return (nil, nil) }
         let work = WakeSignal()
-        return (GitRecorder(index: context.index, committer: work), GitCommitter(context, options: git, signal: work))
+        return (GitRecorder(index: context.index, committer: work), GitCommitter(context, options: git, maxFileSize: maxFileSize, signal: work))
     }
 
     /// The synced folder's path without trailing slashes, once it is known to be a folder.

@@ -117,7 +117,7 @@ extension ChangeApplier {
         let writeStart = FileSystem.realtimeNanoseconds()
         // The content is the wire body: no reserved fields, its docType written out; dated (see
         // `dated`) where the document changed long enough ago.
-        let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content)), mtimeNs: Self.dated($0.new.stamp, before: writeStart)) }
+        let files = creating.map { (file: $0.file, bytes: JSONWriter.fileBytes(.object($0.new.content), limit: maxFileSize), mtimeNs: Self.dated($0.new.stamp, before: writeStart)) }
         let news = creating.map(\.new), bytes = files.map(\.bytes)
         // The texts the index records (hashes, the body) are made on another thread while the
         // files are written: pure work on the content, off the applier's one path.

@@ -26,6 +26,9 @@ struct ChangeApplier: FolderPart {
     let context: FolderContext
     /// The folder's ignore rules: a file they cover is left as it is.
     let walker: TreeWalker
+    /// The largest file the folder reads (`--max-file-size`): a pulled document is written
+    /// compact where its pretty form would be larger (``JSONWriter/fileBytes(_:limit:)``).
+    let maxFileSize: Int
     /// Reads one file again (a local edit the index has not seen yet must reach it before
     /// anything is written over it); the scanner queues what it finds and says so.
     let rescan: @Sendable (String) async throws -> Void
@@ -239,11 +242,11 @@ struct ChangeApplier: FolderPart {
         guard FileSystem.info(target) != nil else {
             // Deleted (or moved away) since the index saw it: the watcher reports that first.
             guard recorded == nil else { throw ChangedOnDisk() }
-            let bytes = JSONWriter.fileBytes(.object(fileObject))
+            let bytes = JSONWriter.fileBytes(.object(fileObject), limit: maxFileSize)
             guard let info = try FileSystem.replacing(target, with: bytes, ifItHolds: nil) else { throw ChangedOnDisk() }
             return (bytes, info)
         }
-        let current = try? FileSystem.read(target, maxSize: Int.max)
+        let current = try? FileSystem.read(target, maxSize: JSONWriter.largestFile(limit: maxFileSize))
         guard let recorded, recorded.hash == current.map({ ContentHash.sha256Hex($0.bytes) }) else { throw ChangedOnDisk() }
         guard let current, let existing = try? DocumentRules.parseObject(current.bytes, maxSize: Int.max) else {
             // Not a document right now (half edited, broken, unreadable): the file stays as the
@@ -258,7 +261,7 @@ struct ChangeApplier: FolderPart {
         }
         let laidOut = Merge.keepingOrder(of: .object(existing), .object(fileObject))
         guard laidOut != .object(existing) else { return current }
-        let bytes = JSONWriter.fileBytes(laidOut)
+        let bytes = JSONWriter.fileBytes(laidOut, limit: maxFileSize)
         guard let info = try FileSystem.replacing(target, with: bytes, ifItHolds: current.bytes, mode: current.info.mode) else { throw ChangedOnDisk() }
         return (bytes, info)
     }
@@ -270,7 +273,7 @@ struct ChangeApplier: FolderPart {
             let trashDir = try gate.folder(Index.stateFolderName + "/trash", create: true)
             let target = try moveToTrash(source, into: trashDir, stem: "\(doc.id)-\(Timestamp(unixMilliseconds: clock.now()).compactUTC)")
             // Saved just before it moved: it comes back, and is merged once scanned.
-            if (try? FileSystem.read(target, maxSize: Int.max)).map({ ContentHash.sha256Hex($0.bytes) }) != recorded?.hash {
+            if (try? FileSystem.read(target, maxSize: JSONWriter.largestFile(limit: maxFileSize))).map({ ContentHash.sha256Hex($0.bytes) }) != recorded?.hash {
                 if try FileSystem.move(target, to: source) { throw ChangedOnDisk() }
                 logger.warning("a file deleted on the server was saved meanwhile; that version is in .docsync/trash", metadata: ["file.path": "\(path)", "trash.path": "\(target.path)"])
             }
@@ -322,7 +325,7 @@ struct ChangeApplier: FolderPart {
         var copies = folder.entries().map(\.name).filter { $0.hasPrefix(stem) && $0.hasSuffix(".json") }
         var fileObject = version
         for key in DocumentRules.reservedKeys { fileObject[key] = nil }
-        let bytes = JSONWriter.fileBytes(.object(fileObject))
+        let bytes = JSONWriter.fileBytes(.object(fileObject), limit: maxFileSize)
         let stamp = Timestamp(unixMilliseconds: clock.now()).compactUTC
         // After every copy of the same second, also one already pruned: a lower number would sort
         // this copy among the oldest.

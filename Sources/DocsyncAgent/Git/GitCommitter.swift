@@ -48,9 +48,13 @@ actor GitCommitter: Worker, FolderPart {
     static let patience: Duration = .seconds(5)
     static let batchLimit = 20_000
 
-    init(_ context: FolderContext, options: GitHistoryOptions, signal: WakeSignal) {
+    /// The largest file docsync writes for a pulled document (``JSONWriter/largestFile(limit:)``).
+    let maxWritten: Int
+
+    init(_ context: FolderContext, options: GitHistoryOptions, maxFileSize: Int, signal: WakeSignal) {
         self.context = context
         self.options = options
+        self.maxWritten = JSONWriter.largestFile(limit: maxFileSize)
         self.signal = signal
     }
 
@@ -173,8 +177,10 @@ actor GitCommitter: Worker, FolderPart {
     /// is there again).
     private func committed(_ change: IndexTransaction.GitChange, in repository: GitRepository) -> [GitCommitPlan.Entry] {
         var out: [GitCommitPlan.Entry] = []
+        // Read as the scanner reads: never through a symlink, never waiting on a FIFO, never more
+        // than the largest file docsync writes (one put there since is the user's, not read).
         if let path = change.path, let hash = change.fileHash,
-           let bytes = FileManager.default.contents(atPath: root + "/" + path).map({ Array($0) }), ContentHash.sha256Hex(bytes) == hash {
+           let bytes = try? FileSystem.read(root + "/" + path, maxSize: maxWritten).bytes, ContentHash.sha256Hex(bytes) == hash {
             out.append(.put(path: repository.treePath(path), bytes: bytes))
         } else if change.path != nil {
             return []
