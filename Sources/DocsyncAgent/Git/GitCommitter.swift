@@ -185,7 +185,7 @@ actor GitCommitter: Worker, FolderPart {
         } else if change.path != nil {
             return []
         }
-        if let old = change.oldPath, old != change.path, !FileManager.default.fileExists(atPath: root + "/" + old) {
+        if let old = change.oldPath, old != change.path, FileSystem.info(root + "/" + old) == nil {
             out.append(.remove(path: repository.treePath(old)))
         }
         return out
