@@ -20,10 +20,9 @@ final class ChildSession {
     private var inputOpen = true
     /// How the child ended, once ``finish()`` has seen it end.
     private var finished: ChildProcess.Finished?
-    /// Output read and not yet taken: `buffer[start..<end]`.
-    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
-    private var start = 0
-    private var end = 0
+    /// Output read and not yet taken (at most 64 KiB: this is for the short lines git's plumbing
+    /// prints, and for output handed on in pieces).
+    private var output: DescriptorReader
 
     private final class Errors: Sendable {
         let bytes = Mutex<[UInt8]>([])
@@ -39,6 +38,7 @@ final class ChildSession {
         }
         ends.closeChildSides()
         self.ends = ends
+        output = DescriptorReader(fd: ends.output, longest: 64 << 10)
         let (fd, errors) = (ends.errors, errors)
         DispatchQueue.global().async(group: drained) {
             let bytes = ChildProcess.readAll(fd)
@@ -62,17 +62,16 @@ final class ChildSession {
     /// The next line of output, without its newline; `nil` when the output ends first or the
     /// line is longer than the buffer (64 KiB: this is for the short lines git's plumbing prints).
     func readLine() -> [UInt8]? {
-        var searched = start
+        var searched = output.at
         while true {
-            if let newline = buffer[searched..<end].firstIndex(of: 0x0a) {
-                let line = Array(buffer[start..<newline])
-                start = newline + 1
+            if let newline = output.bytes[searched...].firstIndex(of: 0x0a) {
+                let line = Array(output.bytes[output.at..<newline])
+                output.at = newline + 1
                 return line
             }
-            let looked = end - start
-            compact()
-            searched = start + looked
-            guard end < buffer.count, fill() else { return nil }
+            let looked = output.available
+            guard more() else { return nil }
+            searched = output.at + looked
         }
     }
 
@@ -81,14 +80,10 @@ final class ChildSession {
     func read(_ count: Int, into sink: (ArraySlice<UInt8>) throws(GitError) -> Void) throws(GitError) -> Bool {
         var left = count
         while left > 0 {
-            if start == end {
-                start = 0
-                end = 0
-                guard fill() else { return false }
-            }
-            let piece = min(left, end - start)
-            try sink(buffer[start..<(start + piece)])
-            start += piece
+            guard output.available > 0 || more() else { return false }
+            let piece = min(left, output.available)
+            try sink(output.bytes[output.at..<(output.at + piece)])
+            output.at += piece
             left -= piece
         }
         return true
@@ -106,8 +101,8 @@ final class ChildSession {
     func finish() -> ChildProcess.Finished {
         if let finished { return finished }
         closeInput()
-        var rest = Array(buffer[start..<end])
-        start = end
+        var rest = Array(output.bytes[output.at...])
+        output.at = output.bytes.count
         rest.append(contentsOf: ChildProcess.readAll(ends.output))
         drained.wait()
         close(ends.output)
@@ -117,28 +112,9 @@ final class ChildSession {
         return done
     }
 
-    /// Moves the unread output to the front of the buffer.
-    private func compact() {
-        guard start > 0 else { return }
-        buffer.withUnsafeMutableBytes { raw in
-            if end > start { memmove(raw.baseAddress!, raw.baseAddress! + start, end - start) }
-        }
-        end -= start
-        start = 0
-    }
-
-    /// Reads more output after `end`; `false` at its end (or on an error reading it, or once the
-    /// child is finished: its descriptors are closed, and their numbers may be another file's).
-    private func fill() -> Bool {
-        guard finished == nil else { return false }
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(ends.output, $0.baseAddress! + end, $0.count - end) }
-            if n > 0 {
-                end += n
-                return true
-            }
-            if n < 0 && errno == EINTR { continue }
-            return false
-        }
+    /// Reads more output; `false` at its end (or on an error reading it, or once the child is
+    /// finished: its descriptors are closed, and their numbers may be another file's).
+    private func more() -> Bool {
+        finished == nil && output.more()
     }
 }

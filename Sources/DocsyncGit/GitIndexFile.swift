@@ -21,58 +21,23 @@ enum GitIndexFile {
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var reader = Reader(fd: fd)
+        var reader = DescriptorReader(fd: fd, longest: longest)
         var parser = Parser(paths: paths, hashSize: hashSize)
         return parser.run(&reader) ? parser.found : nil
     }
 
-    /// The index's bytes as they are read: `bytes[at...]` not yet parsed.
-    struct Reader {
-        let fd: Int32
-        private(set) var bytes: [UInt8] = []
-        var at = 0
-        private(set) var ended = false
-        /// An entry or header longer than this is not one git wrote.
-        static let longest = 1 << 20
+    /// An entry or header longer than this is not one git wrote.
+    static let longest = 1 << 20
+}
 
-        init(fd: Int32) {
-            self.fd = fd
-        }
+extension DescriptorReader {
+    /// The big-endian numbers of an index, at `offset` from what is not yet taken.
+    func u32(_ offset: Int) -> UInt32 {
+        (0..<4).reduce(0) { $0 << 8 | UInt32(bytes[at + offset + $1]) }
+    }
 
-        var available: Int { bytes.count - at }
-
-        /// Reads more after what is there (what was parsed dropped first); `false` at the end of
-        /// the file, on an error, or when what waits to be parsed is already too long.
-        mutating func more() -> Bool {
-            guard !ended, available <= Self.longest else { return false }
-            bytes.removeSubrange(..<at)
-            at = 0
-            let start = bytes.count
-            bytes.append(contentsOf: repeatElement(0, count: 64 << 10))
-            while true {
-                let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + start, 64 << 10) }
-                if n < 0 && errno == EINTR { continue }
-                bytes.removeLast((64 << 10) - max(n, 0))
-                if n <= 0 { ended = true }
-                return n > 0
-            }
-        }
-
-        /// Until `count` bytes wait to be parsed; `false` when the file ends first.
-        mutating func need(_ count: Int) -> Bool {
-            while available < count {
-                guard more() else { return false }
-            }
-            return true
-        }
-
-        func u32(_ offset: Int) -> UInt32 {
-            (0..<4).reduce(0) { $0 << 8 | UInt32(bytes[at + offset + $1]) }
-        }
-
-        func u16(_ offset: Int) -> UInt16 {
-            UInt16(bytes[at + offset]) << 8 | UInt16(bytes[at + offset + 1])
-        }
+    func u16(_ offset: Int) -> UInt16 {
+        UInt16(bytes[at + offset]) << 8 | UInt16(bytes[at + offset + 1])
     }
 }
 
@@ -116,7 +81,7 @@ extension GitIndexFile {
         }
 
         /// `false` when the index is not one this reader reads (see ``GitIndexFile``).
-        mutating func run(_ r: inout Reader) -> Bool {
+        mutating func run(_ r: inout DescriptorReader) -> Bool {
             guard r.need(12), r.bytes[r.at..<(r.at + 4)].elementsEqual("DIRC".utf8) else { return false }
             version = r.u32(4)
             let count = r.u32(8)
@@ -130,7 +95,7 @@ extension GitIndexFile {
 
         /// One entry: 40 bytes of `stat`, the hash, 16 bits of flags (and 16 more where the
         /// extended flag says so), the path; in versions 2 and 3 padded with NULs to 8 bytes.
-        private mutating func entry(_ r: inout Reader) -> Bool {
+        private mutating func entry(_ r: inout DescriptorReader) -> Bool {
             let fixed = 40 + hashSize + 2
             guard r.need(fixed) else { return false }
             let flags = r.u16(40 + hashSize)
@@ -168,7 +133,7 @@ extension GitIndexFile {
         /// The extensions, up to the index's own hash at its end. One whose name does not start
         /// with a capital is one git must understand to read the entries (a split index's `link`,
         /// a sparse index's `sdir`): the index is left to git.
-        private func extensions(_ r: inout Reader) -> Bool {
+        private func extensions(_ r: inout DescriptorReader) -> Bool {
             while r.need(hashSize + 1) {
                 guard r.need(8), (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(r.bytes[r.at]) else { return false }
                 var left = 8 + Int(r.u32(4))
@@ -183,7 +148,7 @@ extension GitIndexFile {
         }
 
         /// The offset of the NUL that ends a name starting at `offset` (from `r.at`).
-        private static func nul(_ r: inout Reader, from offset: Int) -> Int? {
+        private static func nul(_ r: inout DescriptorReader, from offset: Int) -> Int? {
             guard r.need(offset) else { return nil }
             var searched = offset
             while true {
@@ -196,7 +161,7 @@ extension GitIndexFile {
         /// Version 4's count of bytes the path drops from the last one's end (git's `varint`:
         /// seven bits a byte, the high bit saying another follows, each step adding one), and
         /// the bytes it took.
-        private static func varint(_ r: inout Reader, at offset: Int) -> (Int, Int)? {
+        private static func varint(_ r: inout DescriptorReader, at offset: Int) -> (Int, Int)? {
             var at = offset
             guard r.need(at + 1) else { return nil }
             var byte = r.bytes[r.at + at]
