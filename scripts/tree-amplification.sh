@@ -1,6 +1,6 @@
 #!/bin/bash
-# What a message of nested arrays costs the side that parses it (an open finding: docs/PROMISES.md,
-# "Not yet promised"): DOCS documents, each one small number DEPTH arrays deep, about 530 bytes
+# What a message of nested arrays costs the side that parses it (docs/PROMISES.md: the server holds
+# it in its body budget; the agent's side is "Not yet promised"): DOCS documents, each one small number DEPTH arrays deep, about 530 bytes
 # apiece. Two measures, each the process's peak RSS:
 #   the agent pulling them as one page of a fake server (what a hostile server can send);
 #   the reference server taking them as one batch request (what any token that may write can send).
@@ -55,11 +55,14 @@ head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$W/server-token"
 SERVER=$!
 until [ -s "$W/serve.out" ]; do sleep 0.1; done
 python3 - "$(head -1 "$W/serve.out")" "$W/server-token" "$N" "$DEPTH" <<'PY'
-import sys, urllib.request
+import sys, urllib.error, urllib.request
 url, token, n, depth = sys.argv[1], open(sys.argv[2]).read().strip(), int(sys.argv[3]), int(sys.argv[4])
 docs = ",".join('{"id":"d%d","docType":"t","v":%s1%s}' % (i, "[" * depth, "]" * depth) for i in range(n))
 body = ('{"since":0,"echo":false,"documents":[' + docs + ']}').encode()
-reply = urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"}), timeout=300)
-print(f"server taking one batch request of {len(body)} bytes: HTTP {reply.status}", end="")
+try:
+    status = urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"}), timeout=300).status
+except urllib.error.HTTPError as refused:
+    status = f"{refused.code} ({refused.read().decode()[:120]})"
+print(f"server taking one batch request of {len(body)} bytes: HTTP {status}", end="")
 PY
 echo ", peak RSS $(peak $SERVER)"

@@ -6,6 +6,9 @@ public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Well-formed, but not a value the model can hold (a lone surrogate, a duplicate key): a
     /// document of a reply that is rejected alone (see ``JSONParser/parseIsolating(_:maxDepth:)``).
     public var unrepresentable = false
+    /// Well-formed so far, but the parse was stopped: its values would take more memory than the
+    /// caller gave it (``JSONParser/parseCharging(_:maxDepth:charge:)``).
+    public var overBudget = false
 
     public var description: String { "line \(line), column \(column): \(reason)" }
 }
@@ -34,6 +37,9 @@ public struct JSONParser: ~Copyable {
     /// An isolated element larger than this is left out too (see ``parseIsolating(_:maxDepth:maxElementBytes:)``).
     var elementByteLimit = Int.max
     private var spans: [(key: String, value: Range<Int>)] = []
+    /// Told of the values parsed, a batch at a time (``parseCharging(_:maxDepth:charge:)``).
+    var charge: ((Int) -> Bool)?
+    var uncharged = 0
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -78,6 +84,8 @@ public struct JSONParser: ~Copyable {
 
     mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
         guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
+        uncharged += 1
+        if uncharged == Self.chargedTogether { try chargeUncharged() }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()

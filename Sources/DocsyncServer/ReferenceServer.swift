@@ -124,6 +124,7 @@ public struct ReferenceServer: Sendable {
         let router = Router(context: ServerRequestContext.self)
         router.middlewares.add(ClockHeadersMiddleware(wallClock: wallClock, storeID: { [store] in store.storeID }))
         router.middlewares.add(TokenMiddleware(tokens: tokens))
+        router.middlewares.add(ParsedChargeMiddleware())
         router.middlewares.add(MethodNotAllowedMiddleware(routes: routes()))
         addRoutes(to: router)
         let host = configuration.host

@@ -80,6 +80,29 @@ import Testing
         #expect(try JSONParser.parse(String(decoding: JSONWriter.bytes(deep, style: .pretty), as: UTF8.self)) == deep)
     }
 
+    /// A parse that is charged for what it makes: every value is counted once, and the parse
+    /// stops at the first charge refused, before it makes the rest.
+    @Test func aChargedParseCountsEveryValueAndStopsWhenRefused() throws {
+        let numbers = Array(repeating: "1", count: 20_000).joined(separator: ",")
+        let text = Array(("{\"v\":" + String(repeating: "[", count: 100) + numbers + String(repeating: "]", count: 100) + "}").utf8)
+        var charged: [Int] = []
+        let parsed = try JSONParser.parseCharging(text, maxDepth: 512) { charged.append($0); return true }
+        #expect(parsed.value == (try JSONParser.parse(text)))
+        let values = 1 + 100 + 20_000  // the object, the arrays, the numbers
+        #expect(charged.reduce(0, +) == values)
+        #expect(charged.dropLast().allSatisfy { $0 == 4096 })
+        var asked = 0
+        do {
+            _ = try JSONParser.parseCharging(text, maxDepth: 512) { values in
+                asked += values
+                return asked < 8192
+            }
+            Issue.record("a refused charge stops the parse")
+        } catch {
+            #expect(error.overBudget && asked == 8192, "\(error) after \(asked)")
+        }
+    }
+
     @Test(arguments: [
         ("{\"a\":1,}", 1, 8, "trailing comma"),
         ("{\n  \"a\": tru\n}", 2, 8, "unexpected character"),

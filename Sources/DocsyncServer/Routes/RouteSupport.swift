@@ -91,8 +91,27 @@ extension ReferenceServer {
             buffer.writeBuffer(&piece)
             try paced.add(size)
         }
+        return try parse(buffer, maxDepth: maxDepth, budget: budget, bodyBytes: taken)
+    }
+
+    /// Parses a body, charging its values to the budget (``ParsedCharge``): held until the
+    /// request is answered, or until this returns where no request holds a charge.
+    private static func parse(_ buffer: ByteBuffer, maxDepth: Int, budget: BodyBudget, bodyBytes: Int) throws -> (value: JSONValue, depth: Int) {
+        let request = ParsedCharge.current
+        let charge = request ?? ParsedCharge()
+        defer { if request == nil { charge.release() } }
         do {
-            return try JSONParser.parseMeasuringDepth(Array(buffer: buffer), maxDepth: maxDepth)
+            return try JSONParser.parseCharging(Array(buffer: buffer), maxDepth: maxDepth) { values in
+                charge.take(values: values, from: budget, alsoHeld: bodyBytes)
+            }
+        } catch where error.overBudget {
+            charge.release()
+            switch charge.refusal {
+            case .tooLarge(let capacity)?:
+                throw StoreError(.tooLarge, "the request's values would take more than the \(capacity >> 20) MiB the server holds for request bodies")
+            default:
+                throw StoreError(.unavailable, "the server is holding too many request bodies at once; try again shortly")
+            }
         } catch {
             throw StoreError(.invalid, "the body is not valid JSON: \(error)")
         }

@@ -1,0 +1,34 @@
+/// Parsing with the memory it takes counted: what a server that parses bodies from anyone needs
+/// (see ``parseCharging(_:maxDepth:charge:)``).
+extension JSONParser {
+    /// Parses one JSON text as ``parseMeasuringDepth(_:maxDepth:)`` does, telling `charge` of the
+    /// values it makes as it goes (a few thousand at a time, and the rest at the end): once
+    /// `charge` says no, the parse stops (``JSONSyntaxError/overBudget``). A parsed value takes
+    /// tens of bytes where its text may take one (an array in an array), so a caller that must
+    /// bound its memory counts what a parse makes, not what it reads.
+    public static func parseCharging(
+        _ bytes: [UInt8], maxDepth: Int, charge: @escaping (Int) -> Bool
+    ) throws(JSONSyntaxError) -> (value: JSONValue, depth: Int) {
+        var parser = JSONParser(bytes: bytes)
+        parser.depthLimit = min(maxDepth, Self.maxDepth)
+        parser.charge = charge
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
+        parser.skipWhitespace()
+        let value = try parser.parseValue()
+        parser.skipWhitespace()
+        if parser.index < bytes.count { throw parser.error("unexpected text after the end of the JSON value") }
+        if parser.uncharged > 0 { try parser.chargeUncharged() }
+        return (value, parser.deepest)
+    }
+
+    /// Values told to ``charge`` together.
+    static let chargedTogether = 4096
+
+    mutating func chargeUncharged() throws(JSONSyntaxError) {
+        defer { uncharged = 0 }
+        guard let charge, !charge(uncharged) else { return }
+        var refused = error("the parsed values would take more memory than there is room for")
+        refused.overBudget = true
+        throw refused
+    }
+}
