@@ -1,7 +1,7 @@
 #!/bin/bash
 # What a message of nested arrays costs the side that parses it (docs/PROMISES.md: the server holds
-# it in its body budget; the agent's side is "Not yet promised"): DOCS documents, each one small number DEPTH arrays deep, about 530 bytes
-# apiece. Two measures, each the process's peak RSS:
+# it in its body budget; the agent's side is "Not yet promised"): DOCS documents, each one small
+# number DEPTH arrays deep, about 530 bytes apiece. Two measures, each the process's peak RSS:
 #   the agent pulling them as one page of a fake server (what a hostile server can send);
 #   the reference server taking them as one batch request (what any token that may write can send).
 # Every document is within the limits both sides share (depth 256, 16 MiB). A parsed value costs
