@@ -3,7 +3,7 @@ import Glibc
 #endif
 import DocsyncFiles
 import DocsyncModel
-import DocsyncServer
+@testable import DocsyncServer
 import DocsyncTestSupport
 import Foundation
 import Testing
@@ -114,6 +114,26 @@ extension HeavySuites {
         #expect(await eventually { budget.inUse == 0 })
         #expect(try await server.api.documents(type: "t").count == 600)
         await server.stop()
+    }
+
+    /// The two refusals of a charge, told apart: one that would pass the budget beside what other
+    /// requests hold is "busy" (503, asked again), one that alone would pass it is "too large"
+    /// (413, split); neither takes anything, and a release gives back all a request took.
+    @Test func aChargeIsBusyBesideOthersAndTooLargeAlone() {
+        let budget = BodyBudget(bytes: 1 << 20)
+        let (first, second) = (ParsedCharge(), ParsedCharge())
+        let values = (600 << 10) / ParsedCharge.bytesPerValue
+        #expect(first.take(values: values, from: budget, alsoHeld: 0))
+        #expect(!second.take(values: values, from: budget, alsoHeld: 0))
+        if case .busy? = second.refusal {} else { Issue.record("beside the first: busy, not \(String(describing: second.refusal))") }
+        #expect(!second.take(values: 2 * values, from: budget, alsoHeld: 0))
+        if case .tooLarge(let capacity)? = second.refusal { #expect(capacity == 1 << 20) } else { Issue.record("alone over the budget: too large") }
+        #expect(budget.inUse == 600 << 10, "nothing taken by the refused charges")
+        first.release()
+        #expect(budget.inUse == 0)
+        #expect(second.take(values: values, from: budget, alsoHeld: 100 << 10), "room again once the first is given back")
+        second.release()
+        #expect(budget.inUse == 0)
     }
 
     /// VmRSS of a process, KiB.
