@@ -141,10 +141,18 @@ extension HeavySuites {
         let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
         try folder.write("notes/first.json", #"{"id":"first","docType":"note"}"#)
         #expect(await eventually { (try? await server.api.documents(type: "note"))?["first"] != nil })
-        // Fill the disk, then free a little: room for the user's files, not for the index's log.
-        disk.fill(leaving: 200 << 10, name: "filler")
+        // The user's files are made first, beside the folder on the same disk; then the disk is
+        // filled but for a little, and they are moved in (a rename takes no room): no room left
+        // for the index's log. (Written after the fill, they raced the agent's own writes for
+        // the room left, and now and then the user's write was the one refused.)
+        let staged = mount.path + "/staged"
+        #expect(mkdir(staged, 0o755) == 0)
         let pad = String(repeating: "x", count: 7_000)
-        for i in 0..<20 { try folder.write("notes/full-\(i).json", #"{"id":"full\#(i)","docType":"note","pad":"\#(pad)"}"#) }
+        for i in 0..<20 {
+            try #"{"id":"full\#(i)","docType":"note","pad":"\#(pad)"}"#.write(toFile: staged + "/full-\(i).json", atomically: false, encoding: .utf8)
+        }
+        disk.fill(leaving: 40 << 10, name: "filler")
+        for i in 0..<20 { #expect(rename(staged + "/full-\(i).json", folder.file("notes/full-\(i).json")) == 0) }
         #expect(await eventually { agent.logs.count(containing: "scan failed") > 0 }, "the disk-full failure was met")
         disk.free(name: "filler")
         // No further change: the agent finds the files by itself.
