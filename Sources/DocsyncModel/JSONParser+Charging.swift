@@ -12,11 +12,7 @@ extension JSONParser {
         var parser = JSONParser(bytes: bytes)
         parser.depthLimit = min(maxDepth, Self.maxDepth)
         parser.charge = charge
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
-        parser.skipWhitespace()
-        let value = try parser.parseValue()
-        parser.skipWhitespace()
-        if parser.index < bytes.count { throw parser.error("unexpected text after the end of the JSON value") }
+        let value = try parser.parseText()
         if parser.uncharged > 0 { try parser.chargeUncharged() }
         return (value, parser.deepest)
     }

@@ -27,12 +27,7 @@ extension JSONParser {
         parser.elementByteLimit = maxElementBytes
         parser.depthLimit = min(maxDepth, Self.maxDepth)
         parser.isolating = true
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
-        parser.skipWhitespace()
-        let value = try parser.parseValue()
-        parser.skipWhitespace()
-        if parser.index < bytes.count { throw parser.error("unexpected text after the end of the JSON value") }
-        return (value, parser.isolated)
+        return (try parser.parseText(), parser.isolated)
     }
 
     /// One object of a list; `nil` when it is well-formed but unrepresentable (then noted).

@@ -55,14 +55,18 @@ public struct JSONParser: ~Copyable {
     public static func parseMeasuringDepth(_ bytes: [UInt8], maxDepth: Int) throws(JSONSyntaxError) -> (value: JSONValue, depth: Int) {
         var parser = JSONParser(bytes: bytes)
         parser.depthLimit = min(maxDepth, Self.maxDepth)
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
-        parser.skipWhitespace()
-        let value = try parser.parseValue()
-        parser.skipWhitespace()
-        if parser.index < bytes.count {
-            throw parser.error("unexpected text after the end of the JSON value")
-        }
-        return (value, parser.deepest)
+        return (try parser.parseText(), parser.deepest)
+    }
+
+    /// The whole text as one value: a leading UTF-8 byte-order mark and whitespace around it
+    /// allowed, nothing else after it. Every way of parsing a text ends here, its parser set up.
+    mutating func parseText() throws(JSONSyntaxError) -> JSONValue {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        if index < bytes.count { throw error("unexpected text after the end of the JSON value") }
+        return value
     }
 
     public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
