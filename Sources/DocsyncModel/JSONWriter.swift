@@ -68,7 +68,7 @@ public enum JSONWriter {
         var out: [UInt8] = []
         var layout = Layout(.pretty, limit: limit)
         write(value, into: &out, layout: &layout, indent: 0)
-        if layout.givenUp || out.count >= limit || layout.spaces > maxIndentShare * (out.count - layout.spaces) + indentSlack {
+        if layout.givenUp || out.count >= limit || layout.indentPasses(of: out.count, beyond: indentSlack) {
             out = bytes(value, style: .compact)
         }
         out.append(0x0A)
@@ -100,6 +100,12 @@ public enum JSONWriter {
         init(_ style: Style, limit: Int? = nil) {
             self.style = style
             self.limit = limit
+        }
+
+        /// Whether the indentation in `written` bytes passes ``maxIndentShare`` of the rest
+        /// (the content) by more than `slack`.
+        func indentPasses(of written: Int, beyond slack: Int) -> Bool {
+            spaces > JSONWriter.maxIndentShare * (written - spaces) + slack
         }
     }
 
@@ -146,7 +152,7 @@ public enum JSONWriter {
         out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
         layout.spaces += 1 + indent * 2
         guard let limit = layout.limit else { return }
-        if out.count > limit || layout.spaces > maxIndentShare * (out.count - layout.spaces) + (1 << 20) { layout.givenUp = true }
+        if out.count > limit || layout.indentPasses(of: out.count, beyond: 1 << 20) { layout.givenUp = true }
     }
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
