@@ -1,6 +1,6 @@
 #!/bin/bash
 # What a message of nested arrays costs the side that parses it (docs/PROMISES.md: the server holds
-# it in its body budget; the agent's side is "Not yet promised"): DOCS documents, each one small
+# it in its body budget; the agent, to the values a reply may hold): DOCS documents, each one small
 # number DEPTH arrays deep, about 530 bytes apiece. Two measures, each the process's peak RSS:
 #   the agent pulling them as one page of a fake server (what a hostile server can send);
 #   the reference server taking them as one batch request (what any token that may write can send).
@@ -46,8 +46,12 @@ mkdir "$W/folder"
 echo token > "$W/token"
 "$BIN" watch "$W/folder" --endpoint "http://127.0.0.1:$PORT" --token-file "$W/token" --log-level warning 2> "$W/agent.err" &
 AGENT=$!
-until [ "$(find "$W/folder/t" -name '*.json' 2>/dev/null | wc -l)" -ge "$N" ]; do sleep 0.2; done
-echo "agent pulling one page of $BYTES bytes ($N documents $DEPTH deep): peak RSS $(peak $AGENT)"
+# It writes every document, or refuses the reply (over the values a reply may hold) and says so.
+written() { find "$W/folder" -name '*.json' | wc -l; }
+until [ "$(written)" -ge "$N" ] || grep -q "pulling failed" "$W/agent.err"; do sleep 0.2; done
+OUTCOME="$(written) files written"
+if grep -q "pulling failed" "$W/agent.err"; then OUTCOME="refused ($(grep -o 'the reply holds.*may' "$W/agent.err" | head -1))"; fi
+echo "agent pulling one page of $BYTES bytes ($N documents $DEPTH deep): $OUTCOME; peak RSS $(peak $AGENT)"
 kill $AGENT
 # 2. The reference server: the same documents as one batch request.
 head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$W/server-token"

@@ -64,7 +64,7 @@ public final class HTTPTransport: Sendable {
         /// The body as JSON; `.null` when it is empty or not JSON.
         public var json: JSONValue
         /// Objects of the body's lists left out of `json`: well-formed, but no document can hold
-        /// them (see ``JSONParser/parseIsolating(_:maxDepth:)``). The adapter rejects each alone.
+        /// them (see ``JSONParser/parseIsolating(_:maxDepth:maxElementBytes:maxElementValues:maxValues:)``). The adapter rejects each alone.
         public var isolated: [IsolatedElement] = []
         public var ok: Bool { (200..<300).contains(status) }
         /// The server's own words for a refusal: its `error`/`message`/`reason`, else the body's start.
@@ -112,8 +112,7 @@ public final class HTTPTransport: Sendable {
         }
         let (response, bytes) = try await execute(request, timeout: timeout ?? requestTimeout)
         let status = Int(response.status.code)
-        // Every adapter's documents within the limit a document may have on this side.
-        let parsed = try? JSONParser.parseIsolating(Array(buffer: bytes), maxElementBytes: ProtocolLimits.maxDocumentRequestBytes)
+        let parsed = try Self.parse(bytes)
         let json = parsed?.value ?? .null
         let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json, isolated: parsed?.isolated ?? [])
         if reply.ok {
@@ -130,6 +129,21 @@ public final class HTTPTransport: Sendable {
             let retryAfter = reply.headers.first(name: "Retry-After").flatMap(Int.init).flatMap { (0...86_400).contains($0) ? Duration.seconds($0) : nil }
             throw .unavailable("\(status): \(reply.message)", retryAfter: retryAfter)
         default: return reply
+        }
+    }
+
+    /// A reply's JSON, `nil` when it is not JSON. Every adapter's documents are held to the limits
+    /// a document has on this side (one over them is left out alone), and the whole reply to the
+    /// values a page may hold: what its parse takes is bounded, whatever a server sends.
+    static func parse(_ bytes: ByteBuffer) throws(EndpointError) -> (value: JSONValue, isolated: [IsolatedElement])? {
+        do {
+            return try JSONParser.parseIsolating(
+                Array(buffer: bytes), maxElementBytes: ProtocolLimits.maxDocumentRequestBytes,
+                maxElementValues: ProtocolLimits.maxDocumentRequestValues + ProtocolLimits.envelopeValues, maxValues: ProtocolLimits.maxReplyValues)
+        } catch where error.overBudget {
+            throw .badReply("the reply holds more than \(ProtocolLimits.maxReplyValues) values, more than a page of documents may")
+        } catch {
+            return nil
         }
     }
 

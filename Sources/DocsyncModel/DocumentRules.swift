@@ -6,6 +6,7 @@ public enum DocumentProblem: Error, Sendable, Hashable, CustomStringConvertible 
     case badDocType(String)
     case noDocType
     case tooLarge(size: Int, limit: Int)
+    case tooManyValues(limit: Int)
     case binary
     case unreadable(String)
     case nameNotUTF8
@@ -19,6 +20,7 @@ public enum DocumentProblem: Error, Sendable, Hashable, CustomStringConvertible 
         case .badDocType(let why): "invalid docType: \(why)"
         case .noDocType: "no docType: add a \"docType\" field or move the file into a folder named after its type"
         case .tooLarge(let size, let limit): "file is \(size) bytes, over the \(limit)-byte limit (--max-file-size)"
+        case .tooManyValues(let limit): "it holds more than \(limit) values (objects, arrays, strings, numbers), the most a document may have"
         case .binary: "not a text file (contains NUL bytes or invalid UTF-8)"
         case .unreadable(let why): "cannot read the file: \(why)"
         case .nameNotUTF8: "the file name is not valid UTF-8"
@@ -147,7 +149,9 @@ public enum DocumentRules {
         do {
             // A text that parses holds no NUL and is valid UTF-8 (the parser validates every
             // string, and everything outside strings is ASCII): only a failure needs telling apart.
-            value = try JSONParser.parse(bytes, maxDepth: ProtocolLimits.maxDocumentDepth)
+            value = try JSONParser.parse(bytes, maxDepth: ProtocolLimits.maxDocumentDepth, maxValues: ProtocolLimits.maxDocumentValues)
+        } catch where error.overBudget {
+            throw .tooManyValues(limit: ProtocolLimits.maxDocumentValues)
         } catch {
             if bytes.contains(0) || String(validating: bytes, as: UTF8.self) == nil { throw .binary }
             throw .syntax(error)

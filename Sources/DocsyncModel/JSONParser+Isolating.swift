@@ -17,14 +17,18 @@ public struct IsolatedElement: Sendable, Hashable {
 /// nothing is dropped (the whole document is). Syntax errors still fail the whole body: past one,
 /// nothing can be trusted about where the next document starts.
 extension JSONParser {
-    /// Parses one JSON text as ``parse(_:maxDepth:)`` does, leaving out (and returning) the
-    /// unrepresentable objects of its lists, and those longer than `maxElementBytes` (a document
-    /// over the limit is refused alone, whichever adapter's reply holds it).
+    /// Parses one JSON text as ``parse(_:maxDepth:maxValues:)`` does, leaving out (and returning)
+    /// the unrepresentable objects of its lists, and those longer than `maxElementBytes` or holding
+    /// more than `maxElementValues` values (a document over the limits is refused alone, whichever
+    /// adapter's reply holds it). A left-out object's values are given back: `maxValues` counts
+    /// what the parse keeps, so one large document left out does not refuse the reply.
     public static func parseIsolating(
-        _ bytes: [UInt8], maxDepth: Int = maxDepth, maxElementBytes: Int = .max
+        _ bytes: [UInt8], maxDepth: Int = maxDepth, maxElementBytes: Int = .max, maxElementValues: Int = .max, maxValues: Int = .max
     ) throws(JSONSyntaxError) -> (value: JSONValue, isolated: [IsolatedElement]) {
         var parser = JSONParser(bytes: bytes)
         parser.elementByteLimit = maxElementBytes
+        parser.elementValueLimit = maxElementValues
+        parser.valueLimit = maxValues
         parser.depthLimit = min(maxDepth, Self.maxDepth)
         parser.isolating = true
         return (try parser.parseText(), parser.isolated)
@@ -34,17 +38,19 @@ extension JSONParser {
     mutating func parseIsolatedElement() throws(JSONSyntaxError) -> JSONValue? {
         let (start, level) = (index, depth)
         inIsolatedElement = true
+        elementValuesBefore = values
         defer { inIsolatedElement = false }
         do {
             let value = try parseValue()
             guard index - start <= elementByteLimit else {
+                values = elementValuesBefore
                 isolated.append(IsolatedElement(
                     id: Self.idHint(bytes[start..<index]), reason: "it is \(index - start) bytes, over the limit of \(elementByteLimit) a document may have"))
                 return nil
             }
             return value
         } catch where error.unrepresentable {
-            (index, depth) = (start, level)
+            (index, depth, values) = (start, level, elementValuesBefore)
             try skipObject()
             isolated.append(IsolatedElement(id: Self.idHint(bytes[start..<index]), reason: error.reason))
             return nil

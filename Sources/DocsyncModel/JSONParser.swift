@@ -4,10 +4,11 @@ public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertibl
     public var column: Int
     public var reason: String
     /// Well-formed, but not a value the model can hold (a lone surrogate, a duplicate key): a
-    /// document of a reply that is rejected alone (see ``JSONParser/parseIsolating(_:maxDepth:)``).
+    /// document of a reply that is rejected alone (see ``JSONParser/parseIsolating(_:maxDepth:maxElementBytes:maxElementValues:maxValues:)``).
     public var unrepresentable = false
     /// Well-formed so far, but the parse was stopped: its values would take more memory than the
-    /// caller gave it (``JSONParser/parseCharging(_:maxDepth:charge:)``).
+    /// caller gave it (``JSONParser/parseCharging(_:maxDepth:maxValues:charge:)``), or were more than it
+    /// allows (`maxValues`).
     public var overBudget = false
 
     public var description: String { "line \(line), column \(column): \(reason)" }
@@ -30,31 +31,40 @@ public struct JSONParser: ~Copyable {
     /// Byte ranges of the top-level object's member values, when asked for.
     private var recordSpans = false
     /// Objects in arrays are parsed one by one, an unrepresentable one left out and noted
-    /// (``parseIsolating(_:maxDepth:)``); inside such an object, nothing more is isolated.
+    /// (``parseIsolating(_:maxDepth:maxElementBytes:maxElementValues:maxValues:)``); inside such an object, nothing more is isolated.
     var isolating = false
     var inIsolatedElement = false
     var isolated: [IsolatedElement] = []
-    /// An isolated element larger than this is left out too (see ``parseIsolating(_:maxDepth:maxElementBytes:)``).
+    /// An isolated element larger than this is left out too (see ``parseIsolating(_:maxDepth:maxElementBytes:maxElementValues:maxValues:)``).
     var elementByteLimit = Int.max
     private var spans: [(key: String, value: Range<Int>)] = []
-    /// Told of the values parsed, a batch at a time (``parseCharging(_:maxDepth:charge:)``).
+    /// Told of the values parsed, a batch at a time (``parseCharging(_:maxDepth:maxValues:charge:)``).
     var charge: ((Int) -> Bool)?
     var uncharged = 0
+    /// Values made and kept so far; more than ``valueLimit`` stops the parse (``JSONSyntaxError/overBudget``).
+    var values = 0
+    var valueLimit = Int.max
+    /// An isolated element holding more values than this is left out, its values given back as it is.
+    var elementValueLimit = Int.max
+    var elementValuesBefore = 0
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
     }
 
     /// Parses one JSON text. A leading UTF-8 byte-order mark is tolerated.
-    public static func parse(_ bytes: [UInt8], maxDepth: Int = maxDepth) throws(JSONSyntaxError) -> JSONValue {
-        try parseMeasuringDepth(bytes, maxDepth: maxDepth).value
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = maxDepth, maxValues: Int = .max) throws(JSONSyntaxError) -> JSONValue {
+        try parseMeasuringDepth(bytes, maxDepth: maxDepth, maxValues: maxValues).value
     }
 
     /// Parses one JSON text, refusing nesting deeper than `maxDepth` containers (at most
-    /// ``maxDepth``), and says how deep the deepest container was.
-    public static func parseMeasuringDepth(_ bytes: [UInt8], maxDepth: Int) throws(JSONSyntaxError) -> (value: JSONValue, depth: Int) {
+    /// ``maxDepth``), and says how deep the deepest container was. A text of more than `maxValues`
+    /// values (objects, arrays and scalars) stops at the first one over, before it is made
+    /// (``JSONSyntaxError/overBudget``): what a parse holds is bounded by values, not bytes.
+    public static func parseMeasuringDepth(_ bytes: [UInt8], maxDepth: Int, maxValues: Int = .max) throws(JSONSyntaxError) -> (value: JSONValue, depth: Int) {
         var parser = JSONParser(bytes: bytes)
         parser.depthLimit = min(maxDepth, Self.maxDepth)
+        parser.valueLimit = maxValues
         return (try parser.parseText(), parser.deepest)
     }
 
@@ -88,8 +98,7 @@ public struct JSONParser: ~Copyable {
 
     mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
         guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
-        uncharged += 1
-        if uncharged == Self.chargedTogether { try chargeUncharged() }
+        try count()
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
@@ -187,6 +196,22 @@ public struct JSONParser: ~Copyable {
         }
     }
 
+    /// Counts the value about to be made against the limits (an isolated element's first, so that
+    /// one document over its own is left out rather than the whole text refused) and the charge.
+    private mutating func count() throws(JSONSyntaxError) {
+        values += 1
+        if inIsolatedElement && values - elementValuesBefore > elementValueLimit {
+            throw unrepresentable("it holds more than \(elementValueLimit) values, the most a document may have")
+        }
+        if values > valueLimit {
+            var refused = error("more than \(valueLimit) values")
+            refused.overBudget = true
+            throw refused
+        }
+        uncharged += 1
+        if uncharged == Self.chargedTogether { try chargeUncharged() }
+    }
+
     private mutating func enterContainer() throws(JSONSyntaxError) {
         depth += 1
         if depth > deepest { deepest = depth }
@@ -217,118 +242,6 @@ public struct JSONParser: ~Copyable {
         return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 
-    private mutating func parseString() throws(JSONSyntaxError) -> String {
-        let quote = index
-        index += 1
-        // Most strings hold no escape: find the closing quote and make the string straight from
-        // the input bytes.
-        let start = index
-        let (plainEnd, bitsSeen) = bytes.withUnsafeBufferPointer { buffer in
-            var i = start
-            var bits: UInt8 = 0
-            while i < buffer.count {
-                let c = buffer[i]
-                if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c < 0x20 { break }
-                bits |= c
-                i += 1
-            }
-            return (i, bits)
-        }
-        if plainEnd < bytes.count, bytes[plainEnd] == UInt8(ascii: "\"") {
-            // ASCII (nearly every key and most values) is valid UTF-8 as it stands; anything else
-            // is validated.
-            let decoded = bytes.withUnsafeBufferPointer { buffer in
-                let text = UnsafeBufferPointer(rebasing: buffer[start..<plainEnd])
-                return bitsSeen < 0x80 ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
-            }
-            guard let decoded else { throw error("string is not valid UTF-8", at: quote) }
-            index = plainEnd + 1
-            return decoded
-        }
-        var runStart = index
-        var scalars: [UInt8] = []
-        scalars.reserveCapacity(16)
-        while true {
-            guard index < bytes.count else { throw error("unterminated string", at: quote) }
-            let c = bytes[index]
-            switch c {
-            case UInt8(ascii: "\""):
-                scalars.append(contentsOf: bytes[runStart..<index])
-                index += 1
-                return try decodeUTF8(scalars, at: quote)
-            case UInt8(ascii: "\\"):
-                scalars.append(contentsOf: bytes[runStart..<index])
-                index += 1
-                try parseEscape(into: &scalars)
-                runStart = index
-            case 0..<0x20:
-                throw error("control character U+\(hex4(UInt16(c))) must be escaped inside a string")
-            default:
-                index += 1
-            }
-        }
-    }
-
-    private mutating func parseEscape(into out: inout [UInt8]) throws(JSONSyntaxError) {
-        guard let c = peek else { throw error("unterminated escape sequence") }
-        index += 1
-        switch c {
-        case UInt8(ascii: "\""): out.append(0x22)
-        case UInt8(ascii: "\\"): out.append(0x5C)
-        case UInt8(ascii: "/"): out.append(0x2F)
-        case UInt8(ascii: "b"): out.append(0x08)
-        case UInt8(ascii: "f"): out.append(0x0C)
-        case UInt8(ascii: "n"): out.append(0x0A)
-        case UInt8(ascii: "r"): out.append(0x0D)
-        case UInt8(ascii: "t"): out.append(0x09)
-        case UInt8(ascii: "u"):
-            let unit = try parseHex4()
-            var scalar: UInt32
-            if (0xD800...0xDBFF).contains(unit) {
-                guard peek == UInt8(ascii: "\\"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") else {
-                    throw unrepresentable("lone high surrogate \\u\(hex4(unit))")
-                }
-                index += 2
-                let low = try parseHex4()
-                guard (0xDC00...0xDFFF).contains(low) else { throw unrepresentable("invalid low surrogate \\u\(hex4(low))") }
-                scalar = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
-            } else if (0xDC00...0xDFFF).contains(unit) {
-                throw unrepresentable("lone low surrogate \\u\(hex4(unit))")
-            } else {
-                scalar = UInt32(unit)
-            }
-            out.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
-        default:
-            index -= 1
-            throw error("invalid escape sequence \\\(describeCurrent())")
-        }
-    }
-
-    private mutating func parseHex4() throws(JSONSyntaxError) -> UInt16 {
-        guard index + 4 <= bytes.count else { throw error("incomplete \\u escape") }
-        var value: UInt16 = 0
-        for _ in 0..<4 {
-            let c = bytes[index]
-            let digit: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-            default: throw error("invalid hex digit in \\u escape")
-            }
-            value = value << 4 | UInt16(digit)
-            index += 1
-        }
-        return value
-    }
-
-    private func decodeUTF8(_ utf8: [UInt8], at position: Int) throws(JSONSyntaxError) -> String {
-        guard let s = String(validating: utf8, as: UTF8.self) else {
-            throw error("string is not valid UTF-8", at: position)
-        }
-        return s
-    }
-
     private mutating func expectLiteral(_ word: String) throws(JSONSyntaxError) {
         let expected = Array(word.utf8)
         guard index + expected.count <= bytes.count, bytes[index..<index + expected.count].elementsEqual(expected) else {
@@ -352,14 +265,14 @@ public struct JSONParser: ~Copyable {
         }
     }
 
-    private func describeCurrent() -> String {
+    func describeCurrent() -> String {
         guard index < bytes.count else { return "end of input" }
         let c = bytes[index]
         if c >= 0x21 && c < 0x7F { return "'\(Character(Unicode.Scalar(c)))'" }
         return "byte 0x\(String(c, radix: 16, uppercase: true))"
     }
 
-    private func hex4(_ v: UInt16) -> String {
+    func hex4(_ v: UInt16) -> String {
         let s = String(v, radix: 16, uppercase: true)
         return String(repeating: "0", count: 4 - s.count) + s
     }

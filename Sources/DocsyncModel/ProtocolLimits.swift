@@ -10,6 +10,17 @@ public enum ProtocolLimits {
     /// of its own always parses.
     public static let maxDocumentDepth = 256
 
+    /// Values a document may hold: every object, array, string, number, `true`, `false` and `null`
+    /// in it, itself included. Bytes alone do not bound what a document costs whoever parses it: a
+    /// parsed value takes tens of bytes of memory where its text may take two (`[]`), so a
+    /// document within 16 MiB took hundreds of MiB. At this limit it takes about 70 MiB parsed,
+    /// and a record needs far fewer (a 16 MiB document at the limit averages 16 bytes a value).
+    public static let maxDocumentValues = 1 << 20
+
+    /// Values the fields of the agent and the server (`id`, `docType`, `rev`, the stamps) and a
+    /// reply's entry around a document (a conflict's) may add to a document at its limit.
+    public static let envelopeValues = 64
+
     /// Largest document, bytes: a file on disk, a body on the wire, a stored body (stamps aside).
     public static let maxDocumentBytes = 16 << 20
 
@@ -30,14 +41,41 @@ public enum ProtocolLimits {
     /// plus one document plus its envelope.
     public static let maxPageBytes = 32 << 20
 
+    /// The changes of one `/api/sync` reply also stop once they may hold this many values (counted
+    /// from above: ``JSONText/valueBound(_:)``), so a page of value-dense documents stays small.
+    public static let maxPageValues = 1 << 20
+
+    /// Most values the agent keeps from one reply (a document left out alone gives its values
+    /// back): a full page, the document that crosses it, and room for the envelope and the
+    /// acknowledgements of a batch. About 150 MiB parsed; a reply over it is refused whole.
+    public static let maxReplyValues = maxPageValues + maxDocumentValues + (1 << 16)
+
     /// Largest reply the agent buffers: a full page and one document at its limit, with room.
     public static let maxReplyBytes = 64 << 20
+
+    /// Most values a document may hold as sent or stored (a file's and the fields added to it).
+    public static var maxDocumentRequestValues: Int { maxDocumentValues + envelopeValues }
 
     /// Largest body of the single-document routes (`PUT`/`POST`/`DELETE /api/document`).
     public static var maxDocumentRequestBytes: Int { maxDocumentBytes + envelopeSlack }
 }
 
 extension JSONValue {
+    /// Values in it, itself included, as the parser counts them (``ProtocolLimits/maxDocumentValues``).
+    public var valueCount: Int {
+        var count = 0
+        var stack: [JSONValue] = [self]
+        while let value = stack.popLast() {
+            count += 1
+            switch value {
+            case .array(let items): stack.append(contentsOf: items)
+            case .object(let object): for member in object.members { stack.append(member.value) }
+            default: break
+            }
+        }
+        return count
+    }
+
     /// Nesting levels in containers, as the parser counts them: 0 for a scalar, 1 for a flat
     /// object or array. Iterative, so a hostile depth cannot exhaust the stack.
     public var containerDepth: Int {

@@ -8,7 +8,7 @@ extension PostgresDocumentStore {
     /// one, in three statements: the counter, the rows up to it, the purge horizon.
     public func sync(
         since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client writer: String?, selection: TypeSelection,
-        measureDepth: Bool, access: Access
+        measure: Bool, access: Access
     ) async throws -> SyncOutcome {
         let request = PageRequest(since: since, limit: limit, maxBytes: maxBytes, writer: writer, selection: access.readable(selection))
         guard !documents.isEmpty else {
@@ -28,7 +28,7 @@ extension PostgresDocumentStore {
             for (position, value) in documents.enumerated() {
                 let id = value.object?["id"]?.string
                 do {
-                    let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
+                    let (object, base) = try StoreRules.batchDocument(value, measure: measure)
                     sent.insert(id!)
                     entries.append(BatchEntry(object: object, base: base))
                 } catch let error as StoreError {

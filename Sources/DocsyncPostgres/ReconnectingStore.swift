@@ -68,13 +68,13 @@ public final class ReconnectingStore: DocumentStore {
     }
 
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measure: Bool,
         access: Access
     ) async throws -> SyncOutcome {
         try await call {
             try await $0.sync(
                 since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection,
-                measureDepth: measureDepth, access: access)
+                measure: measure, access: access)
         }
     }
 

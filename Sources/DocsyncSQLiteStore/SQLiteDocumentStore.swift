@@ -123,7 +123,7 @@ public struct SQLiteDocumentStore: DocumentStore {
     }
 
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measure: Bool,
         access: Access
     ) async throws -> SyncOutcome {
         let selection = access.readable(selection)
@@ -134,7 +134,7 @@ public struct SQLiteDocumentStore: DocumentStore {
             for value in documents {
                 let id = value.object?["id"]?.string
                 do {
-                    let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
+                    let (object, base) = try StoreRules.batchDocument(value, measure: measure)
                     sent.insert(id!)
                     outcome.stored.append(try Self.put(
                         object, now: now, ifMatch: base, mustCreate: false, client: client, seq: seq + 1, maxBytes: maxDocumentBytes, access: access,

@@ -7,7 +7,7 @@ import Synchronization
 /// bytes, and in a document an array may take one byte of text: 27 MB of documents 250 arrays
 /// deep, each within the depth and size limits, made 867 MiB of values in one batch request
 /// (`scripts/tree-amplification.sh`), and a few such requests at once would take the server
-/// down. The parse is charged as it goes (``JSONParser/parseCharging(_:maxDepth:charge:)``),
+/// down. The parse is charged as it goes (``JSONParser/parseCharging(_:maxDepth:maxValues:charge:)``),
 /// ``bytesPerValue`` a value.
 final class ParsedCharge: Sendable {
     /// The charge of the request being handled (``ParsedChargeMiddleware``).

@@ -1,32 +1,38 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import DocsyncModel
 
 /// One page of the change sequence, as a batch call returns it: fed the rows after `since` in
-/// sequence order, it ends at `limit` documents or once its bodies pass `maxBytes` (at least one
-/// document a page, so a large one still moves the cursor), leaving out what the call itself sent.
+/// sequence order, it ends at `limit` documents or once its bodies pass `maxBytes` or may hold
+/// `maxValues` values (at least one document a page, so a large one still moves the cursor),
+/// leaving out what the call itself sent. The values bound what the agent's parse of the page
+/// takes: a page of documents made of nested arrays is small in bytes and large in memory.
 public struct ChangePage: Sendable {
     let since: Int64
     public let limit: Int
     let maxBytes: Int
+    let maxValues: Int
     let sent: Set<String>
     private var taken = 0
     private var bytes = 0
+    private var values = 0
     private var last: Int64
     public private(set) var changes: [String] = []
     public private(set) var more = false
 
-    public init(since: Int64, limit: Int, maxBytes: Int, sent: Set<String>) {
+    public init(since: Int64, limit: Int, maxBytes: Int, maxValues: Int = ProtocolLimits.maxPageValues, sent: Set<String>) {
         self.since = since
         self.limit = limit
         self.maxBytes = maxBytes
+        self.maxValues = maxValues
         self.sent = sent
         self.last = since
     }
 
     /// Takes the next row; `false` once the page is full (the row is not taken).
     public mutating func offer(id: String, body: String, seq: Int64) -> Bool {
-        if taken == limit || (taken > 0 && bytes >= maxBytes) {
+        if taken == limit || (taken > 0 && (bytes >= maxBytes || values >= maxValues)) {
             more = true
             return false
         }
@@ -34,6 +40,7 @@ public struct ChangePage: Sendable {
         last = seq
         if !sent.contains(id) {
             bytes += body.utf8.count
+            values += JSONText.valueBound(body)
             changes.append(body)
         }
         return true

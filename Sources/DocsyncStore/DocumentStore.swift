@@ -28,7 +28,7 @@ public protocol DocumentStore: Sendable {
     /// Only changes of the docTypes in `selection` that `access` may read are listed; a store
     /// answers a selection of a few types in time proportional to their changes, not to every change.
     func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measure: Bool,
         access: Access
     ) async throws -> SyncOutcome
 
@@ -84,11 +84,11 @@ extension DocumentStore {
 
     public func sync(
         since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int = ProtocolLimits.maxPageBytes, client: String? = nil,
-        selection: TypeSelection = .all, measureDepth: Bool = false, access: Access = .everything
+        selection: TypeSelection = .all, measure: Bool = false, access: Access = .everything
     ) async throws -> SyncOutcome {
         try await sync(
             since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection,
-            measureDepth: measureDepth, access: access)
+            measure: measure, access: access)
     }
 
     public func attach(

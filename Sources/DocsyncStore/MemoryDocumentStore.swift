@@ -63,7 +63,7 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
     }
 
     public func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measure: Bool,
         access: Access
     ) async throws -> SyncOutcome {
         let selection = access.readable(selection)
@@ -73,7 +73,7 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
             for value in documents {
                 let id = value.object?["id"]?.string
                 do {
-                    let (object, base) = try StoreRules.batchDocument(value, measureDepth: measureDepth)
+                    let (object, base) = try StoreRules.batchDocument(value, measure: measure)
                     sent.insert(id ?? "")
                     outcome.stored.append(try Self.put(
                         object, now: now, ifMatch: base, mustCreate: false, client: client, max: maxDocumentBytes, access: access, &s))

@@ -5,14 +5,16 @@ import DocsyncModel
 /// tombstone, size), and what a tombstone and an attachment change.
 public enum StoreRules {
     /// Validates a document the client sent: an object with a string `docType` and, when
-    /// `requireID`, a safe string `id`. `measureDepth`: the caller's parse could not rule out
-    /// nesting deeper than ``ProtocolLimits/maxDocumentDepth`` (checked here, per document, so one
-    /// deep document in a batch is refused alone).
-    public static func validate(_ value: JSONValue, requireID: Bool, measureDepth: Bool = false) throws(StoreError) -> JSONObject {
+    /// `requireID`, a safe string `id`. `measure`: the caller's parse could not rule out nesting
+    /// deeper than ``ProtocolLimits/maxDocumentDepth`` or more values than
+    /// ``ProtocolLimits/maxDocumentRequestValues`` (checked here, per document, so one such
+    /// document in a batch is refused alone).
+    public static func validate(_ value: JSONValue, requireID: Bool, measure: Bool = false) throws(StoreError) -> JSONObject {
         guard case .object(let object) = value else { throw StoreError(.invalid, "the document must be a JSON object, not \(value.kindName)") }
-        if measureDepth, value.containerDepth > ProtocolLimits.maxDocumentDepth {
+        if measure, value.containerDepth > ProtocolLimits.maxDocumentDepth {
             throw StoreError(.invalid, "the document is nested deeper than \(ProtocolLimits.maxDocumentDepth) levels")
         }
+        if measure, value.valueCount > ProtocolLimits.maxDocumentRequestValues { throw tooManyValues }
         guard let docType = object["docType"] else { throw StoreError(.invalid, "the document has no \"docType\"") }
         guard case .string(let type) = docType else { throw StoreError(.invalid, "\"docType\" must be a string") }
         if let why = DocumentRules.docTypeProblem(type) { throw StoreError(.invalid, "invalid \"docType\": \(why)") }
@@ -25,6 +27,10 @@ public enum StoreRules {
         }
         return object
     }
+
+    /// A document over ``ProtocolLimits/maxDocumentRequestValues``: too large, as one over its bytes.
+    public static let tooManyValues = StoreError(
+        .tooLarge, "the document holds more than \(ProtocolLimits.maxDocumentRequestValues) values, the most a document may have")
 
     /// A write the store is to make: the document as stored and the columns it is found by.
     public struct Version: Sendable {
@@ -157,8 +163,8 @@ public enum StoreRules {
 
     /// One document of a batch call, validated, and the revision it is based on (its `rev`, if
     /// it names one: the write is then refused unless that is still the stored revision).
-    public static func batchDocument(_ value: JSONValue, measureDepth: Bool) throws(StoreError) -> (object: JSONObject, base: Int64?) {
-        let object = try validate(value, requireID: true, measureDepth: measureDepth)
+    public static func batchDocument(_ value: JSONValue, measure: Bool) throws(StoreError) -> (object: JSONObject, base: Int64?) {
+        let object = try validate(value, requireID: true, measure: measure)
         guard case .number(let rev)? = object[DocumentRules.revKey] else { return (object, nil) }
         return (object, Int64(rev))
     }

@@ -133,7 +133,7 @@ public final class MemoryEndpoint: DocumentEndpoint {
         do {
             return try await store.sync(
                 since: since, documents: documents, now: Self.now(), limit: server.pageSize, maxBytes: ProtocolLimits.maxPageBytes, client: clientID,
-                selection: .all, measureDepth: true)
+                selection: .all, measure: true)
         } catch {
             throw .unavailable("the store failed: \(error)", retryAfter: nil)
         }

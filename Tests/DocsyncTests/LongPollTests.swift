@@ -102,12 +102,12 @@ final class LookRecordingStore: DocumentStore {
         try await inner.put(object, now: now, ifMatch: ifMatch, mustCreate: mustCreate, client: client, access: access)
     }
     func sync(
-        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measureDepth: Bool,
+        since: Int64, documents: [JSONValue], now: Int64, limit: Int, maxBytes: Int, client: String?, selection: TypeSelection, measure: Bool,
         access: Access
     ) async throws -> SyncOutcome {
         if documents.isEmpty { recorded.withLock { $0.append(since) } }
         return try await inner.sync(
-            since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection, measureDepth: measureDepth,
+            since: since, documents: documents, now: now, limit: limit, maxBytes: maxBytes, client: client, selection: selection, measure: measure,
             access: access)
     }
     func delete(id: String, docType: String, now: Int64, author: String?, access: Access) async throws -> JSONObject {

@@ -194,7 +194,7 @@ extension LongSuites {
                             // A batch of six in a shuffled order: the store must lock them in its own.
                             let batch = Array(ids.shuffled(using: &random).prefix(6))
                             let docs = batch.map { JSONValue.object(JSONObject([(key: "id", value: .string($0)), (key: "docType", value: "load"), (key: "by", value: .string("\(w)-\(round)"))])) }
-                            let outcome = try await store.sync(since: 0, documents: docs, now: 1, limit: 1, maxBytes: 1 << 20, client: "w\(w)", measureDepth: false)
+                            let outcome = try await store.sync(since: 0, documents: docs, now: 1, limit: 1, maxBytes: 1 << 20, client: "w\(w)", measure: false)
                             guard outcome.errors.isEmpty else { throw ProcessFailure("batch refused: \(outcome.errors)") }
                             for id in batch { writes[id, default: 0] += 1 }
                         } else {

@@ -59,17 +59,20 @@ extension ReferenceServer {
         return (token ?? "") + ":" + value
     }
 
-    /// A JSON document route's body: at most one document (``ProtocolLimits``), no deeper than a
-    /// document may be.
+    /// A JSON document route's body: at most one document (``ProtocolLimits``), no deeper and with
+    /// no more values than a document may have (the parse stops at the first value over).
     static func json(_ request: Request, limit: Int, pace: ConnectionLimits) async throws -> JSONValue {
-        try await json(request, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth, pace: pace).value
+        try await json(request, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth, maxValues: ProtocolLimits.maxDocumentRequestValues, pace: pace)
+            .value
     }
 
     /// Reads a JSON body of at most `limit` bytes: a `Content-Length` over it is refused before a
     /// byte of the body is read (a client cannot make the server buffer what it will refuse), and
     /// a body without one is cut off at the limit while it streams; one that trickles in slower
     /// than the connection limits' pace is refused (408).
-    static func json(_ request: Request, limit: Int, maxDepth: Int, pace: ConnectionLimits) async throws -> (value: JSONValue, depth: Int) {
+    static func json(
+        _ request: Request, limit: Int, maxDepth: Int, maxValues: Int = .max, pace: ConnectionLimits
+    ) async throws -> (value: JSONValue, depth: Int, values: Int) {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
             throw StoreError(.tooLarge, "the request body is \(length) bytes, over the limit of \(limit) bytes")
         }
@@ -91,17 +94,19 @@ extension ReferenceServer {
             buffer.writeBuffer(&piece)
             try paced.add(size)
         }
-        return try parse(buffer, maxDepth: maxDepth, budget: budget, bodyBytes: taken)
+        return try parse(buffer, maxDepth: maxDepth, maxValues: maxValues, budget: budget, bodyBytes: taken)
     }
 
     /// Parses a body, charging its values to the budget (``ParsedCharge``): held until the
     /// request is answered, or until this returns where no request holds a charge.
-    private static func parse(_ buffer: ByteBuffer, maxDepth: Int, budget: BodyBudget, bodyBytes: Int) throws -> (value: JSONValue, depth: Int) {
+    private static func parse(
+        _ buffer: ByteBuffer, maxDepth: Int, maxValues: Int, budget: BodyBudget, bodyBytes: Int
+    ) throws -> (value: JSONValue, depth: Int, values: Int) {
         let request = ParsedCharge.current
         let charge = request ?? ParsedCharge()
         defer { if request == nil { charge.release() } }
         do {
-            return try JSONParser.parseCharging(Array(buffer: buffer), maxDepth: maxDepth) { values in
+            return try JSONParser.parseCharging(Array(buffer: buffer), maxDepth: maxDepth, maxValues: maxValues) { values in
                 charge.take(values: values, from: budget, alsoHeld: bodyBytes)
             }
         } catch where error.overBudget {
@@ -109,6 +114,8 @@ extension ReferenceServer {
             switch charge.refusal {
             case .tooLarge(let capacity)?:
                 throw StoreError(.tooLarge, "the request's values would take more than the \(capacity >> 20) MiB the server holds for request bodies")
+            case nil:
+                throw StoreRules.tooManyValues
             default:
                 throw StoreError(.unavailable, "the server is holding too many request bodies at once; try again shortly")
             }

@@ -45,8 +45,9 @@ struct SyncRoute: Sendable {
         /// instead of sent back whole; the store keeps every body exactly as sent.
         var echo = true
         var wait: Duration = .zero
-        /// Some document may be nested deeper than a document may be (checked per document).
-        var measureDepth = false
+        /// Some document may be nested deeper, or hold more values, than a document may (checked
+        /// per document).
+        var measure = false
         /// `"types"` / `"exclude_types"`: the docTypes whose changes are listed.
         var selection = TypeSelection.all
         /// `"limit"`: the most changes a reply lists (at most ``pageSize``). An agent with many
@@ -68,7 +69,7 @@ struct SyncRoute: Sendable {
         let (documents, refused) = try await schemas?.partition(clearOK) ?? (clearOK, [])
         var outcome = try await store.sync(
             since: call.since, documents: StoreRules.authored(documents, by: identity.name), now: now(), limit: call.limit, client: client,
-            selection: call.selection, measureDepth: call.measureDepth, access: access)
+            selection: call.selection, measure: call.measure, access: access)
         outcome.errors += unwritable + clearRefused + refused
         for stored in outcome.stored { schemas?.wrote(docType: stored["docType"]?.string) }
         if !outcome.stored.isEmpty { feed.published(outcome.latest) }
@@ -131,12 +132,13 @@ struct SyncRoute: Sendable {
         // Documents sit three containers deep ({"documents": [doc]}): one level more than a
         // document may have is parsed, so a document one level too deep is refused alone.
         let envelope = 2
-        let (parsed, deepest) = try await ReferenceServer.json(
+        let (parsed, deepest, values) = try await ReferenceServer.json(
             request, limit: limit, maxDepth: ProtocolLimits.maxDocumentDepth + envelope + 1, pace: pace)
         guard case .object(let body) = parsed else {
             throw StoreError(.invalid, "the body must be {\"since\": <cursor>, \"documents\": [...]}")
         }
-        var call = Call(measureDepth: deepest > ProtocolLimits.maxDocumentDepth + envelope)
+        // No document can be over the values limit where the whole body is not.
+        var call = Call(measure: deepest > ProtocolLimits.maxDocumentDepth + envelope || values > ProtocolLimits.maxDocumentRequestValues)
         if let s = body["since"], !s.isNull {
             guard case .number(let n) = s, let v = Int64(n), v >= 0 else {
                 throw StoreError(.invalid, "\"since\" must be a cursor from an earlier reply (or 0)")

@@ -1,0 +1,137 @@
+import DocsyncAgent
+import DocsyncModel
+@testable import DocsyncStore
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// A document of `numbers` small numbers in one array: `numbers + 4` values (the object, `id`,
+/// `docType`, the array), two bytes of text a value.
+func valueDense(_ id: String, numbers: Int, docType: String = "t") -> String {
+    #"{"id":"\#(id)","docType":"\#(docType)","v":["# + Array(repeating: "0", count: numbers).joined(separator: ",") + "]}"
+}
+
+/// A parsed value takes tens of bytes where its text may take two, so the limits the two sides
+/// share count values as well as bytes (docs/PROTOCOL.md, Limits). Before them, 27 MB of documents
+/// 250 arrays deep, every one within the depth and size limits, took an agent pulling them to
+/// 929 MiB (`scripts/tree-amplification.sh`).
+@Suite struct ValueLimitTests {
+    @Test func aParseStopsAtTheFirstValueOverItsLimit() throws {
+        let text = Array("[1,[2,3],{\"a\":null}]".utf8)  // 7 values
+        #expect(try JSONParser.parse(text, maxValues: 7).valueCount == 7)
+        do {
+            _ = try JSONParser.parse(text, maxValues: 6)
+            Issue.record("a seventh value was made")
+        } catch {
+            #expect(error.overBudget && error.reason == "more than 6 values")
+        }
+    }
+
+    /// One document over its values is left out alone, with its id, and gives its values back:
+    /// the reply's own limit counts what is kept, so the documents after it still fit.
+    @Test func aDocumentOverItsValuesIsLeftOutAloneAndTheReplyKeepsTheRest() throws {
+        let text = #"{"data":[{"id":"a","v":[1,2]},{"id":"dense","v":[\#(Array(repeating: "0", count: 50).joined(separator: ","))]},{"id":"b"}]}"#
+        let (value, isolated) = try JSONParser.parseIsolating(Array(text.utf8), maxElementValues: 20, maxValues: 30)
+        #expect(value.object?["data"]?.elements?.compactMap { $0.object?["id"]?.string } == ["a", "b"])
+        #expect(isolated.map(\.id) == ["dense"] && isolated.first?.reason.contains("more than 20 values") == true)
+        // Kept, the values of every document together are over the reply's limit: refused whole.
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parseIsolating(Array(text.utf8), maxElementValues: 100, maxValues: 30) }
+    }
+
+    /// The page's count is a bound from the text alone: never under what the parse makes, for the
+    /// strangest texts too (brackets and separators inside strings, escaped quotes, empty containers).
+    @Test func theBoundFromTheTextIsNeverUnderTheValuesParsed() throws {
+        let texts = [
+            #"{}"#, #"[]"#, #"[[],[[]],{}]"#, #"{"a":"[,:]","b\"[":["x\\",1e5,-0.5,true,false,null]}"#,
+            #"{"id":"d","docType":"t","v":\#(String(repeating: "[", count: 250))1\#(String(repeating: "]", count: 250))}"#,
+            valueDense("n", numbers: 1000), #"{"s":"\u005b\"\\\"[[["}"#, #"  [ 1 , 2 ]  "#,
+        ]
+        for text in texts {
+            let parsed = try JSONParser.parse(text).valueCount
+            #expect(JSONText.valueBound(text) >= parsed, "\(text.prefix(60))")
+            #expect(JSONText.valueBound(text) <= 2 * parsed + 1, "close enough to cut pages by: \(text.prefix(60))")
+        }
+        #expect(JSONText.valueBound(valueDense("n", numbers: 1000)) == 1004 + 2, "the two keys' commas")
+    }
+
+    @Test func aPageIsCutOnceItMayHoldItsValues() {
+        var page = ChangePage(since: 0, limit: 1000, maxBytes: .max, maxValues: 2500, sent: [])
+        let body = valueDense("x", numbers: 1000)
+        let taken = (1...4).map { page.offer(id: "\($0)", body: body, seq: Int64($0)) }
+        #expect(taken == [true, true, true, false], "past 2,500: the third document crossed it")
+        #expect(page.more && page.changes.count == 3 && page.cursor(latest: 9) == 3)
+        var one = ChangePage(since: 0, limit: 1000, maxBytes: .max, maxValues: 10, sent: [])
+        let first = one.offer(id: "1", body: body, seq: 1)
+        #expect(first, "one document a page, however many values it holds")
+    }
+
+    @Test func aFileOverTheValuesLimitIsRefusedWithTheReason() throws {
+        let limit = ProtocolLimits.maxDocumentValues
+        #expect(try DocumentRules.parseObject(Array(valueDense("at", numbers: limit - 4).utf8)).count == 3)
+        #expect(throws: DocumentProblem.tooManyValues(limit: limit)) { try DocumentRules.parseObject(Array(valueDense("over", numbers: limit - 3).utf8)) }
+        #expect(DocumentProblem.tooManyValues(limit: limit).description.contains("more than \(limit) values"))
+    }
+}
+
+/// The same limits kept by the reference server and an agent, end to end.
+extension LongSuites {
+@Suite(.serialized) struct ValueLimitEndToEndTests {
+    @Test func everyWriteRouteRefusesADocumentOverTheValuesLimitAlone() async throws {
+        let server = try await TestServer.start()
+        let limit = ProtocolLimits.maxDocumentRequestValues
+        #expect(try await server.api.request("PUT", "/api/document", body: valueDense("at", numbers: limit - 4)).status == 200)
+        let put = try await server.api.request("PUT", "/api/document", body: valueDense("over", numbers: limit - 3))
+        #expect(put.status == 413 && put.text.contains("more than \(limit) values"), "\(put.text.prefix(200))")
+        #expect(try await server.api.request("POST", "/api/document", body: valueDense("over", numbers: limit)).status == 413)
+        let batch = #"{"since":0,"documents":[\#(valueDense("over2", numbers: limit)),{"id":"fine","docType":"t"}]}"#
+        let reply = try await server.api.request("POST", "/api/sync", body: batch)
+        #expect(reply.status == 200)
+        let errors = reply.json?.object?["documents"]?.object?["error"]?.elements
+        #expect(errors?.map { $0.object?["id"] } == [.string("over2")])
+        #expect(errors?.first?.object?["message"]?.string?.contains("values") == true)
+        #expect(try await server.api.documents(type: "t").keys.sorted() == ["at", "fine"])
+        await server.stop()
+    }
+
+    /// Three documents of 700,000 values each, within every limit: the server's pages hold two of
+    /// them at most, so each reply stays within what an agent parses, and all three arrive.
+    @Test func valueDenseDocumentsArriveInPagesTheAgentTakes() async throws {
+        let server = try await TestServer.start()
+        for i in 0..<3 {
+            #expect(try await server.api.request("PUT", "/api/document", body: valueDense("dense\(i)", numbers: 700_000)).status == 200)
+        }
+        let page = try await server.api.request("POST", "/api/sync", body: #"{"since":0,"documents":[]}"#)
+        #expect(page.json?.object?["more"] == true && page.json?.object?["documents"]?.object?["success"]?.elements?.count == 2)
+        let folder = try TempFolder("dense-pull")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually(timeout: .seconds(60)) { (0..<3).allSatisfy { folder.exists("t/dense\($0).json") } }, "\(agent.logs.all.suffix(3))")
+        #expect(try await AgentStatus.read(root: folder.path).pullError == nil)
+        try await agent.stop()
+        await server.stop()
+    }
+
+    /// A hostile server's page of 30,000 documents 250 arrays deep (16 MB, each document within
+    /// every limit): the agent stops parsing at the reply's values limit, says why, writes
+    /// nothing of it and keeps running. A local file over the limit is refused with the reason.
+    @Test func aReplyOverTheValuesLimitIsRefusedAndShown() async throws {
+        let endpoint = HostileEndpoint()
+        let deep = String(repeating: "[", count: 250) + "1" + String(repeating: "]", count: 250)
+        let documents = (0..<30_000).map { #"{"id":"d\#($0)","docType":"t","v":\#(deep)}"# }.joined(separator: ",")
+        endpoint.respond { _, path, _ in
+            path == "/api/sync" ? .init(body: #"{"documents":{"success":[\#(documents)],"error":[]},"cursor":1,"more":false}"#) : nil
+        }
+        try await endpoint.start()
+        let folder = try TempFolder("values-hostile")
+        defer { folder.remove() }
+        try folder.write("t/over.json", valueDense("over", numbers: ProtocolLimits.maxDocumentValues))
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t")
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.pullError?.contains("more than \(ProtocolLimits.maxReplyValues) values") == true })
+        let status = try await AgentStatus.read(root: folder.path)
+        #expect(status.invalidFiles.map(\.path) == ["t/over.json"] && status.invalidFiles.first?.reason.contains("values") == true)
+        #expect(!folder.exists("t/d0.json"))
+        try await agent.stop()
+        await endpoint.stop()
+    }
+}
+}
