@@ -40,7 +40,10 @@ public struct ChangePage: Sendable {
         last = seq
         if !sent.contains(id) {
             bytes += body.utf8.count
-            values += JSONText.valueBound(body)
+            // The bound from the size is free and far from the page's limit on most pages; the
+            // text is read only once the page comes near it.
+            let bound = JSONText.valueBound(bytes: body.utf8.count)
+            values += values + bound < maxValues ? bound : JSONText.valueBound(body)
             changes.append(body)
         }
         return true

@@ -38,20 +38,36 @@ func valueDense(_ id: String, numbers: Int, docType: String = "t") -> String {
         #expect(throws: JSONSyntaxError.self) { try JSONParser.parseIsolating(Array(text.utf8), maxElementValues: 100, maxValues: 30) }
     }
 
-    /// The page's count is a bound from the text alone: never under what the parse makes, for the
-    /// strangest texts too (brackets and separators inside strings, escaped quotes, empty containers).
+    /// The page's count is a bound from the text alone, from its separators and from its size:
+    /// never under what the parse makes, for the strangest texts too (brackets and separators
+    /// inside strings, escaped quotes, empty containers, values in as few bytes as they can be).
     @Test func theBoundFromTheTextIsNeverUnderTheValuesParsed() throws {
         let texts = [
             #"{}"#, #"[]"#, #"[[],[[]],{}]"#, #"{"a":"[,:]","b\"[":["x\\",1e5,-0.5,true,false,null]}"#,
             #"{"id":"d","docType":"t","v":\#(String(repeating: "[", count: 250))1\#(String(repeating: "]", count: 250))}"#,
-            valueDense("n", numbers: 1000), #"{"s":"\u005b\"\\\"[[["}"#, #"  [ 1 , 2 ]  "#,
+            valueDense("n", numbers: 1000), #"{"s":"\u005b\"\\\"[[["}"#, #"  [ 1 , 2 ]  "#, "1", "\"\"", "[1,2,3]", "[[],[]]",
         ]
         for text in texts {
             let parsed = try JSONParser.parse(text).valueCount
-            #expect(JSONText.valueBound(text) >= parsed, "\(text.prefix(60))")
+            #expect(JSONText.valueBound(text) >= parsed && JSONText.valueBound(bytes: text.utf8.count) >= parsed, "\(text.prefix(60))")
             #expect(JSONText.valueBound(text) <= 2 * parsed + 1, "close enough to cut pages by: \(text.prefix(60))")
         }
         #expect(JSONText.valueBound(valueDense("n", numbers: 1000)) == 1004 + 2, "the two keys' commas")
+        // And for any value at all, written compact (the fewest bytes, where the size bound is tightest).
+        for _ in 0..<500 {
+            let value = Self.randomValue(depth: 0)
+            let text = JSONWriter.string(value)
+            #expect(JSONText.valueBound(text) >= value.valueCount && JSONText.valueBound(bytes: text.utf8.count) >= value.valueCount, "\(text.prefix(80))")
+        }
+    }
+
+    static func randomValue(depth: Int) -> JSONValue {
+        let scalars: [JSONValue] = [.number("0"), .string(""), .string("a,[:\"]"), .bool(true), .null]
+        switch depth < 5 ? Int.random(in: 0..<3) : 0 {
+        case 1: return .array((0..<Int.random(in: 0..<5)).map { _ in randomValue(depth: depth + 1) })
+        case 2: return .object(JSONObject((0..<Int.random(in: 0..<4)).map { (key: "k\($0)", value: randomValue(depth: depth + 1)) }))
+        default: return scalars.randomElement()!
+        }
     }
 
     @Test func aPageIsCutOnceItMayHoldItsValues() {
