@@ -60,7 +60,8 @@ public final class HTTPTransport: Sendable {
     public struct Reply: Sendable {
         public var status: Int
         public var headers: HTTPHeaders
-        public var bytes: ByteBuffer
+        /// The body as it came, held once: the parser reads these bytes, not a copy of them.
+        public var bytes: [UInt8]
         /// The body as JSON; `.null` when it is empty or not JSON.
         public var json: JSONValue
         /// Objects of the body's lists left out of `json`: well-formed, but no document can hold
@@ -116,7 +117,7 @@ public final class HTTPTransport: Sendable {
         let json = parsed?.value ?? .null
         let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json, isolated: parsed?.isolated ?? [])
         if reply.ok {
-            guard !json.isNull || bytes.readableBytes == 0 else { throw .badReply("the body is not JSON") }
+            guard !json.isNull || bytes.isEmpty else { throw .badReply("the body is not JSON") }
             return reply
         }
         switch status {
@@ -135,10 +136,10 @@ public final class HTTPTransport: Sendable {
     /// A reply's JSON, `nil` when it is not JSON. Every adapter's documents are held to the limits
     /// a document has on this side (one over them is left out alone), and the whole reply to the
     /// values a page may hold: what its parse takes is bounded, whatever a server sends.
-    static func parse(_ bytes: ByteBuffer) throws(EndpointError) -> (value: JSONValue, isolated: [IsolatedElement])? {
+    static func parse(_ bytes: [UInt8]) throws(EndpointError) -> (value: JSONValue, isolated: [IsolatedElement])? {
         do {
             return try JSONParser.parseIsolating(
-                Array(buffer: bytes), maxElementBytes: ProtocolLimits.maxDocumentRequestBytes,
+                bytes, maxElementBytes: ProtocolLimits.maxDocumentRequestBytes,
                 maxElementValues: ProtocolLimits.maxDocumentRequestValues + ProtocolLimits.envelopeValues, maxValues: ProtocolLimits.maxReplyValues)
         } catch where error.overBudget {
             throw .badReply("the reply holds more than \(ProtocolLimits.maxReplyValues) values, more than a page of documents may")
@@ -147,13 +148,14 @@ public final class HTTPTransport: Sendable {
         }
     }
 
-    private func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws(EndpointError) -> (HTTPClientResponse, ByteBuffer) {
+    private func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws(EndpointError) -> (HTTPClientResponse, [UInt8]) {
         let sentAt = clock?.seam.bootNanoseconds() ?? 0
         do {
             let response = try await client.execute(request, timeout: timeout)
             let receivedAt = clock?.seam.bootNanoseconds() ?? 0
             clock?.observe(headers: ReplyHeaders(response.headers), sentAt: sentAt, receivedAt: receivedAt)
-            return (response, try await response.body.collect(upTo: Self.maxReplyBytes))
+            let length = response.headers.first(name: "Content-Length").flatMap(Int.init)
+            return (response, try await Self.collect(response.body, length: length, upTo: Self.maxReplyBytes))
         } catch let error as FileReadError {
             throw .localFile(error.description)
         } catch {
@@ -161,14 +163,27 @@ public final class HTTPTransport: Sendable {
         }
     }
 
-    static func errorMessage(_ json: JSONValue, bytes: ByteBuffer, status: Int) -> String {
+    /// A reply's body in one array, refused past `limit` bytes. Each piece is let go as it is
+    /// copied in (collecting into a buffer and copying that for the parser held every reply twice:
+    /// 64 MiB more at the reply cap). Room is made for the announced length, up to the limit.
+    static func collect(_ body: HTTPClientResponse.Body, length: Int?, upTo limit: Int) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(min(max(length ?? 0, 0), limit))
+        for try await piece in body {
+            guard bytes.count + piece.readableBytes <= limit else { throw NIOTooManyBytesError(maxBytes: limit) }
+            bytes.append(contentsOf: piece.readableBytesView)
+        }
+        return bytes
+    }
+
+    static func errorMessage(_ json: JSONValue, bytes: [UInt8], status: Int) -> String {
         if let object = json.object {
             for key in ["error", "message", "reason"] {
                 if let s = object[key]?.string { return s }
                 if let inner = object[key]?.object, let s = inner["message"]?.string { return s }
             }
         }
-        let text = String(buffer: bytes).prefix(200)
+        let text = String(decoding: bytes.prefix(800), as: UTF8.self).prefix(200)
         return text.isEmpty ? HTTPResponseStatus(statusCode: status).reasonPhrase : String(text)
     }
 

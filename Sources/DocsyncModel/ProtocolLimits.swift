@@ -47,7 +47,7 @@ public enum ProtocolLimits {
 
     /// Most values the agent keeps from one reply (a document left out alone gives its values
     /// back): a full page, the document that crosses it, and room for the envelope and the
-    /// acknowledgements of a batch. About 150 MiB parsed; a reply over it is refused whole.
+    /// acknowledgements of a batch. About 150 MiB parsed; a reply with more is refused whole.
     public static let maxReplyValues = maxPageValues + maxDocumentValues + (1 << 16)
 
     /// Largest reply the agent buffers: a full page and one document at its limit, with room.
