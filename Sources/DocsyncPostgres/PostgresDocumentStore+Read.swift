@@ -71,6 +71,7 @@ extension PostgresDocumentStore {
         // committing meanwhile is left for the next call instead of being skipped.
         let latest = try await Self.latestSeq(connection, logger: logger)
         var page = ChangePage(since: request.since, limit: request.limit, maxBytes: request.maxBytes, sent: sent)
+        page.admit(currents: &outcome.errors)
         // A client's own writes are left out in the query (no client: nothing is left out);
         // so are the docTypes not selected (an empty `only` array: every type).
         let (writer, selection) = (request.writer, request.selection)

@@ -145,6 +145,7 @@ public struct SQLiteDocumentStore: DocumentStore {
                 }
             }
             var page = ChangePage(since: since, limit: limit, maxBytes: maxBytes, sent: sent)
+            page.admit(currents: &outcome.errors)
             try Self.fill(&page, since: since, client: client, selection: selection, db: db)
             outcome.changes = page.changes
             outcome.more = page.more

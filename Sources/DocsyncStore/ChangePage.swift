@@ -30,6 +30,22 @@ public struct ChangePage: Sendable {
         self.last = since
     }
 
+    /// Conflicts' current versions take the page's room first, each only while it fits whole; one
+    /// that does not is left out of its entry (no `current`), and the client fetches it (the agent
+    /// does). A batch of conflicts with large current versions could otherwise make a reply of
+    /// any size, past what the agent takes: its batch would be refused, and sent again, for ever.
+    public mutating func admit(currents errors: inout [JSONObject]) {
+        for i in errors.indices {
+            guard let current = errors[i]["current"] else { continue }
+            let (size, count) = (JSONWriter.bytes(current).count, current.valueCount)
+            if bytes + size <= maxBytes && values + count <= maxValues {
+                (bytes, values) = (bytes + size, values + count)
+            } else {
+                errors[i]["current"] = nil
+            }
+        }
+    }
+
     /// Takes the next row; `false` once the page is full (the row is not taken).
     public mutating func offer(id: String, body: String, seq: Int64) -> Bool {
         if taken == limit || (taken > 0 && (bytes >= maxBytes || values >= maxValues)) {

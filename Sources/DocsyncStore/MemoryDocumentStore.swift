@@ -82,6 +82,7 @@ public final class MemoryDocumentStore: DocumentStore, Sendable {
                 }
             }
             var page = ChangePage(since: since, limit: limit, maxBytes: maxBytes, sent: sent)
+            page.admit(currents: &outcome.errors)
             for seq in s.ids.keys.filter({ $0 > since }).sorted() {
                 guard let id = s.ids[seq], let row = s.rows[id] else { continue }
                 if client != nil && row.writer == client { continue }

@@ -81,6 +81,18 @@ func valueDense(_ id: String, numbers: Int, docType: String = "t") -> String {
         #expect(first, "one document a page, however many values it holds")
     }
 
+    @Test func conflictsCurrentVersionsTakeThePagesRoomWhileTheyFitWhole() throws {
+        var page = ChangePage(since: 0, limit: 1000, maxBytes: .max, maxValues: 2500, sent: [])
+        let current = try JSONParser.parse(valueDense("c", numbers: 1000))
+        var errors = (0..<3).map { JSONObject([("id", .string("c\($0)")), ("message", "revision conflict"), ("current", current)]) }
+        errors.insert(JSONObject([("id", "refused"), ("message", "no docType")]), at: 1)
+        page.admit(currents: &errors)
+        #expect(errors.map { $0["current"] != nil } == [true, false, true, false], "two of 1,004 values fit in 2,500; the third is fetched")
+        #expect(errors.map { $0["id"] } == ["c0", "refused", "c1", "c2"], "every entry stays, in order")
+        let taken = (1...2).map { page.offer(id: "\($0)", body: valueDense("x", numbers: 1000), seq: Int64($0)) }
+        #expect(taken == [true, false], "and one change still moves the cursor")
+    }
+
     @Test func aFileOverTheValuesLimitIsRefusedWithTheReason() throws {
         let limit = ProtocolLimits.maxDocumentValues
         #expect(try DocumentRules.parseObject(Array(valueDense("at", numbers: limit - 4).utf8)).count == 3)
@@ -124,6 +136,23 @@ extension LongSuites {
         #expect(await eventually(timeout: .seconds(60)) { (0..<3).allSatisfy { folder.exists("t/dense\($0).json") } }, "\(agent.logs.all.suffix(3))")
         #expect(try await AgentStatus.read(root: folder.path).pullError == nil)
         try await agent.stop()
+        await server.stop()
+    }
+
+    /// Four writes in conflict with documents of 700,000 values: their current versions together
+    /// would be a reply past what the agent takes, and the batch would be refused and sent again
+    /// for ever. The first goes with its conflict; the others are left for the client to fetch.
+    @Test func aBatchOfConflictsSendsTheCurrentVersionsThatFitAndNoMore() async throws {
+        let server = try await TestServer.start()
+        for i in 0..<4 {
+            #expect(try await server.api.request("PUT", "/api/document", body: valueDense("dense\(i)", numbers: 700_000)).status == 200)
+        }
+        let stale = (0..<4).map { #"{"id":"dense\#($0)","docType":"t","rev":0,"mine":true}"# }.joined(separator: ",")
+        let reply = try await server.api.request("POST", "/api/sync", body: #"{"since":4,"echo":false,"documents":[\#(stale)]}"#)
+        let errors = try #require(reply.json?.object?["documents"]?.object?["error"]?.elements)
+        #expect(errors.map { $0.object?["id"] } == ["dense0", "dense1", "dense2", "dense3"].map { .string($0) })
+        #expect(errors.map { $0.object?["current"] != nil } == [true, false, false, false])
+        #expect(try JSONParser.parse(reply.body, maxValues: ProtocolLimits.maxReplyValues).valueCount > 700_000, "what the agent takes")
         await server.stop()
     }
 
