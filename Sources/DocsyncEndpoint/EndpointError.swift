@@ -25,6 +25,9 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
     case conflictWithOwnWrite(current: JSONObject)
     /// The reply could not be understood. Retry later.
     case badReply(String)
+    /// The reply was larger than this side takes, in bytes or in values (``ProtocolLimits``).
+    /// Ask for less where the call can (a smaller page); else retry later.
+    case tooLarge(String)
     /// A file being uploaded could not be read (or changed while it was sent). Retry when it changes.
     case localFile(String)
     /// The endpoint does not offer this at all (pull from a push-only server). Do not ask again.
@@ -32,7 +35,7 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
 
     public var isTransient: Bool {
         switch self {
-        case .unreachable, .unavailable, .badReply, .localFile: true
+        case .unreachable, .unavailable, .badReply, .tooLarge, .localFile: true
         case .unauthorized, .rejected, .forbidden, .conflict, .conflictWithOwnWrite, .unsupported: false
         }
     }
@@ -47,6 +50,7 @@ public enum EndpointError: Error, Sendable, CustomStringConvertible {
         case .conflict: "revision conflict"
         case .conflictWithOwnWrite: "revision conflict with this folder's own earlier write"
         case .badReply(let why): "unexpected reply from the endpoint: \(why)"
+        case .tooLarge(let why): "the endpoint's reply is larger than this side takes: \(why)"
         case .localFile(let why): why
         case .unsupported(let why): why
         }

@@ -142,7 +142,7 @@ public final class HTTPTransport: Sendable {
                 bytes, maxElementBytes: ProtocolLimits.maxDocumentRequestBytes,
                 maxElementValues: ProtocolLimits.maxDocumentRequestValues + ProtocolLimits.envelopeValues, maxValues: ProtocolLimits.maxReplyValues)
         } catch where error.overBudget {
-            throw .badReply("the reply holds more than \(ProtocolLimits.maxReplyValues) values, more than a page of documents may")
+            throw .tooLarge("it holds more than \(ProtocolLimits.maxReplyValues) values, more than a page of documents may")
         } catch {
             return nil
         }
@@ -158,6 +158,8 @@ public final class HTTPTransport: Sendable {
             return (response, try await Self.collect(response.body, length: length, upTo: Self.maxReplyBytes))
         } catch let error as FileReadError {
             throw .localFile(error.description)
+        } catch is NIOTooManyBytesError {
+            throw .tooLarge("it is over \(Self.maxReplyBytes) bytes")
         } catch {
             throw .unreachable(Self.describe(error))
         }

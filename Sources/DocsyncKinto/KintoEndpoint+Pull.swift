@@ -24,10 +24,7 @@ extension KintoEndpoint {
         var refused: [IsolatedElement] = []
         var more = false
         for collection in collections where selection.contains(collection) {
-            var path = "\(bucketPath)/collections/\(collection)/records?_sort=last_modified&_limit=\(Self.pageSize)"
-            // Tombstones come only with `_since`: a first pull takes the live records alone.
-            if let since = position.since[collection] { path += "&_since=\(since)" }
-            let reply = try await call(.GET, path)
+            let (reply, limit) = try await page(of: collection, since: position.since[collection])
             if reply.status == 404 { continue }  // gone meanwhile
             guard reply.ok, case .array(let records)? = reply.json.object?["data"] else { throw Self.refusal(reply) }
             refused += reply.isolated
@@ -52,7 +49,7 @@ extension KintoEndpoint {
                 changes.append(document)
                 position.since[collection] = max(position.since[collection] ?? 0, modified)
             }
-            if records.count >= Self.pageSize || changes.count >= Self.pageSize {
+            if records.count >= limit || changes.count >= Self.pageSize {
                 more = true
                 break
             }
@@ -60,6 +57,23 @@ extension KintoEndpoint {
         var pulled = PullReply(changes: changes, cursor: position.cursor, more: more)
         pulled.refused = refused
         return pulled
+    }
+
+    /// A page of one collection's records after `since`, and how many it asked for. A reply larger
+    /// than this side takes (records of many values, or large ones) is asked again for half as
+    /// many records, down to one; the smaller page is kept for this endpoint's later pulls.
+    private func page(of collection: String, since: Int64?) async throws(EndpointError) -> (HTTPTransport.Reply, Int) {
+        while true {
+            let limit = readPageLimit()
+            var path = "\(bucketPath)/collections/\(collection)/records?_sort=last_modified&_limit=\(limit)"
+            // Tombstones come only with `_since`: a first pull takes the live records alone.
+            if let since { path += "&_since=\(since)" }
+            do throws(EndpointError) {
+                return (try await call(.GET, path), limit)
+            } catch .tooLarge where limit > 1 {
+                halvePageLimit(from: limit)
+            }
+        }
     }
 
     /// An empty reply; with a `reason`, one that says the server's history is behind this folder's

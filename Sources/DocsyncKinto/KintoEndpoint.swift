@@ -27,6 +27,8 @@ public final class KintoEndpoint: DocumentEndpoint {
         var collections: Set<String> = []
         /// A write found the bucket gone and made it again: the next pull says so.
         var lost = false
+        /// Records a pull asks for: fewer once a page was larger than this side takes.
+        var pageLimit = KintoEndpoint.pageSize
     }
     private let state = Mutex(State())
 
@@ -44,6 +46,8 @@ public final class KintoEndpoint: DocumentEndpoint {
     func setBucketReady() { state.withLock { $0.bucketReady = true } }
     func knownCollections() -> Set<String> { state.withLock { $0.collections } }
     func addCollection(_ id: String) { _ = state.withLock { $0.collections.insert(id) } }
+    func readPageLimit() -> Int { state.withLock { $0.pageLimit } }
+    func halvePageLimit(from limit: Int) { state.withLock { $0.pageLimit = min($0.pageLimit, max(1, limit / 2)) } }
     func markLost() { state.withLock { $0.lost = true } }
     func takeLost() -> Bool {
         state.withLock { state in

@@ -114,6 +114,26 @@ extension LongSuites {
         #expect((try? await records(server, "draft"))?["d"] == nil, "a draft is not pushed")
     }
 
+    /// 120 records of 20,000 values each: a page of 1,000 records (all of them) holds 2.4 M values,
+    /// more than the agent takes from one reply. The page is asked again for half as many records
+    /// until it fits, and every record arrives.
+    @Test func aPageTooLargeForTheAgentIsAskedAgainSmaller() async throws {
+        let server = try await KintoServer.start()
+        let (folderA, folderB) = (try TempFolder("kinto-dense-a"), try TempFolder("kinto-dense-b"))
+        let a = try await agent(folderA, server)
+        defer { folderA.remove(); folderB.remove() }
+        let numbers = Array(repeating: "7", count: 20_000).joined(separator: ",")
+        for i in 0..<120 { try folderA.write("points/p\(i).json", #"{"id":"p\#(i)","docType":"points","v":[\#(numbers)]}"#) }
+        #expect(await eventually(timeout: .seconds(60)) { (try? await records(server, "points"))?.count == 120 })
+        try await a.stop()
+        let b = try await agent(folderB, server)
+        #expect(await eventually(timeout: .seconds(60)) { (0..<120).allSatisfy { folderB.exists("points/p\($0).json") } }, "\(b.logs.all.suffix(3))")
+        #expect(object(of: "p119", in: folderB)?["v"]?.elements?.count == 20_000)
+        #expect(try await AgentStatus.read(root: folderB.path).pullError == nil)
+        try await b.stop()
+        await server.stop()
+    }
+
     @Test func aConcurrentChangeGets412AndIsMerged() async throws {
         let server = try await KintoServer.start()
         let folder = try TempFolder("kinto-412")
