@@ -12,24 +12,17 @@ enum KintoForm {
 
     /// The record's data for a document in wire form.
     static func data(_ document: JSONObject) -> JSONObject {
-        var data = JSONObject()
-        for (key, value) in document.members
-        where !["id", "docType", "last_modified", DocumentRules.revKey, DocumentRules.deletedAtKey].contains(key) {
-            data[key] = value
-        }
-        return data
+        // Members are taken as they are, not set one by one: a set looks the key up first, and a
+        // record may have hundreds of thousands of them.
+        JSONObject(document.members.filter { !["id", "docType", "last_modified", DocumentRules.revKey, DocumentRules.deletedAtKey].contains($0.key) })
     }
 
     /// The document in wire form for a record of `collection`.
     static func document(_ record: JSONObject, collection: String) -> JSONObject {
-        var document = JSONObject()
-        document["id"] = record["id"] ?? .null
-        document["docType"] = .string(collection)
         // `updated_by` only from the history plugin (see `writers`): a record's own member of that
         // name is anyone's to write, and would name the author of a git commit.
-        for (key, value) in record.members where !["id", "docType", "last_modified", "deleted", DocumentRules.updatedByKey].contains(key) {
-            document[key] = value
-        }
+        let own = record.members.filter { !["id", "docType", "last_modified", "deleted", DocumentRules.updatedByKey].contains($0.key) }
+        var document = JSONObject([(key: "id", value: record["id"] ?? .null), (key: "docType", value: .string(collection))] + own)
         let modified = revision(record)
         if let modified { document[DocumentRules.revKey] = .number(String(modified)) }
         if record["deleted"] == true {

@@ -49,8 +49,10 @@ public enum JSONValue: Sendable, Hashable {
     }
 }
 
-/// An ordered JSON object. Lookups are linear: documents have tens of keys, not thousands, and
-/// keeping one array keeps the order the user wrote them in for free.
+/// An ordered JSON object. Lookups are linear: most objects have tens of keys, and keeping one
+/// array keeps the order the user wrote them in for free. A loop that looks up every key of
+/// another object goes through ``keyed`` instead: a document may hold 2^20 values, so one object
+/// may have hundreds of thousands of keys, and such a loop over it would be quadratic.
 public struct JSONObject: Sendable, Hashable {
     public private(set) var members: [(key: String, value: JSONValue)]
 
@@ -107,4 +109,27 @@ extension JSONValue: ExpressibleByDictionaryLiteral {
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(JSONObject(elements.map { (key: $0.0, value: $0.1) }))
     }
+}
+
+extension JSONObject {
+    /// The members found by key in constant time once the object is larger than a few keys (a
+    /// dictionary of positions, made once), and read in turn below that, where it is faster.
+    public struct Keyed: Sendable {
+        public let object: JSONObject
+        private let positions: [String: Int]?
+
+        public init(_ object: JSONObject) {
+            self.object = object
+            positions = object.count > 16
+                ? Dictionary(object.members.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first }) : nil
+        }
+
+        public subscript(key: String) -> JSONValue? {
+            guard let positions else { return object[key] }
+            return positions[key].map { object.members[$0].value }
+        }
+    }
+
+    /// For looking up many keys: see ``Keyed``.
+    public var keyed: Keyed { Keyed(self) }
 }

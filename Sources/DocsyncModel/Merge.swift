@@ -23,17 +23,17 @@ public enum Merge {
         if local == remote { return local }
         if local == base { return remote }
         if remote == base { return local }
-        if case .object(let l)? = local, case .object(let r)? = remote {
-            let b = base?.object ?? JSONObject()
-            var out = JSONObject()
+        if case .object(let localObject)? = local, case .object(let remoteObject)? = remote {
+            let (b, l, r) = ((base?.object ?? JSONObject()).keyed, localObject.keyed, remoteObject.keyed)
+            var out: [(key: String, value: JSONValue)] = []
             // Local key order first (the file's), then keys only the server has, in its order.
-            var keys = l.keys
-            for key in r.keys where l[key] == nil { keys.append(key) }
+            var keys = localObject.keys
+            for key in remoteObject.keys where l[key] == nil { keys.append(key) }
             for key in keys {
                 let merged = merge(b[key], l[key], r[key], preferLocal: preferLocal, path: path + "/" + key, conflicts: &conflicts)
-                if let merged { out[key] = merged }
+                if let merged { out.append((key, merged)) }
             }
-            return .object(out)
+            return .object(JSONObject(out))
         }
         conflicts.append(path.isEmpty ? "/" : path)
         return preferLocal ? local : remote
@@ -44,11 +44,12 @@ public enum Merge {
     /// So a file the agent rewrites changes only where the content did: git diffs stay small.
     public static func keepingOrder(of existing: JSONValue, _ new: JSONValue) -> JSONValue {
         guard case .object(let old) = existing, case .object(let fresh) = new else { return new }
-        var out = JSONObject()
-        for key in old.keys {
-            if let value = fresh[key], let previous = old[key] { out[key] = keepingOrder(of: previous, value) }
+        let (oldKeys, freshKeys) = (old.keyed, fresh.keyed)
+        var out: [(key: String, value: JSONValue)] = []
+        for member in old.members {
+            if let value = freshKeys[member.key] { out.append((member.key, keepingOrder(of: member.value, value))) }
         }
-        for member in fresh.members where old[member.key] == nil { out[member.key] = member.value }
-        return .object(out)
+        for member in fresh.members where oldKeys[member.key] == nil { out.append(member) }
+        return .object(JSONObject(out))
     }
 }

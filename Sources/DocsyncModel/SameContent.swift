@@ -15,8 +15,9 @@ extension JSONValue {
 extension JSONObject {
     public func sameContent(as other: JSONObject) -> Bool {
         guard members.count == other.members.count else { return false }
+        let others = other.keyed
         for (key, value) in members {
-            guard let theirs = other[key], value.sameContent(as: theirs) else { return false }
+            guard let theirs = others[key], value.sameContent(as: theirs) else { return false }
         }
         return true
     }

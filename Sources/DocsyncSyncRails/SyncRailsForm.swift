@@ -6,24 +6,18 @@ import DocsyncModel
 enum SyncRailsForm {
     /// The object posted for a document in wire form.
     static func object(_ document: JSONObject) -> JSONObject {
-        var object = JSONObject()
-        object["uuid"] = document["id"] ?? .null
-        for (key, value) in document.members where !["id", "docType", DocumentRules.updatedAtKey, DocumentRules.revKey].contains(key) {
-            object[key] = value
-        }
+        // Members are taken as they are, not set one by one (a set looks the key up first).
+        let own = document.members.filter { !["id", "docType", "uuid", DocumentRules.updatedAtKey, DocumentRules.revKey].contains($0.key) }
+        var object = JSONObject([(key: "uuid", value: document["id"] ?? .null)] + own)
         if object[DocumentRules.deletedAtKey] == nil { object[DocumentRules.deletedAtKey] = .null }
         return object
     }
 
     /// The document in wire form for an object the server sent.
     static func document(_ object: JSONObject, docType: String) -> JSONObject {
-        var document = JSONObject()
-        document["id"] = object["uuid"] ?? .null
-        document["docType"] = .string(docType)
-        for (key, value) in object.members where key != "uuid" && key != "id" && key != "docType" {
-            if key == DocumentRules.deletedAtKey && value.isNull { continue }
-            document[key] = value
+        let own = object.members.filter { member in
+            !["uuid", "id", "docType"].contains(member.key) && !(member.key == DocumentRules.deletedAtKey && member.value.isNull)
         }
-        return document
+        return JSONObject([(key: "id", value: object["uuid"] ?? .null), (key: "docType", value: .string(docType))] + own)
     }
 }

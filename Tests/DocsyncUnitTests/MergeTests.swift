@@ -12,6 +12,25 @@ import Testing
         #expect(r.value == parse(#"{"a":2,"b":3,"c":{"x":2,"y":3},"d":4}"#))
     }
 
+    /// An object of 300,000 members, well within what a document may hold (2^20 values): each
+    /// member was looked up by reading the members in turn, so a merge, a comparison or a
+    /// re-layout of it was some 10^11 steps, hours in which the agent applied nothing else.
+    @Test(.timeLimit(.minutes(1))) func objectsOfManyMembersMergeCompareAndKeepTheirOrder() {
+        let n = 300_000
+        let base = JSONObject((0..<n).map { (key: "k\($0)", value: JSONValue.number("0")) })
+        var local = base, remote = base
+        local["k7"] = .number("1")
+        remote["k\(n - 1)"] = .number("2")
+        remote["new"] = .bool(true)
+        let merged = Merge.threeWay(base: .object(base), local: .object(local), remote: .object(remote), preferLocal: false)
+        #expect(merged.conflicts.isEmpty)
+        #expect(merged.value?.object?.count == n + 1 && merged.value?.object?["k7"] == .number("1") && merged.value?.object?["k\(n - 1)"] == .number("2"))
+        let reversed = JSONObject(local.members.reversed())
+        #expect(JSONValue.object(reversed).sameContent(as: .object(local)) && !JSONValue.object(reversed).sameContent(as: .object(base)))
+        let laidOut = Merge.keepingOrder(of: .object(reversed), .object(remote))
+        #expect(laidOut.object?.keys.first == "k\(n - 1)" && laidOut.object?.keys.last == "new" && laidOut.object?.count == n + 1)
+    }
+
     @Test func sameFieldGoesToThePreferredSideAndIsReported() {
         let base = parse(#"{"t":"base","n":1}"#), local = parse(#"{"t":"mine","n":1}"#), remote = parse(#"{"t":"theirs","n":2}"#)
         let theirs = Merge.threeWay(base: base, local: local, remote: remote, preferLocal: false)

@@ -31,3 +31,17 @@ import Testing
         #expect(next.watermark == now + 60)
     }
 }
+
+/// A document's members pass between the wire form and sync-rails' objects as they are, in order,
+/// however many there are (each was set one by one, a lookup each: quadratic in the members), and a
+/// member of the document's own named `uuid` cannot send it under another identity.
+@Suite struct SyncRailsFormTests {
+    @Test(.timeLimit(.minutes(1))) func manyMembersPassInOrderAndTheIdentityIsTheDocuments() {
+        let own = (0..<300_000).map { (key: "k\($0)", value: JSONValue.number("\($0)")) }
+        let document = JSONObject([(key: "id", value: "doc"), (key: "docType", value: "t"), (key: "uuid", value: "other")] + own)
+        let object = SyncRailsForm.object(document)
+        #expect(object["uuid"] == "doc" && object.count == own.count + 2, "uuid, the members, deleted_at")
+        let back = SyncRailsForm.document(object, docType: "t")
+        #expect(back.keys.prefix(3) == ["id", "docType", "k0"] && back.count == own.count + 2 && back["k299999"] == .number("299999"))
+    }
+}

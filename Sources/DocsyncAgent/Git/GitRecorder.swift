@@ -65,9 +65,10 @@ struct GitRecorder: Sendable {
     /// The top-level fields that differ between two bodies (`title, tags`), `moved` when none do.
     static func changedFields(from old: String, to new: String) -> String {
         guard let a = try? JSONParser.parse(old).object, let b = try? JSONParser.parse(new).object else { return "changed" }
+        let (before, after) = (a.keyed, b.keyed)
         var keys: [String] = []
-        for (key, value) in b.members where a[key] != value { keys.append(key) }
-        for (key, _) in a.members where b[key] == nil { keys.append(key) }
+        for (key, value) in b.members where before[key] != value { keys.append(key) }
+        for (key, _) in a.members where after[key] == nil { keys.append(key) }
         guard !keys.isEmpty else { return "moved" }
         let shown = keys.prefix(8).joined(separator: ", ")
         return keys.count > 8 ? shown + " and \(keys.count - 8) more" : shown
