@@ -41,9 +41,11 @@ public protocol DocumentEndpoint: AnyObject, Sendable {
     /// set to the file's URL. Throws ``EndpointError/unsupported(_:)`` without uploads.
     func upload(_ request: FileUploadRequest, progress: UploadProgress) async throws(EndpointError) -> JSONObject
 
-    /// Whether `property` of `document` (as pulled) holds one of this endpoint's files, one that
-    /// looks like it but is not fetched (and why), or neither (`nil`: an ordinary value).
-    func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch?
+    /// The properties of `document` (as pulled) that hold one of this endpoint's files, or a value
+    /// that looks like one but is not fetched (and why), in the document's order; ordinary values
+    /// are left out. One pass over the document, whatever it holds: asked one property at a time,
+    /// each ask looked the property up, and a document of 300,000 strings took minutes.
+    func remoteFiles(in document: JSONObject) -> [RemoteFileFound]
 
     /// Streams `file` to `sink`, chunk by chunk, counting into `progress`; refuses (before or
     /// while receiving) more than `maxBytes`. Hashing and storing are the caller's.
@@ -67,7 +69,7 @@ extension DocumentEndpoint {
         throw .unsupported("\(location) takes no file uploads")
     }
 
-    public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? { nil }
+    public func remoteFiles(in document: JSONObject) -> [RemoteFileFound] { [] }
 
     public func download(
         _ file: RemoteFile, maxBytes: Int64, progress: DownloadProgress, into sink: (UnsafeRawBufferPointer) throws -> Void

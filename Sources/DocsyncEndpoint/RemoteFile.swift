@@ -55,3 +55,15 @@ public final class DownloadProgress: Sendable {
 
     public func add(_ count: Int) { received.add(Int64(count), ordering: .relaxed) }
 }
+
+/// A property of a pulled document that holds one of the endpoint's files, or something like one
+/// (see ``DocumentEndpoint/remoteFiles(in:)``).
+public struct RemoteFileFound: Sendable, Hashable {
+    public var property: String
+    public var match: RemoteFileMatch
+
+    public init(property: String, match: RemoteFileMatch) {
+        self.property = property
+        self.match = match
+    }
+}

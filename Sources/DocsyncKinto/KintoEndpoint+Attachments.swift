@@ -57,11 +57,17 @@ extension KintoEndpoint {
     /// the plugin's `base_url`) names a file to download, checked against the plugin's `hash`.
     /// Files are served by whatever publishes the plugin's storage, not by Kinto: they are fetched
     /// without Kinto's credential, and only from under `base_url`.
-    public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? {
-        guard property != Self.attachmentMember, case .string(let url)? = document[property],
-              let meta = document[Self.attachmentMember]?.object, let location = meta["location"]?.string,
-              let plugin = readAttachments(), Self.absolute(location, base: plugin.baseURL) == url
-        else { return nil }
+    public func remoteFiles(in document: JSONObject) -> [RemoteFileFound] {
+        guard let meta = document[Self.attachmentMember]?.object, let location = meta["location"]?.string, let plugin = readAttachments() else { return [] }
+        let url = Self.absolute(location, base: plugin.baseURL)
+        return document.members.compactMap { member in
+            guard member.key != Self.attachmentMember, member.value == .string(url) else { return nil }
+            return RemoteFileFound(property: member.key, match: Self.match(url, meta: meta, plugin: plugin))
+        }
+    }
+
+    /// What the record's attachment at `url` is: a file to fetch, or why it is not fetched.
+    static func match(_ url: String, meta: JSONObject, plugin: Attachments) -> RemoteFileMatch {
         guard let base = plugin.baseURL, !base.isEmpty, url.hasPrefix(base.hasSuffix("/") ? base : base + "/"), !url.contains("/../") else {
             return .refused(url: url, reason: "it is not under the attachment plugin's base_url; only the endpoint's own files are fetched")
         }

@@ -65,20 +65,16 @@ public struct FileReference: Sendable, Hashable {
     /// `$file` member renamed to ``fromServerKey`` (dropped if that key is there already).
     public static func defused(_ body: JSONObject) -> JSONObject {
         guard body.members.contains(where: { isReference($0.value) }) else { return body }
-        var out = body
-        for (property, value) in body.members {
-            guard case .object(let inner) = value, inner[key] != nil else { continue }
-            var safe = JSONObject()
-            for (k, v) in inner.members {
-                if k == key {
-                    if inner[fromServerKey] == nil { safe[fromServerKey] = v }
-                } else {
-                    safe[k] = v
-                }
+        // Built member by member in one pass (setting each looks its key up first: quadratic in a
+        // document of many members).
+        return JSONObject(body.members.map { member in
+            guard case .object(let inner) = member.value, inner[key] != nil else { return member }
+            let renamedAlready = inner[fromServerKey] != nil
+            let safe = inner.members.compactMap { inner -> (key: String, value: JSONValue)? in
+                inner.key != key ? inner : renamedAlready ? nil : (fromServerKey, inner.value)
             }
-            out[property] = .object(safe)
-        }
-        return out
+            return (member.key, .object(JSONObject(safe)))
+        })
     }
 
     /// Whether `value` is a reference object (a wire value never is one).

@@ -8,8 +8,16 @@ import DocsyncModel
 extension PingPongEndpoint {
     static let uploadPath = "/api/app/upload/"
 
-    public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? {
-        guard case .string(let url)? = document[property], url.hasPrefix("http://") || url.hasPrefix("https://"),
+    public func remoteFiles(in document: JSONObject) -> [RemoteFileFound] {
+        document.members.compactMap { member in
+            guard case .string(let url) = member.value, let match = remoteFile(url) else { return nil }
+            return RemoteFileFound(property: member.key, match: match)
+        }
+    }
+
+    /// Whether a string value is one of this endpoint's upload URLs, another server's, or neither.
+    func remoteFile(_ url: String) -> RemoteFileMatch? {
+        guard url.hasPrefix("http://") || url.hasPrefix("https://"),
               url.utf8.count <= 2048, let marker = url.range(of: Self.uploadPath)
         else { return nil }
         for base in http.baseURLs where url.hasPrefix(base + Self.uploadPath) {

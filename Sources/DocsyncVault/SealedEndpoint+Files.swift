@@ -56,20 +56,26 @@ extension SealedEndpoint {
         }
     }
 
-    public func remoteFile(in property: String, of document: JSONObject) -> RemoteFileMatch? {
-        // Asked of every string member of every pulled document: the `#` is looked for in the
-        // UTF-8 bytes (by Character, each long text member cost a grapheme walk).
-        guard case .string(let value)? = document[property], let hash = value.utf8.firstIndex(of: UInt8(ascii: "#")),
-              let fragment = Fragment(value[value.index(after: hash)...])
-        else { return nil }
-        var bare = document
-        bare[property] = .string(String(value[..<hash]))
-        switch inner.remoteFile(in: property, of: bare) {
-        case .file?:
+    /// The inner endpoint is asked of the document with each sealed file's URL bare (its fragment,
+    /// which the server never saw, cut off); only URLs that carry a fragment are files here.
+    public func remoteFiles(in document: JSONObject) -> [RemoteFileFound] {
+        var sealed: [String: (url: String, fragment: Fragment)] = [:]
+        let bare = document.members.map { member -> (key: String, value: JSONValue) in
+            // The `#` is looked for in the UTF-8 bytes (by Character, each long text member cost a
+            // grapheme walk).
+            guard case .string(let value) = member.value, let hash = value.utf8.firstIndex(of: UInt8(ascii: "#")),
+                  let fragment = Fragment(value[value.index(after: hash)...])
+            else { return member }
+            sealed[member.key] = (value, fragment)
+            return (member.key, .string(String(value[..<hash])))
+        }
+        guard !sealed.isEmpty else { return [] }
+        return inner.remoteFiles(in: JSONObject(bare)).compactMap { found in
+            guard let (url, fragment) = sealed[found.property] else { return nil }
             // The hash the server names is the sealed bytes': the seal's own tags check what
             // arrives, and the file id in the (sealed) fragment that it is this document's file.
-            return .file(RemoteFile(url: value, sha256: nil, fileExtension: fragment.fileExtension))
-        case let other: return other
+            guard case .file = found.match else { return found }
+            return RemoteFileFound(property: found.property, match: .file(RemoteFile(url: url, sha256: nil, fileExtension: fragment.fileExtension)))
         }
     }
 

@@ -156,6 +156,36 @@ extension LongSuites {
         await server.stop()
     }
 
+    /// A document of 300,000 string members (a table of translations, say; 4 MB, within every
+    /// limit): each member was looked up by reading the members in turn, at several steps of the
+    /// pull (files named by the endpoint, the comparison with the file, the merge), some 10^11
+    /// steps in all. It is pulled, edited on both sides at once, and merged.
+    @Test func aDocumentOfManyMembersIsPulledEditedOnBothSidesAndMerged() async throws {
+        let server = try await TestServer.start()
+        let members = (0..<300_000).map { #""k\#($0)":"v""# }.joined(separator: ",")
+        #expect(try await server.api.request("PUT", "/api/document", body: #"{"id":"wide","docType":"t",\#(members)}"#).status == 200)
+        let folder = try TempFolder("wide-pull")
+        defer { folder.remove() }
+        let agent = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually(timeout: .seconds(60)) { folder.exists("t/wide.json") })
+        try await agent.stop()
+        // Offline, the folder changes one member while the server changes another.
+        var local = try #require(try JSONParser.parse(folder.read("t/wide.json")).object)
+        local["k7"] = "mine"
+        try folder.write("t/wide.json", JSONWriter.string(.object(local), style: .pretty))
+        var remote = try #require(try await server.api.documents(type: "t")["wide"])
+        remote["k299999"] = "theirs"
+        #expect(try await server.api.request("PUT", "/api/document", body: JSONWriter.string(.object(remote))).status == 200)
+        let again = try await TestAgent.start(folder: folder, endpoint: server.url, token: server.token)
+        #expect(await eventually(timeout: .seconds(60)) {
+            let stored = try? await server.api.documents(type: "t")["wide"]
+            return stored?["k7"] == "mine" && stored?["k299999"] == "theirs"
+        })
+        #expect(await eventually { (try? JSONParser.parse(folder.read("t/wide.json")).object?["k299999"]) == "theirs" })
+        try await again.stop()
+        await server.stop()
+    }
+
     /// A hostile server's page of 30,000 documents 250 arrays deep (16 MB, each document within
     /// every limit): the agent stops parsing at the reply's values limit, says why, writes
     /// nothing of it and keeps running. A local file over the limit is refused with the reason.

@@ -130,7 +130,7 @@ public actor Agent {
         ChangeApplier(
             context: context, walker: scanner.walker, maxFileSize: options.maxFileSize,
             rescan: { path in _ = try await scanner.scan(ChangeBatch(paths: [path])) }, pushWork: pushWork, selection: context.selection,
-            remoteFiles: { [endpoint] in endpoint.remoteFile(in: $0, of: $1) }, downloadsQueued: WakeSignal(),
+            remoteFiles: { [endpoint] in endpoint.remoteFiles(in: $0) }, downloadsQueued: WakeSignal(),
             ownNewFiles: options.turns == nil ? OwnNewFiles() : nil,
             beforeRecording: options.beforeRecordingAPulledWrite)
     }

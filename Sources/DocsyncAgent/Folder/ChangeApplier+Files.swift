@@ -12,10 +12,9 @@ extension ChangeApplier {
     /// failed, so `status` reports it.
     func fileJobs(id: String, content: JSONObject) -> [DownloadRow] {
         var jobs: [DownloadRow] = []
-        for (property, value) in content.members {
-            guard case .string = value, property != "id", property != "docType", !DocumentRules.reservedKeys.contains(property),
-                  let match = remoteFiles(property, content)
-            else { continue }
+        for found in remoteFiles(content) {
+            let (property, match) = (found.property, found.match)
+            guard property != "id", property != "docType", !DocumentRules.reservedKeys.contains(property) else { continue }
             if let why = DocumentRules.fileProperty(problemWith: property) {
                 // No job: its key would be cut or forged. Said, and the value stays as the server has it.
                 logger.warning("a file attached on the server is not fetched, the property cannot carry one: \(why)", metadata: ["doc.id": "\(id)", "property": "\(property)"])
@@ -39,10 +38,11 @@ extension ChangeApplier {
     func queueNewVersions(_ incoming: Incoming, known: DocumentRow?, rows: [UploadRow]) async throws {
         guard let known, !incoming.deleted else { return }
         var jobs: [DownloadRow] = []
-        for row in rows where row.state == .done && row.reference != nil && row.path != nil && row.isOlder(than: incoming.rev) {
-            guard case .string(let url)? = incoming.wireBody[row.property], url != row.remoteURL,
-                  case .file(let file)? = remoteFiles(row.property, incoming.wireBody)
-            else { continue }
+        let attached = rows.filter { $0.state == .done && $0.reference != nil && $0.path != nil && $0.isOlder(than: incoming.rev) }
+        guard !attached.isEmpty else { return }
+        let files = Dictionary(remoteFiles(incoming.wireBody).map { ($0.property, $0.match) }, uniquingKeysWith: { first, _ in first })
+        for row in attached {
+            guard case .file(let file)? = files[row.property], file.url != row.remoteURL else { continue }
             jobs.append(DownloadRow(
                 docID: known.id, property: row.property, url: file.url, sha256: file.sha256, fileExtension: file.fileExtension,
                 replaces: row.path))

@@ -38,8 +38,8 @@ struct ChangeApplier: FolderPart {
     /// The folder's, or fewer while a grown selection catches up (``selecting(_:)``).
     var selection: TypeSelection
     /// Which properties of a pulled document hold files of the endpoint (fetched into the
-    /// folder; see ``Downloader``): the adapter's ``DocumentEndpoint/remoteFile(in:of:)``.
-    let remoteFiles: @Sendable (String, JSONObject) -> RemoteFileMatch?
+    /// folder; see ``Downloader``): the adapter's ``DocumentEndpoint/remoteFiles(in:)``.
+    let remoteFiles: @Sendable (JSONObject) -> [RemoteFileFound]
     /// Told when download jobs were queued.
     let downloadsQueued: WakeSignal
     /// The new files written, for the watcher's report of them (see ``OwnNewFiles``); `nil` where
