@@ -1,4 +1,5 @@
-import DocsyncAgent
+@testable import DocsyncAgent
+import DocsyncIndex
 import DocsyncModel
 @testable import DocsyncStore
 import DocsyncTestSupport
@@ -209,4 +210,26 @@ extension LongSuites {
         await endpoint.stop()
     }
 }
+}
+
+/// The folder's and the server's forms of a document with files differ only at the files'
+/// properties, however many members the document has (each property was set one by one, a lookup
+/// each: quadratic in the members).
+@Suite struct ManyMemberAttachmentTests {
+    @Test(.timeLimit(.minutes(1))) func bothDirectionsChangeOnlyTheFilesProperties() throws {
+        let n = 200_000
+        let reference = JSONValue.object(JSONObject([(key: "$file", value: "photo.png")]))
+        let local = JSONObject((0..<n).map { (key: "k\($0)", value: $0 % 2 == 0 ? reference : JSONValue.string("v")) })
+        let mapping = AttachmentMapping([
+            UploadRow(docID: "d", property: "k0", reference: "photo.png", path: "photo.png", state: .done, remoteURL: "http://s/f"),
+            UploadRow(docID: "d", property: "gone", reference: nil, path: nil, state: .removed),
+        ])
+        let wire = mapping.toWire(local)
+        #expect(wire.count == n + 1 && wire["k0"] == "http://s/f" && wire["k2"] == .null && wire["k1"] == "v" && wire["gone"] == .null)
+        var remote = wire
+        remote["extra"] = "server's"
+        let back = mapping.toLocal(remote, local: local)
+        #expect(back.count == n + 1 && back["k0"] == reference && back["k2"] == reference && back["gone"] == nil && back["extra"] == "server's")
+        #expect(Array(back.keys.prefix(3)) == ["k0", "k1", "k2"])
+    }
 }

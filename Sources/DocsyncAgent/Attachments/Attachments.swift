@@ -265,14 +265,17 @@ struct AttachmentMapping: Sendable {
     static let none = AttachmentMapping([])
 
     /// The document as the server should hold it.
+    /// Both directions build their result in one pass over the members (setting each looks its
+    /// key up first: quadratic in a document of many members).
     func toWire(_ local: JSONObject) -> JSONObject {
-        var wire = local
-        for (key, value) in local.members where FileReference.isReference(value) {
-            let row = rows[key]
-            wire[key] = row?.state == .invalid ? .null : (row?.remoteURL.map { .string($0) } ?? .null)
+        var members = local.members.map { member -> (key: String, value: JSONValue) in
+            guard FileReference.isReference(member.value) else { return member }
+            let row = rows[member.key]
+            return (member.key, row?.state == .invalid ? .null : (row?.remoteURL.map { .string($0) } ?? .null))
         }
-        for (key, row) in rows where row.state == .removed && local[key] == nil { wire[key] = .null }
-        return wire
+        let keys = local.keyed
+        for (key, row) in rows.sorted(by: { $0.key < $1.key }) where row.state == .removed && keys[key] == nil { members.append((key, .null)) }
+        return JSONObject(members)
     }
 
     /// The jobs of files this side attached and the server held, whose property the server's
@@ -287,9 +290,14 @@ struct AttachmentMapping: Sendable {
     /// The server's version of a document as the folder would hold it: the folder owns the
     /// properties it fills from files, so whatever the server has there maps to the local reference.
     func toLocal(_ remote: JSONObject, local: JSONObject) -> JSONObject {
-        var out = remote
-        for (key, value) in local.members where FileReference.isReference(value) { out[key] = value }
-        for (key, row) in rows where row.state == .removed && local[key] == nil && (out[key]?.isNull ?? false) { out[key] = nil }
-        return out
+        let references = Dictionary(local.members.filter { FileReference.isReference($0.value) }, uniquingKeysWith: { first, _ in first })
+        let (localKeys, remoteKeys) = (local.keyed, remote.keyed)
+        let removed = Set(rows.filter { $0.value.state == .removed && localKeys[$0.key] == nil }.map(\.key))
+        var members: [(key: String, value: JSONValue)] = remote.members.compactMap { member in
+            if let reference = references[member.key] { return (member.key, reference) }
+            return removed.contains(member.key) && member.value.isNull ? nil : member
+        }
+        for member in local.members where references[member.key] != nil && remoteKeys[member.key] == nil { members.append(member) }
+        return JSONObject(members)
     }
 }
