@@ -76,7 +76,7 @@ extension JSONParser {
     }
 
     /// The index just past the string whose opening quote is at `start` (past the end if none).
-    static func endOfString(_ bytes: [UInt8], from start: Int) -> Int {
+    static func endOfString<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, from start: Int) -> Int where Bytes.Index == Int {
         var i = start + 1
         while i < bytes.count && bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
         return i + 1

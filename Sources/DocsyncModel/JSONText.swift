@@ -12,21 +12,16 @@ public enum JSONText {
     public static func valueBound(_ text: String) -> Int {
         var text = text
         let separators = text.withUTF8 { bytes in
-            var (count, inString, escaped) = (1, false, false)
-            for c in bytes {
-                if inString {
-                    if escaped {
-                        escaped = false
-                    } else if c == UInt8(ascii: "\\") {
-                        escaped = true
-                    } else if c == UInt8(ascii: "\"") {
-                        inString = false
-                    }
-                } else if c == UInt8(ascii: "\"") {
-                    inString = true
-                } else if c == UInt8(ascii: "[") || c == UInt8(ascii: ",") || c == UInt8(ascii: ":") {
-                    count += 1
+            var (count, i) = (1, 0)
+            while i < bytes.count {
+                switch bytes[i] {
+                case UInt8(ascii: "\""):
+                    i = JSONParser.endOfString(bytes, from: i)
+                    continue
+                case UInt8(ascii: "["), UInt8(ascii: ","), UInt8(ascii: ":"): count += 1
+                default: break
                 }
+                i += 1
             }
             return count
         }

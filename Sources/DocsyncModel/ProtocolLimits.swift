@@ -61,27 +61,15 @@ public enum ProtocolLimits {
 }
 
 extension JSONValue {
-    /// Values in it, itself included, as the parser counts them (``ProtocolLimits/maxDocumentValues``).
-    public var valueCount: Int {
-        var count = 0
-        var stack: [JSONValue] = [self]
-        while let value = stack.popLast() {
-            count += 1
-            switch value {
-            case .array(let items): stack.append(contentsOf: items)
-            case .object(let object): for member in object.members { stack.append(member.value) }
-            default: break
-            }
-        }
-        return count
-    }
-
-    /// Nesting levels in containers, as the parser counts them: 0 for a scalar, 1 for a flat
-    /// object or array. Iterative, so a hostile depth cannot exhaust the stack.
-    public var containerDepth: Int {
-        var deepest = 0
+    /// What a document is held to by the protocol's limits, as the parser counts it, in one walk:
+    /// its nesting in containers (0 for a scalar, 1 for a flat object or array) and its values,
+    /// itself included (``ProtocolLimits/maxDocumentDepth``, ``ProtocolLimits/maxDocumentValues``).
+    /// Iterative, so a hostile depth cannot exhaust the stack.
+    public var shape: (depth: Int, values: Int) {
+        var (deepest, values) = (0, 0)
         var stack: [(JSONValue, Int)] = [(self, 0)]
         while let (value, outer) = stack.popLast() {
+            values += 1
             switch value {
             case .array(let items):
                 deepest = max(deepest, outer + 1)
@@ -92,6 +80,12 @@ extension JSONValue {
             default: break
             }
         }
-        return deepest
+        return (deepest, values)
     }
+
+    /// Nesting levels in containers (see ``shape``).
+    public var containerDepth: Int { shape.depth }
+
+    /// Values in it, itself included (see ``shape``).
+    public var valueCount: Int { shape.values }
 }

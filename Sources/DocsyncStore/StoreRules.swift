@@ -11,10 +11,14 @@ public enum StoreRules {
     /// document in a batch is refused alone).
     public static func validate(_ value: JSONValue, requireID: Bool, measure: Bool = false) throws(StoreError) -> JSONObject {
         guard case .object(let object) = value else { throw StoreError(.invalid, "the document must be a JSON object, not \(value.kindName)") }
-        if measure, value.containerDepth > ProtocolLimits.maxDocumentDepth {
-            throw StoreError(.invalid, "the document is nested deeper than \(ProtocolLimits.maxDocumentDepth) levels")
+        if measure {
+            // One walk for both limits.
+            let shape = value.shape
+            if shape.depth > ProtocolLimits.maxDocumentDepth {
+                throw StoreError(.invalid, "the document is nested deeper than \(ProtocolLimits.maxDocumentDepth) levels")
+            }
+            if shape.values > ProtocolLimits.maxDocumentRequestValues { throw tooManyValues }
         }
-        if measure, value.valueCount > ProtocolLimits.maxDocumentRequestValues { throw tooManyValues }
         guard let docType = object["docType"] else { throw StoreError(.invalid, "the document has no \"docType\"") }
         guard case .string(let type) = docType else { throw StoreError(.invalid, "\"docType\" must be a string") }
         if let why = DocumentRules.docTypeProblem(type) { throw StoreError(.invalid, "invalid \"docType\": \(why)") }
