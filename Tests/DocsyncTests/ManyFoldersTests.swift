@@ -34,6 +34,7 @@ extension HeavySuites {
             mostOpen.withLock { $0 = max($0, open) }
             return (try? await s.api.request("GET", "/api/stats").json?.object?["data"]?.object?["documents"]) == .number(String(Self.folders))
         }, "\(agent.stderr.suffix(2_000))")
+        print("many folders: at most \(mostOpen.withLock { $0 }) descriptors on index files at once")
         #expect(mostOpen.withLock { $0 } < Self.folders / 2, "\(mostOpen.withLock { $0 }) index files open at once")
         #expect(agent.isRunning, "\(agent.stderr.suffix(2_000))")
         let inotify = openFiles(pid: agent.pid).filter { $0 == "anon_inode:inotify" }
