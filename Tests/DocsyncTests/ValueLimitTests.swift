@@ -4,6 +4,7 @@ import DocsyncModel
 @testable import DocsyncStore
 import DocsyncTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// A document of `numbers` small numbers in one array: `numbers + 4` values (the object, `id`,
@@ -206,6 +207,35 @@ extension LongSuites {
         let status = try await AgentStatus.read(root: folder.path)
         #expect(status.invalidFiles.map(\.path) == ["t/over.json"] && status.invalidFiles.first?.reason.contains("values") == true)
         #expect(!folder.exists("t/d0.json"))
+        try await agent.stop()
+        await endpoint.stop()
+    }
+
+    /// A plain PingPong server lists a docType in one reply, without pages: a listing over the
+    /// reply's values limit is refused and shown, the agent keeps running, and the poll after the
+    /// type became smaller applies it (docs/SYNC.md, the plain endpoints' ceiling).
+    @Test func aPlainListingOverTheValuesLimitIsRefusedShownAndPolledAgain() async throws {
+        let endpoint = HostileEndpoint()
+        let zeros = Array(repeating: "0", count: 80_000).joined(separator: ",")
+        let oversize = (0..<30).map { #"{"id":"d\#($0)","docType":"t","v":[\#(zeros)]}"# }.joined(separator: ",")
+        let listing = Mutex(oversize)
+        endpoint.respond { method, path, _ in
+            switch (method, path) {
+            case (_, "/api/sync"): .init(status: 404, body: #"{"error":"not found"}"#)
+            case ("GET", "/api/document/type/t"): .init(body: #"{"data":[\#(listing.withLock { $0 })]}"#)
+            default: .init(status: 503, body: #"{"error":"later"}"#)
+            }
+        }
+        try await endpoint.start()
+        let folder = try TempFolder("values-plain")
+        defer { folder.remove() }
+        try folder.write("t/a.json", #"{"id":"a","docType":"t"}"#)
+        let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") { $0.pollInterval = .milliseconds(200) }
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.pullError?.contains("more than \(ProtocolLimits.maxReplyValues) values") == true })
+        #expect(!folder.exists("t/d0.json"))
+        listing.withLock { $0 = #"{"id":"b","docType":"t","n":1}"# }
+        #expect(await eventually(timeout: .seconds(60)) { folder.exists("t/b.json") }, "the poll after the refusal")
+        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.pullError == nil })
         try await agent.stop()
         await endpoint.stop()
     }
