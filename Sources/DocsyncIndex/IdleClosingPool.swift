@@ -82,11 +82,8 @@ final class IdleClosingPool: Sendable {
         }
     }
 
-    /// Closes pools taken by ``OpenIndexes`` before the opening that took them goes on. Each opener
-    /// pays for the room it makes, so the connections open never outrun the bound: handed to the
-    /// one closing thread instead, 500 folders starting at once in CI left 411 descriptors on index
-    /// files while their closes waited their turn behind each other's checkpoints.
+    /// Closes pools taken by ``OpenIndexes``, as it says (see ``OpenIndexes/close(_:)``).
     private func close(_ taken: [any DatabaseWriter]) {
-        for pool in taken { try? pool.close() }
+        for pool in taken { limit?.close(pool) }
     }
 }
