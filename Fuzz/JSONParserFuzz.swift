@@ -6,6 +6,7 @@ import DocsyncModel
 /// and whatever it keeps must be a value the strict parser accepts too. The values limits: a text
 /// is never over the bounds a page is cut by, a limit of exactly its values passes and one fewer
 /// stops it, and what an isolating parse keeps under an element limit is never more than the whole.
+/// A listing read one document at a time takes what the isolating parse takes, in the same order.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -13,6 +14,7 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let isolating {
         precondition((try? JSONParser.parse(JSONWriter.bytes(isolating.value))) == isolating.value, "an isolated parse kept a bad value")
     }
+    checkListing(bytes, against: isolating)
     guard let value = try? JSONParser.parse(bytes) else { return 0 }
     precondition(isolating?.value == value && isolating?.isolated.isEmpty == true, "the isolating parse differs on valid JSON")
     let written = JSONWriter.bytes(value)
@@ -28,4 +30,29 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     precondition((try? JSONParser.parse(bytes, maxValues: values - 1)) == nil, "a limit under its values let it through")
     precondition((try? JSONParser.parseIsolating(bytes, maxElementValues: 4, maxValues: values)) != nil, "kept more than the whole")
     return 0
+}
+
+/// The listing parse accepts what the isolating parse accepts; the documents it hands over are
+/// the objects of the listing's list there, in order, each parsed again to the same from its
+/// range; the list it leaves holds the rest.
+func checkListing(_ bytes: [UInt8], against isolating: (value: JSONValue, isolated: [IsolatedElement])?) {
+    var handed: [JSONValue] = []
+    let listing = try? JSONParser.parseListing(bytes, maxElementBytes: .max, maxElementValues: .max, maxValues: .max) { document, range, _ in
+        precondition((try? JSONParser.parseListed(bytes, at: range)) == document, "a listed document parsed again differs")
+        handed.append(document)
+    }
+    precondition((listing == nil) == (isolating == nil), "the listing and the isolating parse disagree on whether the text parses")
+    guard let listing, let isolating else { return }
+    precondition(listing.isolated == isolating.isolated, "the listing isolated other documents")
+    let whole = listedList(isolating.value)
+    let objects = whole.filter { if case .object = $0 { true } else { false } }
+    precondition(handed == objects, "the documents handed over are not the listing's objects")
+    precondition(listedList(listing.value) == whole.filter { if case .object = $0 { false } else { true } }, "the list left is not the rest")
+}
+
+/// The listing's list: the top-level array, or the top-level object's `data` array.
+func listedList(_ value: JSONValue) -> [JSONValue] {
+    if case .array(let items) = value { return items }
+    if case .array(let items)? = value.object?["data"] { return items }
+    return []
 }

@@ -78,9 +78,11 @@ public final class HTTPTransport: Sendable {
     /// that then failed is sent again: writes carry their base revision, so a repeated one is a
     /// conflict with what it already stored, merged as such. `failover: false` for a body that
     /// cannot be sent twice (a file streamed as it is read): it fails, and is retried later.
+    /// `parsed: false` leaves a 2xx reply's body to the caller (``Reply/json`` is `.null`): a
+    /// listing read one document at a time (``JSONParser/parseListing(_:maxElementBytes:maxElementValues:maxValues:each:)``).
     public func send(
         _ method: HTTPMethod, _ path: String, url: String? = nil, body: HTTPClientRequest.Body? = nil, contentType: String = "application/json",
-        headers: [(String, String)] = [], timeout: TimeAmount? = nil, failover: Bool = true
+        headers: [(String, String)] = [], timeout: TimeAmount? = nil, failover: Bool = true, parsed: Bool = true
     ) async throws(EndpointError) -> Reply {
         let first = current.withLock { $0 }
         var attempt = 0
@@ -88,7 +90,8 @@ public final class HTTPTransport: Sendable {
             let index = (first + attempt) % baseURLs.count
             do throws(EndpointError) {
                 let reply = try await sendOnce(
-                    method, url: url ?? (baseURLs[index] + path), body: body, contentType: contentType, headers: headers, timeout: timeout)
+                    method, url: url ?? (baseURLs[index] + path), body: body, contentType: contentType, headers: headers, timeout: timeout,
+                    parsed: parsed)
                 if index != first { current.withLock { $0 = index } }
                 return reply
             } catch .unreachable where failover && url == nil && attempt + 1 < baseURLs.count {
@@ -98,7 +101,8 @@ public final class HTTPTransport: Sendable {
     }
 
     private func sendOnce(
-        _ method: HTTPMethod, url: String, body: HTTPClientRequest.Body?, contentType: String, headers: [(String, String)], timeout: TimeAmount?
+        _ method: HTTPMethod, url: String, body: HTTPClientRequest.Body?, contentType: String, headers: [(String, String)], timeout: TimeAmount?,
+        parsed: Bool
     ) async throws(EndpointError) -> Reply {
         var request = HTTPClientRequest(url: url)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -113,11 +117,11 @@ public final class HTTPTransport: Sendable {
         }
         let (response, bytes) = try await execute(request, timeout: timeout ?? requestTimeout)
         let status = Int(response.status.code)
-        let parsed = try Self.parse(bytes)
-        let json = parsed?.value ?? .null
-        let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json, isolated: parsed?.isolated ?? [])
+        let left = parsed == false && (200..<300).contains(status)
+        let json = left ? nil : try Self.parse(bytes)
+        let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json?.value ?? .null, isolated: json?.isolated ?? [])
         if reply.ok {
-            guard !json.isNull || bytes.isEmpty else { throw .badReply("the body is not JSON") }
+            guard !reply.json.isNull || bytes.isEmpty || left else { throw .badReply("the body is not JSON") }
             return reply
         }
         switch status {

@@ -47,6 +47,10 @@ public struct JSONParser: ~Copyable {
     /// An isolated element holding more values than this is left out, its values given back as it is.
     var elementValueLimit = Int.max
     var elementValuesBefore = 0
+    /// Takes the objects of a listing's list instead of the list (``parseListing(_:maxElementBytes:maxElementValues:maxValues:each:)``).
+    var listingSink: ((JSONValue, Range<Int>, Int) -> Void)?
+    /// The array about to be parsed is the listing's (the top-level object's `data`).
+    var nextArrayIsListing = false
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -144,6 +148,7 @@ public struct JSONParser: ~Copyable {
             index += 1
             skipWhitespace()
             let valueStart = index
+            nextArrayIsListing = listingSink != nil && depth == 1 && key == "data"
             let value = try parseValue()
             if recordSpans && depth == 1 { spans.append((key, valueStart..<index)) }
             members.append((key, value))
@@ -164,6 +169,8 @@ public struct JSONParser: ~Copyable {
     }
 
     private mutating func parseArray() throws(JSONSyntaxError) -> JSONValue {
+        let listing = listingSink != nil && (depth == 0 || nextArrayIsListing)
+        nextArrayIsListing = false
         try enterContainer()
         index += 1
         var elements: [JSONValue] = []
@@ -175,7 +182,9 @@ public struct JSONParser: ~Copyable {
         }
         while true {
             skipWhitespace()
-            if isolating && !inIsolatedElement && peek == UInt8(ascii: "{") {
+            if listing && peek == UInt8(ascii: "{") {
+                try handOverListed()
+            } else if isolating && !inIsolatedElement && peek == UInt8(ascii: "{") {
                 if let element = try parseIsolatedElement() { elements.append(element) }
             } else {
                 elements.append(try parseValue())

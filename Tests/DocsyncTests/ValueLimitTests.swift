@@ -211,14 +211,15 @@ extension LongSuites {
         await endpoint.stop()
     }
 
-    /// A plain PingPong server lists a docType in one reply, without pages: a listing over the
-    /// reply's values limit is refused and shown, the agent keeps running, and the poll after the
-    /// type became smaller applies it (docs/SYNC.md, the plain endpoints' ceiling).
-    @Test func aPlainListingOverTheValuesLimitIsRefusedShownAndPolledAgain() async throws {
+    /// A plain PingPong server lists a docType in one reply, without pages. A listing of more
+    /// values than any reply may hold (30 documents of 80,000 numbers) is read one document at a
+    /// time and arrives whole, in pages; what is over the reply's bytes is refused and shown, the
+    /// agent keeps running (docs/SYNC.md, the plain endpoints' ceiling).
+    @Test func aPlainListingOfMoreValuesThanAReplyHoldsArrivesInPages() async throws {
         let endpoint = HostileEndpoint()
         let zeros = Array(repeating: "0", count: 80_000).joined(separator: ",")
-        let oversize = (0..<30).map { #"{"id":"d\#($0)","docType":"t","v":[\#(zeros)]}"# }.joined(separator: ",")
-        let listing = Mutex(oversize)
+        let dense = (0..<30).map { #"{"id":"d\#($0)","docType":"t","v":[\#(zeros)]}"# }.joined(separator: ",")
+        let listing = Mutex(dense)
         endpoint.respond { method, path, _ in
             switch (method, path) {
             case (_, "/api/sync"): .init(status: 404, body: #"{"error":"not found"}"#)
@@ -231,8 +232,13 @@ extension LongSuites {
         defer { folder.remove() }
         try folder.write("t/a.json", #"{"id":"a","docType":"t"}"#)
         let agent = try await TestAgent.start(folder: folder, endpoint: endpoint.url, token: "t") { $0.pollInterval = .milliseconds(200) }
-        #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.pullError?.contains("more than \(ProtocolLimits.maxReplyValues) values") == true })
-        #expect(!folder.exists("t/d0.json"))
+        #expect(await eventually(timeout: .seconds(60)) { (0..<30).allSatisfy { folder.exists("t/d\($0).json") } })
+
+        // Over the reply cap in bytes (64 MiB): refused and shown, nothing of it written.
+        let padding = String(repeating: " ", count: ProtocolLimits.maxReplyBytes)
+        listing.withLock { $0 = #"{"id":"big","docType":"t"}"# + padding }
+        #expect(await eventually(timeout: .seconds(60)) { (try? await AgentStatus.read(root: folder.path))?.pullError?.contains("over \(ProtocolLimits.maxReplyBytes) bytes") == true })
+        #expect(!folder.exists("t/big.json"))
         listing.withLock { $0 = #"{"id":"b","docType":"t","n":1}"# }
         #expect(await eventually(timeout: .seconds(60)) { folder.exists("t/b.json") }, "the poll after the refusal")
         #expect(await eventually { (try? await AgentStatus.read(root: folder.path))?.pullError == nil })
