@@ -31,6 +31,10 @@ public struct EndpointCapabilities: Sendable, Equatable {
     /// Members of a document the server writes itself and expects back as it wrote them (Kinto's
     /// `attachment`): an end-to-end sealed folder keeps them in clear beside the seal.
     public var serverMembers: Set<String> = []
+    /// The page after a reply may be asked for while that reply is applied (the engine's page
+    /// ahead). Not where asking after a page is what tells the adapter the page was applied (a
+    /// poll of listings, which keeps no history to give a page again).
+    public var pagesAskedAhead = true
 
     public init(
         documentsPerCall: Int, bytesPerCall: Int, callsInFlight: Int, pull: Pull, pullsWithPush: Bool, detectsConflicts: Bool,

@@ -56,14 +56,22 @@ public final class PingPongEndpoint: DocumentEndpoint {
     public var capabilities: EndpointCapabilities {
         switch batch.withLock({ $0 }) {
         case false?:
-            EndpointCapabilities(
-                documentsPerCall: Self.singleRound, bytesPerCall: Int.max, callsInFlight: 1, pull: .poll, pullsWithPush: false,
-                detectsConflicts: true, uploads: true)
+            Self.polled
         case let known:
             EndpointCapabilities(
                 documentsPerCall: Self.batchDocuments, bytesPerCall: ProtocolLimits.agentBatchBytes, callsInFlight: Self.batchesInFlight,
                 pull: known == true ? .longPoll : .unknown, pullsWithPush: true, detectsConflicts: true, uploads: true)
         }
+    }
+
+    /// A plain PingPong endpoint: one document a request, polled, and its pages never asked ahead
+    /// (asking after a page commits it: see `PingPongEndpoint+Poll.swift`).
+    static var polled: EndpointCapabilities {
+        var capabilities = EndpointCapabilities(
+            documentsPerCall: singleRound, bytesPerCall: Int.max, callsInFlight: 1, pull: .poll, pullsWithPush: false,
+            detectsConflicts: true, uploads: true)
+        capabilities.pagesAskedAhead = false
+        return capabilities
     }
 
     /// Change numbers in order; a poll's cursor (one poll at a time) always moves on.

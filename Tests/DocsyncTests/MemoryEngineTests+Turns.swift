@@ -2,6 +2,7 @@
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// What waits for a turn when the folders of one process take turns at heavy work.
@@ -37,6 +38,28 @@ extension MemoryEngineTests {
         #expect(await !eventually(timeout: .milliseconds(500)) { server.pulls > 1 }, "\(server.pulls) pulls while the folder waited for its turn")
         release.finish()
         #expect(await eventually(timeout: Self.patience) { TreeWalkerProbe.documents(in: folder.path).count == count })
+        try await agent.stop()
+    }
+
+    /// Without turns, a catch-up asks for the next page while it writes this one: the second page
+    /// is asked for before the first is all in the folder (the test above's positive control;
+    /// an endpoint whose pages may not be asked ahead, a plain PingPong poll, says so itself).
+    @Test func aCatchUpAsksForTheNextPageWhileItWritesThisOne() async throws {
+        let server = MemoryServer()
+        let count = server.pageSize * 2 + 10
+        for i in 0..<count { try await put(server, #"{"id":"a\#(i)","docType":"bulk","n":\#(i)}"#) }
+        let folder = try TempFolder("ahead")
+        defer { folder.remove() }
+        let writtenWhenAsked = Mutex<Int?>(nil)
+        server.holdNextPullReply {
+            server.holdNextPullReply {
+                writtenWhenAsked.withLock { $0 = TreeWalkerProbe.documents(in: folder.path).count }
+            }
+        }
+        let agent = try await agent(folder, server)
+        #expect(await eventually(timeout: Self.patience) { TreeWalkerProbe.documents(in: folder.path).count == count })
+        let written = try #require(writtenWhenAsked.withLock { $0 })
+        #expect(written < server.pageSize, "\(written) documents of the first page were in the folder when the second was asked for")
         try await agent.stop()
     }
 }

@@ -60,6 +60,7 @@ import Testing
 
         var reply = try await endpoint.pull(after: nil, wait: nil)
         #expect(reply.changes.count == 1_000 && reply.more)
+        #expect(!endpoint.capabilities.pagesAskedAhead, "asking after a page commits it: never asked ahead")
         // The engine did not apply that page: asked from where it was, the poll starts over.
         reply = try await endpoint.pull(after: nil, wait: nil)
         #expect(reply.changes.first?["id"] == "d0" && reply.changes.count == 1_000 && reply.more)

@@ -9,8 +9,8 @@ import DocsyncEndpoint
 ///
 /// Not when the folders of a process take turns (``Puller/turns``): the next page would wait,
 /// whole, for the folder's next turn behind hundreds of others (300 folders' pages ahead held
-/// over 100 MiB at once). Nor from an endpoint that polls: asked after a page, a polled
-/// endpoint takes that page as applied (it keeps no history to give it again).
+/// over 100 MiB at once). Nor from an endpoint that says asking after a page is what tells it the
+/// page was applied (``EndpointCapabilities/pagesAskedAhead``).
 struct PageAhead {
     let cursor: String
     let task: Task<Result<PullReply, EndpointError>, Never>
@@ -31,7 +31,7 @@ extension Puller {
     /// Asks for the page after `reply` now, if one is waiting and the next pull will start where
     /// `reply` ends.
     func askAhead(after reply: PullReply, sentFrom sent: SyncCursor?) {
-        guard turns == nil, endpoint.capabilities.pull != .poll, reply.more, !reply.missedDeletions, !reply.historyBehind, let next = reply.cursor, next.text != sent?.text else { return }
+        guard turns == nil, endpoint.capabilities.pagesAskedAhead, reply.more, !reply.missedDeletions, !reply.historyBehind, let next = reply.cursor, next.text != sent?.text else { return }
         let endpoint = self.endpoint
         ahead = PageAhead(cursor: next.text, task: Task {
             do throws(EndpointError) {
