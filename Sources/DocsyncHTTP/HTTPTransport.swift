@@ -79,7 +79,7 @@ public final class HTTPTransport: Sendable {
     /// conflict with what it already stored, merged as such. `failover: false` for a body that
     /// cannot be sent twice (a file streamed as it is read): it fails, and is retried later.
     /// `parsed: false` leaves a 2xx reply's body to the caller (``Reply/json`` is `.null`): a
-    /// listing read one document at a time (``JSONParser/parseListing(_:maxElementBytes:maxElementValues:maxValues:each:)``).
+    /// listing read one document at a time (``parseListing(_:each:)``).
     public func send(
         _ method: HTTPMethod, _ path: String, url: String? = nil, body: HTTPClientRequest.Body? = nil, contentType: String = "application/json",
         headers: [(String, String)] = [], timeout: TimeAmount? = nil, failover: Bool = true, parsed: Bool = true
@@ -117,7 +117,7 @@ public final class HTTPTransport: Sendable {
         }
         let (response, bytes) = try await execute(request, timeout: timeout ?? requestTimeout)
         let status = Int(response.status.code)
-        let left = parsed == false && (200..<300).contains(status)
+        let left = !parsed && (200..<300).contains(status)
         let json = left ? nil : try Self.parse(bytes)
         let reply = Reply(status: status, headers: response.headers, bytes: bytes, json: json?.value ?? .null, isolated: json?.isolated ?? [])
         if reply.ok {
@@ -141,10 +141,30 @@ public final class HTTPTransport: Sendable {
     /// a document has on this side (one over them is left out alone), and the whole reply to the
     /// values a page may hold: what its parse takes is bounded, whatever a server sends.
     static func parse(_ bytes: [UInt8]) throws(EndpointError) -> (value: JSONValue, isolated: [IsolatedElement])? {
+        try held { () throws(JSONSyntaxError) in
+            try JSONParser.parseIsolating(bytes, maxElementBytes: elementBytes, maxElementValues: elementValues, maxValues: ProtocolLimits.maxReplyValues)
+        }
+    }
+
+    /// A listing's JSON, held to the same limits, its documents handed to `each` one at a time
+    /// (``JSONParser/parseListing(_:maxElementBytes:maxElementValues:maxValues:each:)``); `nil`
+    /// when it is not JSON.
+    public static func parseListing(
+        _ bytes: [UInt8], each: (_ document: JSONValue, _ range: Range<Int>, _ values: Int) -> Void
+    ) throws(EndpointError) -> (value: JSONValue, isolated: [IsolatedElement])? {
+        try held { () throws(JSONSyntaxError) in
+            try JSONParser.parseListing(bytes, maxElementBytes: elementBytes, maxElementValues: elementValues, maxValues: ProtocolLimits.maxReplyValues, each: each)
+        }
+    }
+
+    /// A document of a reply is held to what a document sent may hold, and its entry around it.
+    private static var elementBytes: Int { ProtocolLimits.maxDocumentRequestBytes }
+    private static var elementValues: Int { ProtocolLimits.maxDocumentRequestValues + ProtocolLimits.envelopeValues }
+
+    /// `parse`'s result; over the reply's values it is too large, and otherwise not JSON (`nil`).
+    private static func held<T>(_ parse: () throws(JSONSyntaxError) -> T) throws(EndpointError) -> T? {
         do {
-            return try JSONParser.parseIsolating(
-                bytes, maxElementBytes: ProtocolLimits.maxDocumentRequestBytes,
-                maxElementValues: ProtocolLimits.maxDocumentRequestValues + ProtocolLimits.envelopeValues, maxValues: ProtocolLimits.maxReplyValues)
+            return try parse()
         } catch where error.overBudget {
             throw .tooLarge("it holds more than \(ProtocolLimits.maxReplyValues) values, more than a page of documents may")
         } catch {

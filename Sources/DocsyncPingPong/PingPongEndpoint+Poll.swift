@@ -69,20 +69,19 @@ extension PingPongEndpoint {
         if let resumed { rest = resumed } else { rest = PollRest(after: 0, types: await pollTypes(), listing: nil) }
         var page = PollPage()
         while page.hasRoom {
-            if var listing = rest.listing, !listing.isDone {
+            if var listing = rest.listing {
                 rest.listing = nil  // the only reference, so taking from it copies nothing
                 try page.take(from: &listing)
-                rest.listing = listing
+                if !listing.isDone { rest.listing = listing }
                 continue
             }
-            rest.listing = nil
             guard !rest.types.isEmpty else { break }
             let type = rest.types.removeFirst()
             guard let listing = try await list(type, committed: committed[type] ?? [:]) else { continue }
             page.refused += listing.refused
-            if listing.isDone { page.finished[type] = listing.seen } else { rest.listing = listing }
+            rest.listing = listing
         }
-        let more = rest.listing.map { !$0.isDone } == true || !rest.types.isEmpty
+        let more = rest.listing != nil || !rest.types.isEmpty
         let generation = pollMemory.withLock { memory in
             memory.generation += 1
             memory.offered = OfferedPage(generation: memory.generation, marks: page.marks, finished: page.finished)

@@ -77,10 +77,16 @@ extension PingPongEndpoint {
     /// servers do, and the seed names the envelope for its writes only); a refusal otherwise.
     static func data(_ reply: HTTPTransport.Reply) throws(EndpointError) -> JSONValue? {
         guard reply.ok else { throw refusal(reply) }
-        switch reply.json {
+        return try data(of: reply.json)
+    }
+
+    /// What a body carries, as ``data(_:)`` reads it (a listing read one document at a time has
+    /// only its body).
+    static func data(of json: JSONValue) throws(EndpointError) -> JSONValue? {
+        switch json {
         case .object(let object) where object["data"] != nil: return object["data"]
-        case .object(let object) where object["id"] != nil: return reply.json
-        case .array: return reply.json
+        case .object(let object) where object["id"] != nil: return json
+        case .array: return json
         default: throw .badReply("neither a \"data\" envelope, a document nor a list in the reply")
         }
     }

@@ -33,32 +33,15 @@ struct PollListing: Sendable {
         self.bytes = bytes
         var changed: [Changed] = []
         var seen: [String: String] = [:]
-        let read: (value: JSONValue, isolated: [IsolatedElement])
-        do {
-            read = try JSONParser.parseListing(
-                bytes, maxElementBytes: ProtocolLimits.maxDocumentRequestBytes,
-                maxElementValues: ProtocolLimits.maxDocumentRequestValues + ProtocolLimits.envelopeValues,
-                maxValues: ProtocolLimits.maxReplyValues
-            ) { document, range, values in
-                guard case .object(let object) = document, let id = object["id"]?.string else { return }
-                let mark = PingPongEndpoint.mark(object)
-                seen[id] = mark
-                if committed[id] != mark { changed.append(Changed(range: range, values: values, id: id, mark: mark)) }
-            }
-        } catch where error.overBudget {
-            throw .tooLarge("it holds more than \(ProtocolLimits.maxReplyValues) values, more than a page of documents may")
-        } catch {
-            throw .badReply("the listing of docType \(type) is not JSON: \(error)")
+        let read = try HTTPTransport.parseListing(bytes) { document, range, values in
+            guard case .object(let object) = document, let id = object["id"]?.string else { return }
+            let mark = PingPongEndpoint.mark(object)
+            seen[id] = mark
+            if committed[id] != mark { changed.append(Changed(range: range, values: values, id: id, mark: mark)) }
         }
-        guard Self.isListing(read.value) else { throw .badReply("no list under \"data\" for docType \(type)") }
+        guard let read else { throw .badReply("the listing of docType \(type) is not JSON") }
+        guard case .array? = try PingPongEndpoint.data(of: read.value) else { throw .badReply("no list under \"data\" for docType \(type)") }
         (self.changed, self.seen, self.refused) = (changed, seen, read.isolated)
-    }
-
-    /// A bare list, or an object with a list under `data`.
-    static func isListing(_ value: JSONValue) -> Bool {
-        if case .array = value { return true }
-        if case .array? = value.object?["data"] { return true }
-        return false
     }
 
     /// The next changed document, counted as passed on.
@@ -90,15 +73,15 @@ struct PollPage {
     /// Room for another document: fewer than a page of them, and of their values.
     var hasRoom: Bool { documents.count < PingPongEndpoint.pollPage && values < ProtocolLimits.maxPageValues }
 
-    /// Takes documents of `listing` while there is room (the first always), and its marks when
-    /// that finishes it.
+    /// Takes documents of `listing` while there is room, and its marks when that finishes it
+    /// (at once for a listing with nothing changed).
     mutating func take(from listing: inout PollListing) throws(EndpointError) {
-        repeat {
+        while hasRoom && !listing.isDone {
             let entry = listing.takeNext()
             documents.append(try listing.document(entry))
             values += entry.values
             marks[listing.type, default: [:]][entry.id] = entry.mark
-        } while hasRoom && !listing.isDone
+        }
         if listing.isDone { finished[listing.type] = listing.seen }
     }
 }

@@ -216,18 +216,10 @@ extension LongSuites {
     /// time and arrives whole, in pages; what is over the reply's bytes is refused and shown, the
     /// agent keeps running (docs/SYNC.md, the plain endpoints' ceiling).
     @Test func aPlainListingOfMoreValuesThanAReplyHoldsArrivesInPages() async throws {
-        let endpoint = HostileEndpoint()
         let zeros = Array(repeating: "0", count: 80_000).joined(separator: ",")
         let dense = (0..<30).map { #"{"id":"d\#($0)","docType":"t","v":[\#(zeros)]}"# }.joined(separator: ",")
         let listing = Mutex(dense)
-        endpoint.respond { method, path, _ in
-            switch (method, path) {
-            case (_, "/api/sync"): .init(status: 404, body: #"{"error":"not found"}"#)
-            case ("GET", "/api/document/type/t"): .init(body: #"{"data":[\#(listing.withLock { $0 })]}"#)
-            default: .init(status: 503, body: #"{"error":"later"}"#)
-            }
-        }
-        try await endpoint.start()
+        let endpoint = try await PollPagesTests.plainServer { [listing.withLock { $0 }] }
         let folder = try TempFolder("values-plain")
         defer { folder.remove() }
         try folder.write("t/a.json", #"{"id":"a","docType":"t"}"#)
