@@ -74,9 +74,10 @@ public final class DirectoryWatcher: Sendable {
 
     /// Stops or resumes reading the kernel's event queue. For tests: events pile up in the kernel
     /// while suspended, up to `fs.inotify.max_queued_events`, then overflow. Returns once the
-    /// hub's thread acts on it (at most 2 s): an event made after that is not read. With a shared
-    /// hub, every folder of it is suspended.
-    package func setSuspended(_ value: Bool) {
+    /// hub's thread acts on it (an event made after that is not read), `false` if it did not
+    /// within a minute. With a shared hub, every folder of it is suspended.
+    @discardableResult
+    package func setSuspended(_ value: Bool) -> Bool {
         hub.setSuspended(value)
     }
 }

@@ -69,15 +69,18 @@ public final class InotifyHub: Sendable {
     }
 
     /// Stops or resumes reading the kernel's queue for every folder of this hub; returns once the
-    /// thread acts on it (at most 2 s).
-    func setSuspended(_ value: Bool) {
+    /// thread acts on it, `false` if it has not within a minute (a thread that busy is a finding
+    /// for the test that asked, not something to wait out silently).
+    @discardableResult
+    func setSuspended(_ value: Bool) -> Bool {
         suspended.set(value)
         let running = state.withLock { current -> Bool in
             current?.poke("R")
             return current != nil
         }
-        guard running else { return }
-        for _ in 0..<2_000 where suspended.applied != value { usleep(1_000) }
+        guard running else { return true }
+        for _ in 0..<60_000 where suspended.applied != value { usleep(1_000) }
+        return suspended.applied == value
     }
 
     /// The thread: sleeps until the kernel has events, a wake byte comes, or a folder's batch is

@@ -141,7 +141,7 @@ extension HeavySuites {
             do { try await agent.task.value; ended.withLock { $0 = "no error" } } catch { ended.withLock { $0 = "\(error)" } }
         }
         #expect(await eventually { folder.exists("note/bulk0.json") || folder.exists("note/bulk2999.json") })
-        await agent.agent.setWatcherSuspended(true)
+        #expect(await agent.agent.setWatcherSuspended(true), "the watcher's thread acts on the switch")
         #expect(rename(folder.path, moved) == 0)
         #expect(await eventually(timeout: .seconds(20)) { ended.withLock { $0 } != nil }, "\(agent.logs.all.suffix(4))")
         #expect(ended.withLock { $0 }?.contains("moved or deleted") == true || ended.withLock { $0 }?.contains("gone") == true, "\(ended.withLock { $0 } ?? "-")")

@@ -243,7 +243,7 @@ extension HeavySuites {
         try await withAgent { folder, agent, server in
             try FileManager.default.createDirectory(atPath: folder.file("burst"), withIntermediateDirectories: true)
             #expect(try await agent.settled())
-            await agent.agent.setWatcherSuspended(true)
+            #expect(await agent.agent.setWatcherSuspended(true), "the watcher's thread acts on the switch")
             let limit = Int((try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 16384
             let count = max(20_000, limit + 1000)
@@ -252,7 +252,7 @@ extension HeavySuites {
             for i in 0..<count {
                 try Data(#"{"id":"b\#(i)","docType":"burst","i":\#(i)}"#.utf8).write(to: folder.url("burst/f\(i).json"))
             }
-            await agent.agent.setWatcherSuspended(false)
+            #expect(await agent.agent.setWatcherSuspended(false), "the watcher's thread acts on the switch")
             #expect(await eventually(timeout: .seconds(240)) { agent.logs.count(containing: "queue overflowed") >= 1 })
             #expect(try await agent.settled(timeout: .seconds(240)))
             let rows = try await agent.index.read { try $0.allFileStats() }

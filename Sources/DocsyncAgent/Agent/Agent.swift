@@ -332,7 +332,9 @@ public actor Agent {
     }
 
     /// Test seam: stop reading inotify events so the kernel queue overflows (see DirectoryWatcher).
-    package func setWatcherSuspended(_ value: Bool) {
-        watcher?.setSuspended(value)
+    /// `false` when the watcher's thread did not act on it in time (or there is no watcher).
+    @discardableResult
+    package func setWatcherSuspended(_ value: Bool) -> Bool {
+        watcher?.setSuspended(value) ?? false
     }
 }
