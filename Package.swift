@@ -43,6 +43,8 @@ let package = Package(
         .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
         // sqlite3_config, variadic in C: process-wide SQLite settings.
         .systemLibrary(name: "CSQLiteExtras", path: "Sources/CSQLiteExtras"),
+        // zlib (the system's), for git's loose objects written in process (DocsyncGit).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         // Files through one gate: paths from outside never leave the root; reads, atomic replaces,
         // renames and the trash; the tree walker.
         .target(name: "DocsyncFiles", dependencies: ["DocsyncModel", "CGlibcExtras"]),
@@ -107,7 +109,10 @@ let package = Package(
         ]),
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
-        .target(name: "DocsyncGit", dependencies: ["CGlibcExtras", "DocsyncModel"]),
+        .target(name: "DocsyncGit", dependencies: [
+            "CGlibcExtras", "CZlib", "DocsyncModel",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .target(name: "DocsyncAgent", dependencies: [
             "DocsyncModel", "DocsyncFiles", "DocsyncWatcher", "DocsyncIndex", "DocsyncEndpoint", "DocsyncClock", "DocsyncGit", "DocsyncSchema",
             .product(name: "Logging", package: "swift-log"),

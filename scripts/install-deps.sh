@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what docsync needs on a fresh Debian/Ubuntu machine that already has Swift:
-# the SQLite headers GRDB links against, PCRE2 (schema patterns, matched with a bound), PostgreSQL (the tests start throw-away clusters of it),
+# the SQLite headers GRDB links against, PCRE2 (schema patterns, matched with a bound), zlib
+# (git objects written by the agent), PostgreSQL (the tests start throw-away clusters of it),
 # headless Chromium (the status page is tested in it),
 # git (the git history tests use real repositories), the JSON-Schema-Test-Suite (the schema
 # validator's conformance tests), and the tools the tests and the benchmark use.
 set -euo pipefail
-packages=(libsqlite3-dev libpcre2-dev sqlite3 util-linux inotify-tools curl python3 postgresql chromium git)
+packages=(libsqlite3-dev libpcre2-dev zlib1g-dev sqlite3 util-linux inotify-tools curl python3 postgresql chromium git)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -103,13 +103,15 @@ struct GitCommitBuilder: Sendable {
     func build(_ plans: [GitCommitPlan], parent: String?, blobs written: [String]? = nil) async throws(GitError) -> Built {
         let blobs: [String]
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
-        let git = repository.git
-        return try await git.offThread { () throws(GitError) -> Built in try Self.commits(plans, parent: parent, blobs: blobs, git: git) }
+        let (git, store) = (repository.git, repository.objects)
+        return try await git.offThread { () throws(GitError) -> Built in
+            try Self.commits(plans, parent: parent, blobs: blobs, trees: try GitTreeWriter(git: git, store: store))
+        }
     }
 
     /// ``build(_:parent:blobs:)``'s commits, made on this thread.
-    private static func commits(_ plans: [GitCommitPlan], parent: String?, blobs: [String], git: GitRunner) throws(GitError) -> Built {
-        let trees = try GitTreeWriter(git: git)
+    private static func commits(_ plans: [GitCommitPlan], parent: String?, blobs: [String], trees: GitTreeWriter) throws(GitError) -> Built {
+        let git = trees.git
         defer { trees.close() }
         trees.start(on: parent)
         var commit = parent
@@ -154,8 +156,13 @@ struct GitCommitBuilder: Sendable {
         }
         if files.isEmpty { return [] }
         if files.count == 1 {
-            // One blob (a trickle's commit): one process, where fast-import starts a second to
-            // unpack the pack it wrote.
+            // One blob (a trickle's commit): written by the agent where it may, else one process,
+            // where fast-import starts a second to unpack the pack it wrote.
+            if let store = repository.objects {
+                let blob = LooseObject("blob", in: store)
+                try blob.append(files[0][...])
+                return [try blob.finish()]
+            }
             return [try await repository.git.check(["hash-object", "-w", "--stdin"], input: files[0]).line]
         }
         var stream: [UInt8] = []

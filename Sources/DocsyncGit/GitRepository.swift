@@ -11,19 +11,26 @@ public struct GitRepository: Sendable {
     /// The synced folder's place in the work tree (`""` at its top, else `notes/`).
     public let prefix: String
     let git: GitRunner
+    /// Where the agent writes objects itself; `nil` where git must (``LooseObjectStore``).
+    let objects: LooseObjectStore?
 
     /// The repository `folder` is in. Fails, saying why, when git is missing, the folder is in no
     /// work tree, or the repository is bare.
     public static func locate(folder: String) async throws(GitError) -> GitRepository {
-        let git = try GitRunner.find(in: folder)
-        let out = try await git.run(["rev-parse", "--is-bare-repository", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-prefix"])
+        let found = try GitRunner.find(in: folder)
+        let out = try await found.run([
+            "rev-parse", "--is-bare-repository", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format", "--show-prefix",
+        ])
         guard out.status == 0 else { throw GitError("\(folder) is not in a git work tree (git init, or git clone, first)") }
         let lines = String(decoding: out.stdout, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard lines.count >= 4, lines[0] == "false" else { throw GitError("\(folder) is in a bare repository: there is no work tree to commit from") }
-        let common = lines[3].hasPrefix("/") ? lines[3] : folder + "/" + lines[3]
+        guard lines.count >= 5, lines[0] == "false" else { throw GitError("\(folder) is in a bare repository: there is no work tree to commit from") }
+        let common = URL(fileURLWithPath: lines[3].hasPrefix("/") ? lines[3] : folder + "/" + lines[3]).standardizedFileURL.path
+        let git = GitRunner(executable: found.executable, directory: lines[1])
+        // Settings under which git writes its objects its own way: then git writes them.
+        let own = try await git.run(["config", "--get-regexp", LooseObjectStore.gitsOwn])
         return GitRepository(
-            workTree: lines[1], gitDir: lines[2], commonDir: URL(fileURLWithPath: common).standardizedFileURL.path,
-            prefix: lines.count > 4 ? lines[4] : "", git: GitRunner(executable: git.executable, directory: lines[1]))
+            workTree: lines[1], gitDir: lines[2], commonDir: common, prefix: lines.count > 5 ? lines[5] : "", git: git,
+            objects: own.status == 1 ? LooseObjectStore(commonDir: common, format: lines[4]) : nil)
     }
 
     /// What the user is in the middle of (a rebase, a merge, …), during which docsync makes no

@@ -4,8 +4,8 @@ import Foundation
 /// Makes the trees of a build's commits from their parent's, without an index and without
 /// holding a whole tree: each folder a commit changes is read from one `cat-file --batch` the
 /// build keeps open, its changed entries merged in as its bytes come (``GitTree/Merge``), and the
-/// new tree handed as it is made to `hash-object -t tree` (which checks that it reads as a tree).
-/// Folders the commits do not touch are never read.
+/// new tree handed on as it is made: written by the agent (``LooseObject``), or where git must
+/// write it, by `hash-object -t tree`. Folders the commits do not touch are never read.
 ///
 /// The agent holds 64 KiB of a tree at a time, whatever the size of the folder (git's own
 /// commands hold the whole of it, as they do for `git commit`): a folder of 100,000 documents is
@@ -23,6 +23,8 @@ final class GitTreeWriter {
     }
 
     let git: GitRunner
+    /// Where new trees are written; `nil`: by `hash-object`.
+    private let store: LooseObjectStore?
     /// The build's `cat-file --batch`, asked for one tree after another.
     private let objects: ChildSession
     /// The name the build's first commit reads its parent's tree by (`<commit>^{tree}`).
@@ -36,8 +38,9 @@ final class GitTreeWriter {
     /// A new tree goes to `hash-object` in pieces of this size.
     private static let piece = 64 << 10
 
-    init(git: GitRunner) throws(GitError) {
+    init(git: GitRunner, store: LooseObjectStore?) throws(GitError) {
         self.git = git
+        self.store = store
         objects = try git.session(["cat-file", "--batch"])
     }
 
@@ -139,7 +142,7 @@ final class GitTreeWriter {
         _ changes: [GitTree.Change], into old: String?, at path: String, hashSize: Int, replaced: inout [String: String]
     ) throws(GitError) -> String? {
         var merge = GitTree.Merge(changes: changes, hashSize: hashSize)
-        var hasher: ChildSession?
+        var made: NewTree?
         var oldHash: String?
         if let old {
             let header = try request(old, at: path)
@@ -148,31 +151,57 @@ final class GitTreeWriter {
                 try merge.feed(piece) { name, mode, hash in
                     replaced[path + String(decoding: name, as: UTF8.self)] = String(decoding: mode, as: UTF8.self) + " " + Hex.encode(hash)
                 }
-                if merge.out.count >= Self.piece { try handOn(&merge, to: &hasher) }
+                if merge.out.count >= Self.piece { try handOn(&merge, to: &made) }
             }
         }
         try merge.finish()
-        if hasher == nil {
+        if made == nil {
             if merge.out.isEmpty && !path.isEmpty { return nil }
             if !merge.changed, let oldHash { return oldHash }
         }
-        try handOn(&merge, to: &hasher)
-        guard let done = hasher?.finish() else { throw GitError("git wrote no tree") }
-        guard done.status == 0 else {
-            throw GitError("git hash-object failed: \(String(decoding: done.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
-        }
-        let hash = String(decoding: done.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard hash.utf8.count == hashSize * 2 else { throw GitError("git hash-object gave no tree for \(Self.name(path))") }
+        try handOn(&merge, to: &made)
+        guard let hash = try made?.finish(), hash.utf8.count == hashSize * 2 else { throw GitError("git gave no tree for \(Self.name(path))") }
         return hash
     }
 
-    /// Hands the merged bytes so far to `hash-object`, started with the first of them. Stored, not
-    /// compressed: a tree of 100,000 entries is hashes that do not compress, and zlib was half of
-    /// the time it took to write; `git gc` packs it as it does any object.
-    private func handOn(_ merge: inout GitTree.Merge, to hasher: inout ChildSession?) throws(GitError) {
-        if hasher == nil { hasher = try git.session(["-c", "core.looseCompression=0", "hash-object", "-w", "-t", "tree", "--stdin"]) }
-        // A hash-object that stops reading has failed: its status and message say why.
-        hasher?.write(merge.out[...])
+    /// A tree being written: by the agent, or by `hash-object`.
+    private enum NewTree {
+        case here(LooseObject)
+        case git(ChildSession)
+
+        func append(_ bytes: ArraySlice<UInt8>) throws(GitError) {
+            switch self {
+            case .here(let object): try object.append(bytes)
+            // A hash-object that stops reading has failed: its status and message say why.
+            case .git(let session): session.write(bytes)
+            }
+        }
+
+        func finish() throws(GitError) -> String {
+            switch self {
+            case .here(let object): return try object.finish()
+            case .git(let session):
+                let done = session.finish()
+                guard done.status == 0 else {
+                    throw GitError("git hash-object failed: \(String(decoding: done.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).prefix(500))")
+                }
+                return String(decoding: done.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        }
+    }
+
+    /// Hands the merged bytes so far on to the new tree, started with the first of them. Stored,
+    /// not compressed: a tree of 100,000 entries is hashes that do not compress, and zlib was
+    /// half of the time it took to write; `git gc` packs it as it does any object.
+    private func handOn(_ merge: inout GitTree.Merge, to made: inout NewTree?) throws(GitError) {
+        if made == nil {
+            if let store {
+                made = .here(LooseObject("tree", in: store))
+            } else {
+                made = .git(try git.session(["-c", "core.looseCompression=0", "hash-object", "-w", "-t", "tree", "--stdin"]))
+            }
+        }
+        try made?.append(merge.out[...])
         merge.clearOut()
     }
 

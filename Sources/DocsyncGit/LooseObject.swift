@@ -1,0 +1,170 @@
+import CZlib
+import Crypto
+import DocsyncModel
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One git object written by the agent (``LooseObjectStore``): its content handed on in pieces
+/// as it is made (``append(_:)``), then framed, hashed and put in place (``finish()``).
+///
+/// A loose object's header (its kind and size) comes before its content, in its hash as in its
+/// file, and a merged tree's size is known only at its end: the content is held until then, in
+/// memory up to ``spill``, past it in a temporary file of the object folder, read back once. A
+/// folder of a million documents (a tree of 47 MB) costs no more memory than one of 20,000.
+final class LooseObject {
+    /// Content held in memory up to this size by default; a larger object goes through a file.
+    static let spill = 1 << 20
+    /// The piece a spilled object is read back in.
+    private static let piece = 64 << 10
+
+    private let store: LooseObjectStore
+    private let kind: String
+    private let spill: Int
+    private var held: [UInt8] = []
+    private var spool: (fd: Int32, path: String)?
+    private var size = 0
+
+    /// An object of `kind` (`blob`, `tree`) for `store`, held in memory up to `spill` bytes.
+    init(_ kind: String, in store: LooseObjectStore, spill: Int = LooseObject.spill) {
+        self.kind = kind
+        self.store = store
+        self.spill = spill
+    }
+
+    deinit {
+        if let spool {
+            close(spool.fd)
+            unlink(spool.path)
+        }
+    }
+
+    /// The next `bytes` of the content.
+    func append(_ bytes: ArraySlice<UInt8>) throws(GitError) {
+        size += bytes.count
+        if spool == nil {
+            if held.count + bytes.count <= spill {
+                held.append(contentsOf: bytes)
+                return
+            }
+            let made = try store.temporary()
+            spool = made
+            try LooseObjectStore.write(held[...], to: made.fd, file: made.path)
+            held = []
+        }
+        guard let spool else { return }
+        try LooseObjectStore.write(bytes, to: spool.fd, file: spool.path)
+    }
+
+    /// Writes the object and returns its hash (hex).
+    func finish() throws(GitError) -> String {
+        let out = try store.temporary()
+        defer {
+            close(out.fd)
+            unlink(out.path)
+        }
+        let framing = try ObjectFraming(fd: out.fd, file: out.path, hashSize: store.hashSize)
+        try framing.add(Array("\(kind) \(size)\0".utf8)[...])
+        if let spool {
+            var buffer = [UInt8](repeating: 0, count: Self.piece)
+            var offset = 0
+            while offset < size {
+                let n = buffer.withUnsafeMutableBytes { pread(spool.fd, $0.baseAddress, min($0.count, size - offset), off_t(offset)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw n == 0 ? GitError("\(spool.path) was cut short") : LooseObjectStore.failure("cannot read", spool.path) }
+                try framing.add(buffer[..<n])
+                offset += n
+            }
+        } else {
+            try framing.add(held[...])
+        }
+        let hash = try framing.end()
+        try store.place(out.path, hash: hash)
+        return hash
+    }
+}
+
+/// A loose object's file as it is written: zlib's frame around the bytes (stored, level 0) and
+/// their hash, both made as the bytes come.
+private final class ObjectFraming {
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+    private var hasher: Hasher
+    private var out = [UInt8](repeating: 0, count: 64 << 10)
+    private let fd: Int32
+    private let file: String
+
+    private enum Hasher {
+        case sha1(Insecure.SHA1)
+        case sha256(SHA256)
+    }
+
+    init(fd: Int32, file: String, hashSize: Int) throws(GitError) {
+        self.fd = fd
+        self.file = file
+        hasher = hashSize == 32 ? .sha256(SHA256()) : .sha1(Insecure.SHA1())
+        // zlib's state points back at its stream: the stream has a fixed place, never a copy.
+        stream.initialize(to: z_stream())
+        // Should it fail, `deinit` still ends the stream (a stream zlib did not start is let be).
+        guard docsync_deflate_init_stored(stream) == Z_OK else { throw GitError("zlib could not start a stream for \(file)") }
+    }
+
+    deinit {
+        deflateEnd(stream)
+        stream.deinitialize(count: 1)
+        stream.deallocate()
+    }
+
+    /// The next `bytes` of the object.
+    func add(_ bytes: ArraySlice<UInt8>) throws(GitError) {
+        bytes.withUnsafeBytes { raw in
+            switch hasher {
+            case .sha1(var h): h.update(bufferPointer: raw); hasher = .sha1(h)
+            case .sha256(var h): h.update(bufferPointer: raw); hasher = .sha256(h)
+            }
+        }
+        var rest = bytes
+        while !rest.isEmpty {
+            let part = rest.prefix(1 << 30)
+            rest = rest.dropFirst(part.count)
+            try deflate(part, finish: false)
+        }
+    }
+
+    /// Ends the frame and returns the hash of what it holds (hex).
+    func end() throws(GitError) -> String {
+        try deflate([], finish: true)
+        switch hasher {
+        case .sha1(let h): return Hex.encode(Array(h.finalize()))
+        case .sha256(let h): return Hex.encode(Array(h.finalize()))
+        }
+    }
+
+    /// Hands `bytes` to zlib and writes what it gives back; with `finish`, until the frame's end.
+    private func deflate(_ bytes: ArraySlice<UInt8>, finish: Bool) throws(GitError) {
+        var input = bytes
+        var status = Z_OK
+        repeat {
+            let made = input.withUnsafeBytes { from in
+                out.withUnsafeMutableBytes { space -> Int in
+                    // zlib reads its input only (`next_in` is not const where ZLIB_CONST is unset).
+                    stream.pointee.next_in = UnsafeMutablePointer(mutating: from.baseAddress?.assumingMemoryBound(to: Bytef.self))
+                    stream.pointee.avail_in = uInt(from.count)
+                    stream.pointee.next_out = space.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                    stream.pointee.avail_out = uInt(space.count)
+                    status = CZlib.deflate(stream, finish ? Z_FINISH : Z_NO_FLUSH)
+                    stream.pointee.next_in = nil
+                    return space.count - Int(stream.pointee.avail_out)
+                }
+            }
+            input = input.suffix(Int(stream.pointee.avail_in))
+            // zlib answers Z_BUF_ERROR when it had nothing to do; at the frame's end with room
+            // to write, that would be a frame that cannot end.
+            guard status == Z_OK || status == Z_STREAM_END || (status == Z_BUF_ERROR && !finish) else {
+                throw GitError("zlib failed (\(status)) writing \(file)")
+            }
+            try LooseObjectStore.write(out[..<made], to: fd, file: file)
+        } while !input.isEmpty || stream.pointee.avail_out == 0 || (finish && status != Z_STREAM_END)
+    }
+}
