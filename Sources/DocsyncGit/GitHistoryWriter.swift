@@ -141,8 +141,8 @@ public struct GitHistoryWriter: Sendable {
     /// The new index is left in ``followingIndexPath`` (the caller removes it once the swap is
     /// done): the lock is made from it by a link, so the agent never holds the index's bytes.
     private func followingIndex(_ changed: [String: (old: String?, new: String?)]) async throws(GitError) -> IndexFile.Stamp? {
-        let scratch = followingIndexPath
-        let stamp = try IndexFile.copy(repository.gitDir + "/index", to: scratch)
+        let (index, scratch) = (repository.gitDir + "/index", followingIndexPath)
+        let given = try IndexFile.give(index, to: scratch)
         let hashSize = GitRepository.hashDigits(of: changed.values.lazy.compactMap { $0.new ?? $0.old }.first) / 2
         let staged = try await repository.entries(inIndex: scratch, paths: Set(changed.keys), hashSize: hashSize)
         var lines: [UInt8] = []
@@ -153,7 +153,7 @@ public struct GitHistoryWriter: Sendable {
         }
         try await repository.git.check(["update-index", "-z", "--index-info"], input: lines, extra: ["GIT_INDEX_FILE": scratch])
         guard FileManager.default.fileExists(atPath: scratch) else { throw GitError("git update-index wrote no index") }
-        return stamp
+        return try IndexFile.settle(index, target: scratch, given: given)
     }
 
     /// Where ``followingIndex(_:)`` makes the user's next index: in the git folder, since the

@@ -110,36 +110,6 @@ enum HeadSwap {
     }
 }
 
-/// The index file's identity as `stat` gives it, read together with its bytes.
-enum IndexFile {
-    struct Stamp: Equatable {
-        var inode: UInt64, size: Int64, mtime: Int64, ctime: Int64
-    }
-
-    static func stamp(_ path: String) -> Stamp? {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        return Stamp(
-            inode: UInt64(st.st_ino), size: Int64(st.st_size), mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-            ctime: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))
-    }
-
-    /// Copies the index at `path` to `target` (in the same git folder) and gives the stamp the
-    /// copy goes with: `nil` when there is no index (git starts an empty one) or it changed while
-    /// copied (the swap then finds it changed, and the commit is planned again).
-    static func copy(_ path: String, to target: String) throws(GitError) -> Stamp? {
-        unlink(target)
-        guard let first = stamp(path) else { return nil }
-        do {
-            try FileManager.default.copyItem(atPath: path, toPath: target)
-        } catch {
-            if stamp(path) == nil { return nil }
-            throw GitError("cannot copy \(path) to \(target): \(error)")
-        }
-        return first == stamp(path) ? first : nil
-    }
-}
-
 /// Git's lock protocol: `<file>.lock` created exclusively; its content replaces the file by a
 /// rename, or it is removed. The content is written before the lock exists, to a file of our own
 /// in the git folder (never among the refs, where git would take it for one), which is then
