@@ -50,12 +50,14 @@ final class GitTreeWriter {
     }
 
     /// The edits of `entries` (`path` → `mode hash`, `nil` removed), paths split at `/`. A path
-    /// with an empty, `.`, `..` or `.git` part is refused: git would refuse it in a tree.
+    /// with an empty, `.`, `..` or `.git` part is refused: git would refuse it in a tree. So is
+    /// one with a NUL, which ends a name in a tree: the agent writes trees itself, and such a
+    /// name would make one that does not read back.
     static func edits(_ entries: [(path: String, entry: String?)]) throws(GitError) -> Edits {
         let root = Edits()
         paths: for (path, entry) in entries {
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-            guard parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && $0.lowercased() != ".git" }) else {
+            guard !path.utf8.contains(0), parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && $0.lowercased() != ".git" }) else {
                 throw GitError("cannot commit \(path): not a path git keeps")
             }
             let file = try entry.map { text throws(GitError) in

@@ -69,6 +69,29 @@ import Testing
         #expect((after[.modificationDate] as? Date ?? .distantPast) > Date(timeIntervalSince1970: 1_600_000_000), "its time renewed")
     }
 
+    /// A path no tree can hold (a NUL ends a name in a tree; an empty part, `..`, `.git`) is
+    /// refused with the path named, and nothing is written: `hash-object` used to refuse such a
+    /// tree, and the agent, which writes trees now, must too.
+    @Test(arguments: ["notes/a\u{0}b.json", "notes//a.json", "notes/../a.json", "notes/.GIT/a.json"])
+    func aPathNoTreeCanHoldIsRefusedAndNothingWritten(path: String) async throws {
+        let repo = try repository("loose-refused")
+        defer { repo.remove() }
+        try repo.write("notes/n.json", "{}\n")
+        try git(["add", "-A"], in: repo.path)
+        try git(["commit", "-qm", "start"], in: repo.path)
+        let head = try git(["rev-parse", "HEAD"], in: repo.path)
+        let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .checkedOut)
+        let plan = GitCommitPlan(
+            author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
+            message: "pulled\n", entries: [.put(path: path, bytes: Array("{}\n".utf8))])
+        let refused = await #expect(throws: GitError.self) { _ = try await writer.commit([plan]) }
+        #expect(refused?.description.contains("not a path git keeps") == true, "\(refused?.description ?? "-")")
+        #expect(try git(["rev-parse", "HEAD"], in: repo.path) == head, "no commit")
+        let trees = try gitWith(["cat-file", "--batch-check", "--batch-all-objects"], in: repo.path).split(separator: "\n").filter { $0.contains(" tree ") }
+        #expect(trees.count == 2, "no tree beside the start's two: \(trees)")
+        #expect(try gitWith(["fsck", "--no-progress", "--strict", "--no-dangling"], in: repo.path).isEmpty)
+    }
+
     /// Where git writes objects its own way, git writes the agent's too, and the commits are
     /// made as before.
     @Test(arguments: ["core.sharedRepository=group", "core.fsyncObjectFiles=true", "core.fsync=loose-object"])
