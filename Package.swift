@@ -110,7 +110,7 @@ let package = Package(
         // The sync engine: scanner, reconciliation, outbox pusher, puller, uploads, the watch loop.
         // Commits of pulled changes (`--git-commit`, `--git-branch`), through git's own plumbing.
         .target(name: "DocsyncGit", dependencies: [
-            "CGlibcExtras", "CZlib", "DocsyncModel",
+            "CGlibcExtras", "CZlib", "DocsyncFiles", "DocsyncModel",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "DocsyncAgent", dependencies: [

@@ -1,3 +1,4 @@
+import DocsyncFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -70,21 +71,8 @@ struct LooseObjectStore: Sendable {
 
     /// Writes all of `bytes` to the file `fd` (of the name `file`, for the error).
     static func write(_ bytes: ArraySlice<UInt8>, to fd: Int32, file: String) throws(GitError) {
-        let written = bytes.withUnsafeBytes { raw -> Bool in
-            var done = 0
-            while done < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
-                if n > 0 {
-                    done += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return false
-                }
-            }
-            return true
-        }
-        guard written else { throw failure("cannot write", file) }
+        let written = bytes.withUnsafeBytes { raw in Result { () throws(FileSystemError) in try FileSystem.writeAll(raw, to: fd, path: file) } }
+        if case .failure(let error) = written { throw GitError("\(error)") }
     }
 
     static func failure(_ what: String, _ path: String) -> GitError {
