@@ -159,9 +159,12 @@ struct GitCommitBuilder: Sendable {
             // One blob (a trickle's commit): written by the agent where it may, else one process,
             // where fast-import starts a second to unpack the pack it wrote.
             if let store = repository.objects {
-                let blob = LooseObject("blob", in: store)
-                try blob.append(files[0][...])
-                return [try blob.finish()]
+                let bytes = files[0]
+                return [try await repository.git.offThread { () throws(GitError) -> String in
+                    let blob = LooseObject("blob", in: store)
+                    try blob.append(bytes[...])
+                    return try blob.finish()
+                }]
             }
             return [try await repository.git.check(["hash-object", "-w", "--stdin"], input: files[0]).line]
         }
