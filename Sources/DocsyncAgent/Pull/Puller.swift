@@ -203,7 +203,7 @@ actor Puller: Worker, FolderPart {
             let reply = try await timedFetch(after: cursor, wait: wait)
             if let known, known.matches(reply) { return Step(more: false, changed: 0) }
             if wait == nil { askAhead(after: reply, sentFrom: cursor) }
-            let taken = try await inTurn(wait != nil) { () async throws(EndpointError) in try await take(reply) }
+            let taken = try await inTurn(wait != nil) { () async throws(EndpointError) in try await take(reply, sentFrom: cursor) }
             if taken.replaced { return Step(more: true, changed: 1) }
             handedCursor = taken.cursorAfterRecords
             // Quiet only if nothing wrote the index since its cursor was read, this reply included.
@@ -233,10 +233,10 @@ actor Puller: Worker, FolderPart {
     }
 
     /// `reply`'s changes written into the folder and the index.
-    private func take(_ reply: PullReply) async throws(EndpointError) -> ServerChanges.Taken {
+    private func take(_ reply: PullReply, sentFrom cursor: SyncCursor?) async throws(EndpointError) -> ServerChanges.Taken {
         do {
             // Not where folders take turns: a page pending per folder of hundreds adds up.
-            return try await changes.take(reply, pipelined: turns == nil)
+            return try await changes.take(reply, sentFrom: cursor, pipelined: turns == nil)
         } catch let gone as ServerChanges.FolderGone {
             folderGone = true
             throw .localFile(gone.description)

@@ -72,15 +72,15 @@ struct ServerChanges: FolderPart {
     /// endpoint orders it before the stored one: replies to calls in flight together come back in
     /// any order). `pipelined` (the puller's catch-up): a page with more to follow leaves its
     /// record committing while the next is written (``PendingRecords``); the last page waits for
-    /// them all.
+    /// them all. `sentFrom`: the cursor the call was made after.
     @discardableResult
-    func take(_ reply: PullReply, pipelined: Bool = false) async throws -> Taken {
+    func take(_ reply: PullReply, sentFrom: SyncCursor?, pipelined: Bool = false) async throws -> Taken {
         if let epoch = try await serverWasReplaced(reply) {
             pushWork.signal()
             return Taken(replaced: true, epoch: epoch)
         }
         if reply.missedDeletions {
-            try await beginReconcile()
+            try await beginReconcile(sentFrom: sentFrom)
             return Taken(changed: 1)
         }
         if let before = reply.tombstonesPurgedBefore {
@@ -115,10 +115,17 @@ struct ServerChanges: FolderPart {
     }
 
     /// This reply and its cursor are superseded: everything is pulled again from the start.
-    private func beginReconcile() async throws {
+    /// Not when the stored cursor has moved past the one the call was made after: only a reconcile
+    /// moves it past deletions it missed, so a reply to a call made before one ended (a push's,
+    /// held in flight) says what that reconcile dealt with; were the stored cursor still behind,
+    /// the next pull from it would say so again.
+    private func beginReconcile(sentFrom: SyncCursor?) async throws {
         await writer.settleRecords()  // a page's cursor committing after the reconcile began would cut it short
-        let begun = try await index.write { tx in
+        let begun = try await index.write { [endpoint] tx in
             guard !(try tx.isReconciling()) else { return false }  // one is under way
+            if let sentFrom, let stored = try tx.meta(.cursor).map(SyncCursor.init), stored != sentFrom, endpoint.orders(stored, after: sentFrom) {
+                return false
+            }
             try tx.beginReconcile()
             return true
         }

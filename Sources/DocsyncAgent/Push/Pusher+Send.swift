@@ -99,7 +99,7 @@ extension Pusher {
             // acknowledgements in after the puller had found a new one, and they were lost).
             // A failure leaves the cursor where it was: the changes come again with the next pull.
             do {
-                let taken = try await self.changes.take(pulled)
+                let taken = try await self.changes.take(pulled, sentFrom: context.cursor)
                 if taken.replaced { epoch = taken.epoch }
             } catch {
                 logger.error("cannot apply the changes a push brought back; the next pull brings them again", metadata: ["error": "\(error)"])
