@@ -243,7 +243,9 @@ extension HeavySuites {
         try await withAgent { folder, agent, server in
             try FileManager.default.createDirectory(atPath: folder.file("burst"), withIntermediateDirectories: true)
             #expect(try await agent.settled())
-            #expect(await agent.agent.setWatcherSuspended(true), "the watcher's thread acts on the switch")
+            // Settled can be said before the run has started its watcher (an empty folder waits
+            // for nothing): the switch is tried until there is one, and its thread acts on it.
+            #expect(await eventually { await agent.agent.setWatcherSuspended(true) }, "the watcher's thread acts on the switch")
             let limit = Int((try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 16384
             let count = max(20_000, limit + 1000)
