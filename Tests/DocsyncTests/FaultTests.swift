@@ -218,6 +218,11 @@ import Synchronization
         let rig = try await Rig.start(startProxy: false)
         try writeNotes(rig.folder, 0..<10)
         #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.offlineSince != nil })
+        // Offline can be seen before the first scan has recorded all ten: n4 removed before it was
+        // recorded would be no deletion at all.
+        #expect(await eventually {
+            (try? await rig.agent.index.read { tx in try (0..<10).allSatisfy { try tx.document(id: "n\($0)") != nil } }) == true
+        })
         let editedAt = Int64(Date().timeIntervalSince1970 * 1000)
         try rig.folder.write("notes/n3.json", #"{"id":"n3","docType":"note","i":3,"edited":"offline"}"#)
         try rig.folder.remove("notes/n4.json")
