@@ -36,10 +36,10 @@ enum IndexFile {
             return stamp(target)?.inode == first.inode ? first : nil
         }
         do {
-            try FileManager.default.copyItem(atPath: path, toPath: target)
+            try copy(path, to: target)
         } catch {
             if stamp(path) == nil { return nil }
-            throw GitError("cannot copy \(path) to \(target): \(error)")
+            throw error
         }
         return first == stamp(path) ? first : nil
     }
@@ -52,13 +52,18 @@ enum IndexFile {
     static func settle(_ path: String, target: String, given: Stamp?) throws(GitError) -> Stamp? {
         if let index = stamp(path), stamp(target)?.inode == index.inode {
             unlink(target)
-            do {
-                try FileManager.default.copyItem(atPath: path, toPath: target)
-            } catch {
-                throw GitError("cannot copy \(path) to \(target): \(error)")
-            }
+            try copy(path, to: target)
         }
         guard let given, let now = stamp(path), now.inode == given.inode, now.size == given.size, now.mtime == given.mtime else { return nil }
         return now
+    }
+
+    /// A copy of the index at `path` as `target`, for where a link will not do.
+    private static func copy(_ path: String, to target: String) throws(GitError) {
+        do {
+            try FileManager.default.copyItem(atPath: path, toPath: target)
+        } catch {
+            throw GitError("cannot copy \(path) to \(target): \(error)")
+        }
     }
 }
