@@ -34,7 +34,7 @@ struct TokenMiddleware: RouterMiddleware {
 /// Stamps every reply with the server's time for client clock calibration (ServerSync's
 /// complementary server side): `X-Sync-UTC` is the UTC in Unix nanoseconds taken as late as possible
 /// (after the handler, just before the head is written), `X-Sync-Duration` the nanoseconds spent.
-/// Outermost, so errors and 401s carry the stamps too.
+/// Outermost, so errors and 401s carry the stamps too, and the requests in flight are counted.
 /// It also names the store (`X-Docsync-Store`), so an agent notices a replaced server.
 struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
     let wallClock: @Sendable () -> Int64
@@ -46,6 +46,11 @@ struct ClockHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
+        // Requests whose head has been read and whose handler has not yet answered: what a
+        // graceful shutdown waits for (a body still arriving counts; an idle connection does not).
+        let inFlight = Meter(label: "docsync_server_requests_in_flight")
+        inFlight.increment()
+        defer { inFlight.decrement() }
         var response: Response
         do {
             response = try await next(request, context)

@@ -61,7 +61,12 @@ extension LongSuites {
         let fd = try #require(RawHTTP.connect(port: port))
         defer { close(fd) }
         #expect(await RawHTTP.offPool { RawHTTP.send(fd, head + "1\r\n{\r\n") })
-        #expect(await eventually { (try? await s.api.request("GET", "/api/time"))?.status == 200 }, "the server is up and reading the body")
+        // The server is inside the request (its head read, its body awaited), not merely up: a
+        // connection whose head is still unread is idle, and a graceful shutdown rightly closes it.
+        #expect(await eventually {
+            guard let reply = try? await s.api.request("GET", "/metrics"), reply.status == 200 else { return false }
+            return (Scrape(reply.text).value("docsync_server_requests_in_flight") ?? 0) >= 2
+        }, "the held request and the scrape itself in flight")
         #expect(await Self.endsWithinFiveSeconds(s.server), "\(s.server.stderr.suffix(1000))")
         #expect(s.server.stderr.contains("exiting now"), "ended by the deadline, not by a graceful shutdown: \(s.server.stderr.suffix(500))")
     }
