@@ -3,6 +3,8 @@ import Foundation
 /// The reader of the user's git index on hostile bytes (the index is a file on disk any program
 /// may have written): never a crash, an overflow trap or a read past the end; what it finds is
 /// only ever among the paths asked for, each as `mode hash` with a hash of the size asked for.
+/// The same bytes as a cache tree (`TREE`, read before the index's checksum is checked) are
+/// rewritten or refused, never a crash, and a tree rewritten is never longer than it was.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzGitIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let file = "/dev/shm/docsync-fuzz-gitindex-\(getpid())"
@@ -16,6 +18,13 @@ public func fuzzGitIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             guard wanted.contains(path), parts.count == 2, parts[0].count == 6, parts[1].count == hashSize * 2 else {
                 fatalError("found \(path): \(entry), which was not asked for or is not an entry")
             }
+        }
+    }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    for hashSize in [20, 32] {
+        let tree = IndexCacheTree(replaced: [Array("a/b.json".utf8), Array("notes/c.json".utf8)], hashSize: hashSize)
+        if let rewritten = tree.invalidated(bytes), rewritten.count > bytes.count {
+            fatalError("a cache tree of \(bytes.count) bytes rewritten as \(rewritten.count)")
         }
     }
     return 0

@@ -34,7 +34,7 @@ for name in "${targets[@]}"; do
     ignore) build ignore Fuzz/IgnoreRulesFuzz.swift ;;
     # FolderSchemaCheck reads folders (DocsyncFiles): the validator alone is fuzzed.
     schema) build schema -I Sources/CPCRE2 -lpcre2-8 Fuzz/SchemaFuzz.swift $(ls Sources/DocsyncSchema/*.swift | grep -v FolderSchemaCheck.swift) ;;
-    gitindex) build gitindex Fuzz/GitIndexFuzz.swift Sources/DocsyncGit/GitIndexFile.swift Sources/DocsyncGit/DescriptorReader.swift ;;
+    gitindex) build gitindex Fuzz/GitIndexFuzz.swift Sources/DocsyncGit/{GitIndexFile,IndexEntries,IndexCacheTree,DescriptorReader}.swift ;;
     *) echo "unknown fuzz target $name" >&2; exit 2 ;;
   esac
   work="$out/corpus-$name"

@@ -142,6 +142,7 @@ public struct GitHistoryWriter: Sendable {
     /// done): the lock is made from it by a link, so the agent never holds the index's bytes.
     private func followingIndex(_ changed: [String: (old: String?, new: String?)]) async throws(GitError) -> IndexFile.Stamp? {
         let (index, scratch) = (repository.gitDir + "/index", followingIndexPath)
+        if let patched = try await patchedIndex(changed, index: index, scratch: scratch) { return patched }
         let given = try IndexFile.give(index, to: scratch)
         let hashSize = GitRepository.hashDigits(of: changed.values.lazy.compactMap { $0.new ?? $0.old }.first) / 2
         let staged = try await repository.entries(inIndex: scratch, paths: Set(changed.keys), hashSize: hashSize)
@@ -154,6 +155,30 @@ public struct GitHistoryWriter: Sendable {
         try await repository.git.check(["update-index", "-z", "--index-info"], input: lines, extra: ["GIT_INDEX_FILE": scratch])
         guard FileManager.default.fileExists(atPath: scratch) else { throw GitError("git update-index wrote no index") }
         return try IndexFile.settle(index, target: scratch, given: given)
+    }
+
+    /// The new index written by the agent itself (``IndexPatch``) when every change replaces an
+    /// entry the index may hold, and git writes objects the plain way (``GitRepository/objects``:
+    /// not for a shared repository or one whose files git must flush); the stamp of the index it
+    /// goes with. `nil` leaves it to `update-index`: a path added or removed, an index the patch
+    /// leaves to git, or one the user's git replaced while it was read.
+    private func patchedIndex(_ changed: [String: (old: String?, new: String?)], index: String, scratch: String) async throws(GitError) -> IndexFile.Stamp? {
+        guard let hashSize = repository.objects?.hashSize, let before = IndexFile.stamp(index) else { return nil }
+        var changes: IndexPatch.Changes = [:]
+        for (path, change) in changed {
+            guard let old = change.old, let new = change.new else { return nil }
+            changes[path] = (old, new)
+        }
+        let given = changes
+        let outcome = try await repository.git.offThread { () throws(GitError) in
+            try IndexPatch.write(from: index, to: scratch, changes: given, hashSize: hashSize)
+        }
+        guard case .written = outcome else { return nil }
+        guard IndexFile.stamp(index) == before else {
+            unlink(scratch)
+            return nil
+        }
+        return before
     }
 
     /// Where ``followingIndex(_:)`` makes the user's next index: in the git folder, since the

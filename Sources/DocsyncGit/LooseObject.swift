@@ -1,5 +1,4 @@
 import CZlib
-import Crypto
 import DocsyncModel
 import Foundation
 
@@ -90,20 +89,15 @@ final class LooseObject {
 /// their hash, both made as the bytes come.
 private final class ObjectFraming {
     private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-    private var hasher: Hasher
+    private var hasher: GitHasher
     private var out = [UInt8](repeating: 0, count: 64 << 10)
     private let fd: Int32
     private let file: String
 
-    private enum Hasher {
-        case sha1(Insecure.SHA1)
-        case sha256(SHA256)
-    }
-
     init(fd: Int32, file: String, hashSize: Int) throws(GitError) {
         self.fd = fd
         self.file = file
-        hasher = hashSize == 32 ? .sha256(SHA256()) : .sha1(Insecure.SHA1())
+        hasher = GitHasher(hashSize: hashSize)
         // zlib's state points back at its stream: the stream has a fixed place, never a copy.
         stream.initialize(to: z_stream())
         // Should it fail, `deinit` still ends the stream (a stream zlib did not start is let be).
@@ -118,12 +112,7 @@ private final class ObjectFraming {
 
     /// The next `bytes` of the object.
     func add(_ bytes: ArraySlice<UInt8>) throws(GitError) {
-        bytes.withUnsafeBytes { raw in
-            switch hasher {
-            case .sha1(var h): h.update(bufferPointer: raw); hasher = .sha1(h)
-            case .sha256(var h): h.update(bufferPointer: raw); hasher = .sha256(h)
-            }
-        }
+        hasher.update(bytes)
         var rest = bytes
         while !rest.isEmpty {
             let part = rest.prefix(1 << 30)
@@ -135,10 +124,7 @@ private final class ObjectFraming {
     /// Ends the frame and returns the hash of what it holds (hex).
     func end() throws(GitError) -> String {
         try deflate([], finish: true)
-        switch hasher {
-        case .sha1(let h): return Hex.encode(Array(h.finalize()))
-        case .sha256(let h): return Hex.encode(Array(h.finalize()))
-        }
+        return Hex.encode(hasher.finalize())
     }
 
     /// Hands `bytes` to zlib and writes what it gives back; with `finish`, until the frame's end.

@@ -1,0 +1,191 @@
+@testable import DocsyncGit
+import DocsyncTestSupport
+import Foundation
+import Testing
+
+/// The agent writes the user's next index itself when a commit replaces entries the index holds
+/// (`IndexPatch`), where `update-index --index-info` did: what it writes must be what git writes,
+/// byte for byte, in every version and with every kind of entry; what it does not know for
+/// certain must be left to git with nothing written; and no bytes on disk can crash it.
+@Suite struct IndexPatchTests {
+    /// A repository whose index holds real files in nested folders (their times set in the past,
+    /// so none is racily clean), entries of every mode, a non-ASCII name, a path of 5,000 bytes and
+    /// a cache tree; with `extended`, a skip-worktree entry; with `conflict`, a path at stages 1
+    /// to 3 and its resolve-undo record. Written as `version`.
+    func repository(format: String, version: Int, extended: Bool, conflict: Bool = false) async throws -> (TempFolder, GitRunner) {
+        let repo = try TempFolder("index-patch-\(format)-\(version)")
+        let git = try GitRunner.find(in: repo.path)
+        try await git.check(["init", "-q", "-b", "main", "--object-format=\(format)"])
+        try await git.check(["config", "core.trustctime", "false"])
+        var paths: [String] = []
+        for n in 0..<300 { paths.append(String(format: "records/r%05d.json", n * 3)) }
+        paths += ["a/b/c/deep.json", "a/b/side.json", "a/top.json", "é.json", "z.json"]
+        for path in paths { try repo.write(path, "{\"path\":\"\(path)\"}\n") }
+        let past = [timespec(tv_sec: 1_600_000_000, tv_nsec: 0), timespec(tv_sec: 1_600_000_000, tv_nsec: 0)]
+        for path in paths { _ = utimensat(AT_FDCWD, repo.file(path), past, 0) }
+        try await git.check(["add", "-A"])
+        let blob = try await git.check(["hash-object", "-w", "--stdin"], input: Array("{}\n".utf8)).text
+        let commit = String(repeating: "c", count: blob.count)
+        let info = ["100755 \(blob)\ttool.sh", "120000 \(blob)\tlink", "160000 \(commit)\tvendor/lib", "100644 \(blob)\tlong/" + String(repeating: "x", count: 5_000)]
+        try await git.check(["update-index", "--add", "-z", "--index-info"], input: Array(info.map { $0 + "\0" }.joined().utf8))
+        _ = try await git.check(["write-tree"])
+        if extended { try await git.check(["update-index", "--skip-worktree", "records/r00003.json"]) }
+        if conflict {
+            let stages = (1...3).map { "100644 \(blob) \($0)\tconflict.json\0" }.joined()
+            try await git.check(["update-index", "--add", "-z", "--index-info"], input: Array(stages.utf8))
+            try await git.check(["update-index", "--add", "--cacheinfo", "100644,\(blob),conflict.json"])
+        }
+        try await git.check(["update-index", "--index-version", "\(version)"])
+        return (repo, git)
+    }
+
+    /// `mode hash` of a new blob for `path`.
+    func newEntry(_ git: GitRunner, _ path: String, mode: String = "100644") async throws -> String {
+        "\(mode) " + (try await git.check(["hash-object", "-w", "--stdin"], input: Array("{\"new\":\"\(path)\"}\n".utf8)).text)
+    }
+
+    /// The index `update-index --index-info` writes from a copy of the repository's for
+    /// `changes` (only the paths whose staged entry is the old one), and the bytes of it.
+    func gitsIndex(_ repo: TempFolder, _ git: GitRunner, _ changes: IndexPatch.Changes) async throws -> [UInt8] {
+        let copy = repo.file("git-index")
+        try? FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: repo.file(".git/index"), toPath: copy)
+        let staged = GitIndexFile.entries(of: Set(changes.keys), in: copy, hashSize: changes.first!.value.new.count > 50 ? 32 : 20) ?? [:]
+        let lines = changes.filter { staged[$0.key] == $0.value.old }.map { "\($0.value.new)\t\($0.key)\0" }.joined()
+        try await git.check(["update-index", "-z", "--index-info"], input: Array(lines.utf8), extra: ["GIT_INDEX_FILE": copy])
+        return try [UInt8](Data(contentsOf: URL(fileURLWithPath: copy)))
+    }
+
+    @Test(arguments: [("sha1", 2, false), ("sha1", 3, true), ("sha1", 4, false), ("sha1", 4, true), ("sha256", 2, false), ("sha256", 4, true)])
+    func theIndexWrittenIsTheOneGitWritesInEveryVersion(format: String, version: Int, extended: Bool) async throws {
+        let (repo, git) = try await repository(format: format, version: version, extended: extended, conflict: true)
+        defer { repo.remove() }
+        let hashSize = format == "sha1" ? 20 : 32
+        let index = repo.file(".git/index")
+        let listed = try #require(GitIndexFile.entries(of: ["records/r00300.json", "a/b/c/deep.json", "tool.sh", "é.json", "z.json", "records/r00006.json"], in: index, hashSize: hashSize))
+        var changes: IndexPatch.Changes = [:]
+        for path in ["records/r00300.json", "a/b/c/deep.json", "é.json"] { changes[path] = (listed[path]!, try await newEntry(git, path)) }
+        changes["tool.sh"] = (listed["tool.sh"]!, try await newEntry(git, "tool.sh", mode: "100644"))
+        changes["z.json"] = (try await newEntry(git, "z-other"), try await newEntry(git, "z.json"))  // the user staged otherwise
+        let expected = try await gitsIndex(repo, git, changes)
+        let ours = repo.file("ours")
+        let outcome = try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: hashSize)
+        #expect(outcome == .written(replaced: 4))
+        let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ours)))
+        #expect(written == expected, "\(written.count) bytes against git's \(expected.count); first difference at \(zip(written, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
+        // And git reads it: its checksum, its entries, and the cache tree it keeps.
+        let env = ["GIT_INDEX_FILE": ours]
+        #expect(try await git.check(["ls-files", "-s"], extra: env).stdout == (try await git.check(["ls-files", "-s"], extra: ["GIT_INDEX_FILE": repo.file("git-index")]).stdout))
+    }
+
+    /// An entry racily clean against the old index (its file changed in the second the index was
+    /// written, with the same size) is smudged: once the new index, written in a later second,
+    /// makes the entry look settled, git must still look at the file's content (git's racy-git rule).
+    @Test func aRacilyCleanEntryIsSmudgedSoASameSecondChangeIsSeen() async throws {
+        let (repo, git) = try await repository(format: "sha1", version: 2, extended: false)
+        defer { repo.remove() }
+        let index = repo.file(".git/index")
+        try repo.write("racy.json", "{\"v\":1}\n")
+        try await git.check(["add", "racy.json"])
+        var st = stat()
+        #expect(stat(repo.file("racy.json"), &st) == 0)
+        let sameSecond = [st.st_mtim, st.st_mtim]
+        #expect(utimensat(AT_FDCWD, index, sameSecond, 0) == 0, "the index written in the file's second")
+        // The user's change in that same second, of the same size, in place: its stat is the entry's.
+        let handle = try FileHandle(forWritingTo: repo.url("racy.json"))
+        try handle.write(contentsOf: Data("{\"v\":2}\n".utf8))
+        try handle.close()
+        #expect(utimensat(AT_FDCWD, repo.file("racy.json"), sameSecond, 0) == 0)
+        let listed = try #require(GitIndexFile.entries(of: ["z.json"], in: index, hashSize: 20))
+        let changes: IndexPatch.Changes = ["z.json": (listed["z.json"]!, try await newEntry(git, "z.json"))]
+        let ours = repo.file(".git/ours")
+        #expect(try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: 20) == .written(replaced: 1))
+        #expect(rename(ours, index) == 0)
+        let later = [timespec(tv_sec: st.st_mtim.tv_sec + 10, tv_nsec: 0), timespec(tv_sec: st.st_mtim.tv_sec + 10, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, index, later, 0) == 0, "the new index written seconds later")
+        let status = try await git.check(["status", "--porcelain", "--", "racy.json"]).text
+        #expect(status == "AM racy.json", "the change is seen in the work tree: \(status)")
+    }
+
+    /// What the patch does not know for certain is left to `update-index`, with nothing written:
+    /// an entry to replace with extended flags, an extension it does not write (the untracked
+    /// cache), an index without a checksum, and one whose checksum does not match.
+    @Test func whatThePatchDoesNotKnowForCertainIsLeftToGit() async throws {
+        let (repo, git) = try await repository(format: "sha1", version: 3, extended: true)
+        defer { repo.remove() }
+        let index = repo.file(".git/index")
+        let (ours, skipped, plain) = (repo.file("ours"), "records/r00003.json", "records/r00006.json")
+        let listed = try #require(GitIndexFile.entries(of: [skipped, plain], in: index, hashSize: 20))
+        func changes(_ path: String) async throws -> IndexPatch.Changes { [path: (listed[path]!, try await newEntry(git, path))] }
+        func leftToGit(_ why: String, _ changes: IndexPatch.Changes, from file: String = index) throws -> Bool {
+            let outcome = try IndexPatch.write(from: file, to: ours, changes: changes, hashSize: 20)
+            guard case .leftToGit(let said) = outcome, said.contains(why) else {
+                Issue.record("\(outcome), expected left to git for \(why)")
+                return false
+            }
+            return !repo.exists("ours")
+        }
+        #expect(try leftToGit("extended flags", try await changes(skipped)))
+        #expect(try IndexPatch.write(from: index, to: ours, changes: try await changes(plain), hashSize: 20) == .written(replaced: 1), "another entry is replaced")
+
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: index)))
+        let noChecksum = repo.file("no-checksum")
+        try Data(whole.dropLast(20) + [UInt8](repeating: 0, count: 20)).write(to: URL(fileURLWithPath: noChecksum))
+        #expect(try leftToGit("no checksum", try await changes(plain), from: noChecksum))
+        var damaged = whole
+        damaged[100] ^= 1
+        try Data(damaged).write(to: URL(fileURLWithPath: noChecksum))
+        #expect(try leftToGit("damaged", try await changes(plain), from: noChecksum))
+
+        try await git.check(["config", "core.untrackedCache", "true"])
+        try await git.check(["update-index", "--untracked-cache"])
+        _ = try await git.check(["status", "--porcelain"])
+        #expect(try leftToGit("UNTR", try await changes(plain)))
+    }
+
+    /// A replaced path that is a folder of the cache tree (git drops that folder's node), and a
+    /// tree that does not read as git writes one, are left to git; the folders of the replaced
+    /// paths are marked invalid and nothing else changes.
+    @Test func theCacheTreeMarksTheReplacedPathsFoldersInvalid() {
+        let hash = [UInt8](repeating: 7, count: 20)
+        func node(_ name: String, _ count: Int, _ subtrees: Int) -> [UInt8] {
+            Array(name.utf8) + [0] + Array("\(count) \(subtrees)\n".utf8) + (count >= 0 ? hash : [])
+        }
+        let tree = node("", 4, 2) + node("a", 2, 1) + node("b", 1, 0) + node("c.json", 1, 0)
+        let invalidated = IndexCacheTree(replaced: [Array("a/b/x.json".utf8)], hashSize: 20).invalidated(tree)
+        #expect(invalidated == node("", -1, 2) + node("a", -1, 1) + node("b", -1, 0) + node("c.json", 1, 0))
+        #expect(IndexCacheTree(replaced: [Array("z.json".utf8)], hashSize: 20).invalidated(tree) == node("", -1, 2) + tree.dropFirst(node("", 4, 2).count))
+        #expect(IndexCacheTree(replaced: [Array("c.json".utf8)], hashSize: 20).invalidated(tree) == nil, "a folder git would drop")
+        for cut in 0..<tree.count {
+            #expect(IndexCacheTree(replaced: [Array("a/b/x.json".utf8)], hashSize: 20).invalidated(Array(tree[..<cut])) == nil, "cut at \(cut)")
+        }
+    }
+
+    /// An index cut anywhere, or with bytes changed at random, is left to git with nothing
+    /// written (its checksum no longer matches), and never crashes the agent.
+    @Test func anIndexCutOrDamagedAnywhereIsLeftToGit() async throws {
+        let (repo, git) = try await repository(format: "sha1", version: 4, extended: true, conflict: true)
+        defer { repo.remove() }
+        let index = repo.file(".git/index")
+        let listed = try #require(GitIndexFile.entries(of: ["a/top.json"], in: index, hashSize: 20))
+        let changes: IndexPatch.Changes = ["a/top.json": (listed["a/top.json"]!, try await newEntry(git, "a/top.json"))]
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: index)))
+        let (damaged, ours) = (repo.file("damaged"), repo.file("ours"))
+        var random = SystemRandomNumberGenerator()
+        var cases = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / 100)).map { Array(whole[..<$0]) }
+        for _ in 0..<100 {
+            var bytes = whole
+            for _ in 0..<Int.random(in: 1...8, using: &random) { bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random) }
+            cases.append(bytes)
+        }
+        for bytes in cases {
+            try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+            let outcome = try IndexPatch.write(from: damaged, to: ours, changes: changes, hashSize: 20)
+            guard case .leftToGit = outcome else {
+                Issue.record("\(bytes.count) bytes: \(outcome)")
+                continue
+            }
+            #expect(!repo.exists("ours"))
+        }
+    }
+}
