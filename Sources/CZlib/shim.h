@@ -8,3 +8,13 @@ static inline int docsync_deflate_init_stored(z_stream *stream) {
     stream->opaque = Z_NULL;
     return deflateInit(stream, Z_NO_COMPRESSION);
 }
+
+// inflateInit is a macro too: a stream that reads a loose object's zlib frame.
+static inline int docsync_inflate_init(z_stream *stream) {
+    stream->zalloc = Z_NULL;
+    stream->zfree = Z_NULL;
+    stream->opaque = Z_NULL;
+    stream->next_in = Z_NULL;
+    stream->avail_in = 0;
+    return inflateInit(stream);
+}

@@ -105,7 +105,7 @@ struct GitCommitBuilder: Sendable {
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
         let (git, store) = (repository.git, repository.objects)
         return try await git.offThread { () throws(GitError) -> Built in
-            try Self.commits(plans, parent: parent, blobs: blobs, trees: try GitTreeWriter(git: git, store: store))
+            try Self.commits(plans, parent: parent, blobs: blobs, trees: GitTreeWriter(git: git, store: store))
         }
     }
 

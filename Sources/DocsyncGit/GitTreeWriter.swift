@@ -2,8 +2,9 @@ import DocsyncModel
 import Foundation
 
 /// Makes the trees of a build's commits from their parent's, without an index and without
-/// holding a whole tree: each folder a commit changes is read from one `cat-file --batch` the
-/// build keeps open, its changed entries merged in as its bytes come (``GitTree/Merge``), and the
+/// holding a whole tree: each folder a commit changes is read (from its loose object by the
+/// agent, ``LooseObjectReader``, or from one `cat-file --batch` the build starts when an object
+/// is not loose), its changed entries merged in as its bytes come (``GitTree/Merge``), and the
 /// new tree handed on as it is made: written by the agent (``LooseObject``), or where git must
 /// write it, by `hash-object -t tree`. Folders the commits do not touch are never read.
 ///
@@ -25,8 +26,11 @@ final class GitTreeWriter {
     let git: GitRunner
     /// Where new trees are written; `nil`: by `hash-object`.
     private let store: LooseObjectStore?
-    /// The build's `cat-file --batch`, asked for one tree after another.
-    private let objects: ChildSession
+    /// The build's `cat-file --batch`, asked for one tree after another; started for the first
+    /// object that is not loose.
+    private var started: ChildSession?
+    /// The loose object ``request(_:at:)`` found, whose bytes ``body(_:into:)`` reads.
+    private var loose: LooseObjectReader?
     /// The name the build's first commit reads its parent's tree by (`<commit>^{tree}`).
     private var baseName: String?
     /// The tree a build's first commit was made on.
@@ -38,15 +42,21 @@ final class GitTreeWriter {
     /// A new tree goes to `hash-object` in pieces of this size.
     private static let piece = 64 << 10
 
-    init(git: GitRunner, store: LooseObjectStore?) throws(GitError) {
+    init(git: GitRunner, store: LooseObjectStore?) {
         self.git = git
         self.store = store
-        objects = try git.session(["cat-file", "--batch"])
     }
 
-    /// Ends the build's `cat-file`.
+    /// Ends the build's `cat-file`, if it started one.
     func close() {
-        _ = objects.finish()
+        _ = started?.finish()
+    }
+
+    private func objects() throws(GitError) -> ChildSession {
+        if let started { return started }
+        let session = try git.session(["cat-file", "--batch"])
+        started = session
+        return session
     }
 
     /// The edits of `entries` (`path` → `mode hash`, `nil` removed), paths split at `/`. A path
@@ -210,6 +220,14 @@ final class GitTreeWriter {
     /// Asks `cat-file` for the tree `name` (of the folder at `path`): its hash, size and hash size.
     /// Its bytes come next (``body(_:into:)``).
     private func request(_ name: String, at path: String) throws(GitError) -> (hash: String, size: Int, hashSize: Int) {
+        if let (hash, reader) = looseTree(name) {
+            guard reader.kind == "tree" else { throw GitError("git gave a \(reader.kind), not a tree, for \(Self.name(path))") }
+            if name == baseName { parentTree = hash }
+            hashSize = hash.utf8.count / 2
+            loose = reader
+            return (hash, reader.size, hash.utf8.count / 2)
+        }
+        let objects = try objects()
         guard !name.contains("\n"), objects.write(Array((name + "\n").utf8)[...]), let line = objects.readLine() else {
             throw GitError("git cat-file stopped: \(String(decoding: objects.finish().stderr, as: UTF8.self).prefix(500))")
         }
@@ -229,7 +247,28 @@ final class GitTreeWriter {
 
     /// The `size` bytes of the object ``request(_:at:)`` asked for, handed to `sink` in pieces.
     private func body(_ size: Int, into sink: (ArraySlice<UInt8>) throws(GitError) -> Void) throws(GitError) {
+        if let reader = loose {
+            loose = nil
+            return try reader.body(into: sink)
+        }
+        let objects = try objects()
         guard try objects.read(size, into: sink), try objects.read(1, into: { _ in }) else { throw GitError("git cat-file was cut short") }
+    }
+
+    /// The object `name` (a tree's hash, or ``baseName``: a commit's tree) read from its loose
+    /// object, and its hash; `nil` when it, or the commit, is not loose.
+    private func looseTree(_ name: String) -> (String, LooseObjectReader)? {
+        guard let store else { return nil }
+        var hash = name
+        if name == baseName {
+            guard let commit = LooseObjectReader(hash: String(name.dropLast("^{tree}".count)), in: store), commit.kind == "commit" else { return nil }
+            var head: [UInt8] = []
+            guard (try? commit.body(into: { piece in if head.count < 128 { head += piece.prefix(128) } })) != nil else { return nil }
+            let line = head.split(separator: UInt8(ascii: "\n"), maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+            guard line.starts(with: "tree ".utf8) else { return nil }
+            hash = String(decoding: line.dropFirst(5), as: UTF8.self)
+        }
+        return LooseObjectReader(hash: hash, in: store).map { (hash, $0) }
     }
 
     /// A folder's path as messages say it.
