@@ -11,6 +11,9 @@ struct DescriptorReader {
     private(set) var bytes: [UInt8] = []
     /// Where what is not yet taken starts; the reader's user moves it on.
     var at = 0
+    /// Where bytes taken but kept start, when the user keeps some (a writer copies runs of them
+    /// at once): ``more()`` drops only what lies before both, and moves this with the bytes.
+    var kept: Int?
     private(set) var ended = false
     /// The bytes one read asks for.
     let piece: Int
@@ -30,10 +33,12 @@ struct DescriptorReader {
     /// the descriptor gives, on an error, or when ``longest`` bytes or more wait already.
     mutating func more() -> Bool {
         guard !ended, available < longest else { return false }
-        bytes.removeSubrange(..<at)
-        at = 0
+        let dropped = min(at, kept ?? at)
+        bytes.removeSubrange(..<dropped)
+        at -= dropped
+        kept = kept.map { $0 - dropped }
         let start = bytes.count
-        let asked = min(piece, longest - start)
+        let asked = min(piece, longest - available)
         bytes.append(contentsOf: repeatElement(0, count: asked))
         while true {
             let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + start, asked) }

@@ -6,6 +6,8 @@ struct GitHasher {
     private enum State {
         case sha1(Insecure.SHA1)
         case sha256(SHA256)
+        /// Held only while a hash is updated (see ``update(_:)``).
+        case updating
     }
 
     private var state: State
@@ -15,10 +17,20 @@ struct GitHasher {
         state = hashSize == 32 ? .sha256(SHA256()) : .sha1(Insecure.SHA1())
     }
 
+    /// The hash is taken out of ``state`` before it is updated: swift-crypto's hash is copy on
+    /// write, and one still held by `state` as well would be copied (its context allocated and
+    /// filled) at every update; an index's entries are 100,000 updates.
     mutating func update(_ raw: UnsafeRawBufferPointer) {
         switch state {
-        case .sha1(var h): h.update(bufferPointer: raw); state = .sha1(h)
-        case .sha256(var h): h.update(bufferPointer: raw); state = .sha256(h)
+        case .sha1(var h):
+            state = .updating
+            h.update(bufferPointer: raw)
+            state = .sha1(h)
+        case .sha256(var h):
+            state = .updating
+            h.update(bufferPointer: raw)
+            state = .sha256(h)
+        case .updating: preconditionFailure("a hash updated while it is updated")
         }
     }
 
@@ -30,6 +42,7 @@ struct GitHasher {
         switch state {
         case .sha1(let h): Array(h.finalize())
         case .sha256(let h): Array(h.finalize())
+        case .updating: preconditionFailure("a hash finished while it is updated")
         }
     }
 }

@@ -12,8 +12,8 @@ import Glibc
 /// Read-only, 64 KiB at a time (an index of 100,000 entries is 8 MB), and only what this reader
 /// knows for certain: a split index (its entries are in a second file), a sparse one (a folder can
 /// stand for its files), another version, or anything that does not read as git writes it gives
-/// `nil`, and the caller asks `ls-files`. The index's checksum is not checked here: the
-/// `update-index` that follows reads the same file and checks it.
+/// `nil`, and the caller asks `ls-files`. The index's checksum is not checked here: what writes
+/// the next index from it (``IndexPatch`` or `update-index`) checks it.
 enum GitIndexFile {
     /// `mode sha` by path, for the stage-0 entries among `paths`, in the index at `file`, whose
     /// hashes are `hashSize` bytes; `nil` when this reader leaves the index to git.

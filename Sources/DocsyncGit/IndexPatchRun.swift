@@ -76,12 +76,16 @@ struct Patch {
     mutating func run() throws(GitError) -> IndexPatch.Outcome {
         let hashSize = stream.hashSize
         guard var entries = IndexEntries(&reader, hashSize: hashSize) else { return .leftToGit("not an index of versions 2 to 4") }
-        try stream.copy(reader.bytes[(reader.at - 12)..<reader.at])
+        // Entries kept as they are go on in runs, copied and hashed at once: an index of
+        // 100,000 entries is a handful of runs, not 100,000 copies.
+        reader.kept = reader.at - 12
         for _ in 0..<entries.count {
             guard let (size, flags, name) = entries.next(&reader) else { return .leftToGit("an entry does not read as git writes one") }
             if let why = try entry(size: size, flags: flags, name: name) { return .leftToGit(why) }
-            reader.at += size
+            if reader.at - (reader.kept ?? reader.at) >= PatchStream.piece { try keepRun() }
         }
+        try keepRun()
+        reader.kept = nil
         while reader.need(hashSize + 1) {
             if let why = try extensionRead() { return .leftToGit(why) }
         }
@@ -93,17 +97,24 @@ struct Patch {
         return .written(replaced: replaced.count)
     }
 
-    /// One entry, at `reader.at`: replaced, smudged or copied. Why git must write the index instead, if it must.
+    /// Copies the run of bytes kept as they are, up to `reader.at`, and starts the next there.
+    private mutating func keepRun() throws(GitError) {
+        if let kept = reader.kept, kept < reader.at { try stream.copy(reader.bytes[kept..<reader.at]) }
+        reader.kept = reader.at
+    }
+
+    /// One entry, at `reader.at`, taken: replaced or smudged (the run before it copied first), or
+    /// left in the run. Why git must write the index instead, if it must.
     private mutating func entry(size: Int, flags: UInt16, name: ArraySlice<UInt8>) throws(GitError) -> String? {
         typealias Field = IndexEntries.Field
-        let bytes = reader.bytes[reader.at..<(reader.at + size)]
         let hashSize = stream.hashSize
         let mode = reader.u32(Field.mode)
+        var new: [UInt8]
         if flags & 0x3000 == 0, replacing.filter.mayHold(name), let change = replacing.byPath[Array(name)], mode == change.oldMode,
-            bytes.dropFirst(Field.hash).prefix(hashSize).elementsEqual(change.oldHash)
+            reader.bytes[(reader.at + Field.hash)..<(reader.at + Field.hash + hashSize)].elementsEqual(change.oldHash)
         {
             guard flags & 0x4000 == 0 else { return "\(String(decoding: name, as: UTF8.self)) has extended flags (skip-worktree or intent-to-add)" }
-            var new = Array(bytes)
+            new = Array(reader.bytes[reader.at..<(reader.at + size)])
             for i in 0..<Field.hash { new[i] = 0 }
             Self.put(change.newMode, at: Field.mode, in: &new)
             new.replaceSubrange(Field.hash..<(Field.hash + hashSize), with: change.newHash)
@@ -111,14 +122,17 @@ struct Patch {
             new[Field.hash + hashSize] = UInt8(kept >> 8)
             new[Field.hash + hashSize + 1] = UInt8(kept & 0xff)
             replaced.append(Array(name))
-            try stream.replace(bytes, with: new)
         } else if mode & 0o170000 != 0o160000, indexSeconds <= reader.u32(Field.mtimeSeconds), reader.u32(Field.size) != 0 {
-            var new = Array(bytes)
+            new = Array(reader.bytes[reader.at..<(reader.at + size)])
             Self.put(0, at: Field.size, in: &new)
-            try stream.replace(bytes, with: new)
         } else {
-            try stream.copy(bytes)
+            reader.at += size
+            return nil
         }
+        try keepRun()
+        try stream.replace(reader.bytes[reader.at..<(reader.at + size)], with: new)
+        reader.at += size
+        reader.kept = reader.at
         return nil
     }
 

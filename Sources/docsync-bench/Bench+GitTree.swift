@@ -5,7 +5,8 @@ import Foundation
 /// What one pulled change's commit costs in a folder of each size, made by the agent's own
 /// commit code in this process (`--git-tree 10000,100000,1000000`): the memory the commits add
 /// to the process at their peak (which must not grow with the folder: a tree of 100,000 entries
-/// is 4.7 MB, of a million 47 MB), the CPU a commit (this process and its git children), beside
+/// is 4.7 MB, of a million 47 MB), the CPU a commit (this process and its git children) onto a
+/// branch of its own and onto the checked-out branch with the user's index following, beside
 /// git's floor for the same change in the same run (the file added to a copy of the folder's
 /// index and the tree written from it, as `git add` and `git commit` do).
 struct GitTreeRun {
@@ -15,18 +16,20 @@ struct GitTreeRun {
     var residentBefore = 0
     var residentPeak = 0
     var cpuPerCommit = 0.0
+    /// The same commits on the checked-out branch, the user's index following (`--git-commit`).
+    var cpuPerCommitFollowed = 0.0
     var floorPerCommit = 0.0
 
     static func table(_ runs: [GitTreeRun]) -> String {
         var lines = [
             "## git commits of one change into one folder of each size (the agent's commit code, in process)", "",
-            "| files in the folder | its tree | memory the commits add at their peak | CPU a commit (with git) | git's floor: update-index + write-tree | × the floor |",
-            "|---:|---:|---:|---:|---:|---:|",
+            "| files in the folder | its tree | memory the commits add at their peak | CPU a commit (with git) | the same, the user's index following | git's floor: update-index + write-tree | × the floor |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for run in runs {
             let tree = Double(run.files) * 47 / 1_048_576
             lines.append(
-                "| \(run.files) | \(fmt(tree, 1)) MiB | \(fmt(Double(run.residentPeak - run.residentBefore) / 1_048_576, 1)) MiB | \(fmt(run.cpuPerCommit * 1000, 1)) ms | \(fmt(run.floorPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommit / run.floorPerCommit, 2))× |")
+                "| \(run.files) | \(fmt(tree, 1)) MiB | \(fmt(Double(run.residentPeak - run.residentBefore) / 1_048_576, 1)) MiB | \(fmt(run.cpuPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed * 1000, 1)) ms | \(fmt(run.floorPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed / run.floorPerCommit, 2))× |")
         }
         return lines.joined(separator: "\n")
     }
@@ -44,21 +47,32 @@ extension Bench {
             // The peak is measured from here: the kernel's high-water mark of this process reset.
             try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
             run.residentBefore = Self.residentBytes(pid: getpid())
-            let before = Self.ownCPUSeconds(withChildren: true)
-            for n in 0..<run.commits {
-                let plan = GitCommitPlan(
-                    author: GitIdentity(name: "bench", email: "bench@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-                    message: "trickle \(n)\n", entries: [.put(path: "bench/d\(n * 7919 % size).json", bytes: Array("{\"edit\":\(n)}\n".utf8))])
-                guard case .committed = try await writer.commit([plan]) else { throw ProcessFailure("commit \(n) into \(size) files was not made") }
-            }
-            run.cpuPerCommit = (Self.ownCPUSeconds(withChildren: true) - before) / Double(run.commits)
+            run.cpuPerCommit = try await Self.commits(run.commits, by: writer, into: size)
+            // The same on the checked-out branch: the user's index (as `update-index` left it, with
+            // its cache tree) follows each commit.
+            _ = try ChildRun.run("/usr/bin/git", ["-C", repo, "update-ref", "refs/heads/main", start], log: work.file("git-tree.log"))
+            let followed = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo), target: .checkedOut)
+            run.cpuPerCommitFollowed = try await Self.commits(run.commits, by: followed, into: size)
             run.residentPeak = ProcessStats.read(pid: getpid())?.peakRSSBytes ?? 0
             run.floorPerCommit = try Self.gitFloor(repo, commits: run.commits, work: work)
-            log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB")
+            log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, \(fmt(run.cpuPerCommitFollowed * 1000, 1)) with the index, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB")
             try? FileManager.default.removeItem(atPath: repo)
             runs.append(run)
         }
         return runs
+    }
+
+    /// The CPU (this process and its git children) of each of `count` commits of one changed file
+    /// into a folder of `size` made by `writer`.
+    static func commits(_ count: Int, by writer: GitHistoryWriter, into size: Int) async throws -> Double {
+        let before = ownCPUSeconds(withChildren: true)
+        for n in 0..<count {
+            let plan = GitCommitPlan(
+                author: GitIdentity(name: "bench", email: "bench@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
+                message: "trickle \(n)\n", entries: [.put(path: "bench/d\(n * 7919 % size).json", bytes: Array("{\"edit\":\(n)}\n".utf8))])
+            guard case .committed = try await writer.commit([plan]) else { throw ProcessFailure("commit \(n) into \(size) files was not made") }
+        }
+        return (ownCPUSeconds(withChildren: true) - before) / Double(count)
     }
 
     /// A repository whose one commit holds `files` files in the folder `bench/` (all the empty blob, entries

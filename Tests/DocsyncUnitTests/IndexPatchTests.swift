@@ -12,13 +12,13 @@ import Testing
     /// so none is racily clean), entries of every mode, a non-ASCII name, a path of 5,000 bytes and
     /// a cache tree; with `extended`, a skip-worktree entry; with `conflict`, a path at stages 1
     /// to 3 and its resolve-undo record. Written as `version`.
-    func repository(format: String, version: Int, extended: Bool, conflict: Bool = false) async throws -> (TempFolder, GitRunner) {
+    func repository(format: String, version: Int, extended: Bool, conflict: Bool = false, files: Int = 300) async throws -> (TempFolder, GitRunner) {
         let repo = try TempFolder("index-patch-\(format)-\(version)")
         let git = try GitRunner.find(in: repo.path)
         try await git.check(["init", "-q", "-b", "main", "--object-format=\(format)"])
         try await git.check(["config", "core.trustctime", "false"])
         var paths: [String] = []
-        for n in 0..<300 { paths.append(String(format: "records/r%05d.json", n * 3)) }
+        for n in 0..<files { paths.append(String(format: "records/r%05d.json", n * 3)) }
         paths += ["a/b/c/deep.json", "a/b/side.json", "a/top.json", "é.json", "z.json"]
         for path in paths { try repo.write(path, "{\"path\":\"\(path)\"}\n") }
         let past = [timespec(tv_sec: 1_600_000_000, tv_nsec: 0), timespec(tv_sec: 1_600_000_000, tv_nsec: 0)]
@@ -56,22 +56,28 @@ import Testing
         return try [UInt8](Data(contentsOf: URL(fileURLWithPath: copy)))
     }
 
-    @Test(arguments: [("sha1", 2, false), ("sha1", 3, true), ("sha1", 4, false), ("sha1", 4, true), ("sha256", 2, false), ("sha256", 4, true)])
-    func theIndexWrittenIsTheOneGitWritesInEveryVersion(format: String, version: Int, extended: Bool) async throws {
-        let (repo, git) = try await repository(format: format, version: version, extended: extended, conflict: true)
+    /// Six versions and formats of a small index, and two of one larger than the pieces the
+    /// patch reads (64 KiB) and writes (256 KiB) in.
+    @Test(arguments: [
+        ("sha1", 2, false, 300), ("sha1", 3, true, 300), ("sha1", 4, false, 300), ("sha1", 4, true, 300), ("sha256", 2, false, 300),
+        ("sha256", 4, true, 300), ("sha1", 2, false, 8_000), ("sha1", 4, true, 8_000),
+    ])
+    func theIndexWrittenIsTheOneGitWritesInEveryVersion(format: String, version: Int, extended: Bool, files: Int) async throws {
+        let (repo, git) = try await repository(format: format, version: version, extended: extended, conflict: true, files: files)
         defer { repo.remove() }
         let hashSize = format == "sha1" ? 20 : 32
         let index = repo.file(".git/index")
         let listed = try #require(GitIndexFile.entries(of: ["records/r00300.json", "a/b/c/deep.json", "tool.sh", "é.json", "z.json", "records/r00006.json"], in: index, hashSize: hashSize))
         var changes: IndexPatch.Changes = [:]
-        for path in ["records/r00300.json", "a/b/c/deep.json", "é.json"] { changes[path] = (listed[path]!, try await newEntry(git, path)) }
+        for path in ["records/r00300.json", "a/b/c/deep.json", "é.json", "records/r00006.json"] { changes[path] = (listed[path]!, try await newEntry(git, path)) }
         changes["tool.sh"] = (listed["tool.sh"]!, try await newEntry(git, "tool.sh", mode: "100644"))
         changes["z.json"] = (try await newEntry(git, "z-other"), try await newEntry(git, "z.json"))  // the user staged otherwise
         let expected = try await gitsIndex(repo, git, changes)
         let ours = repo.file("ours")
         let outcome = try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: hashSize)
-        #expect(outcome == .written(replaced: 4))
+        #expect(outcome == .written(replaced: 5))
         let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ours)))
+        #expect(written.count > (files > 1_000 ? 300_000 : 0), "\(written.count) bytes")
         #expect(written == expected, "\(written.count) bytes against git's \(expected.count); first difference at \(zip(written, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
         // And git reads it: its checksum, its entries, and the cache tree it keeps.
         let env = ["GIT_INDEX_FILE": ours]
