@@ -156,7 +156,7 @@ struct Patch {
             guard length <= IndexPatch.treeHeld else { return "the cache tree is over \(IndexPatch.treeHeld) bytes" }
             var tree: [UInt8] = []
             tree.reserveCapacity(length)
-            let header = reader.bytes[reader.at..<(reader.at + 8)]
+            let header = Array(reader.bytes[reader.at..<(reader.at + 8)])
             reader.at += 8
             while tree.count < length {
                 guard reader.available > 0 || reader.more() else { return "the cache tree is cut" }
@@ -169,7 +169,7 @@ struct Patch {
             }
             var written = Array("TREE".utf8)
             Self.put(UInt32(new.count), at: 4, in: &written)
-            try stream.replace(Array(header) + tree[...], with: written + new)
+            try stream.replace((header + tree)[...], with: written + new)
             return nil
         default:
             return "the index has a \(signature) extension"
