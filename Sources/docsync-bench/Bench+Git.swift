@@ -32,23 +32,55 @@ extension Bench {
     /// each pulled and committed on its own. The CPU of the agent with its git children, and of
     /// the children alone, in ms a commit.
     func measureGitTrickle(url: String, folder: String, agent: DocsyncProcess, work: TempFolder) async throws -> (all: Double, git: Double) {
-        let api = APIClient(baseURL: url, token: try token(work: work))
-        let changes = quick ? 3 : 10
         let commitsBefore = try commitCount(in: folder, work: work)
+        let (cpu, git) = try await trickle(url: url, work: work, agent: agent, firstEdit: 1_000) {
+            try await self.waitForCommits(in: folder, process: agent)
+        }
+        let commits = max(1, try commitCount(in: folder, work: work) - commitsBefore)
+        log("git trickle: \(trickleChanges) changes, \(commits) commits, \(fmt(cpu * 1000 / Double(commits), 0)) ms CPU a commit (git \(fmt(git * 1000 / Double(commits), 0)))")
+        return (cpu * 1000 / Double(commits), git * 1000 / Double(commits))
+    }
+
+    /// The same trickle into 4b's last folder, pulled by an agent without git history: what the
+    /// pulls cost alone, the baseline of 4c's trickle. CPU ms a change.
+    func measurePlainTrickle(url: String, folder: String, agent: DocsyncProcess, work: TempFolder) async throws -> Double {
+        let last = trickleChanges - 1
+        let (cpu, _) = try await trickle(url: url, work: work, agent: agent, firstEdit: 2_000) {
+            while Self.edit(of: folder + "/bench/d\(last).json") != 2_000 + last {
+                guard agent.isRunning else { throw ProcessFailure("agent exited: \(agent.stderr)") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        log("plain trickle: \(trickleChanges) changes, \(fmt(cpu * 1000 / Double(trickleChanges), 0)) ms CPU a change")
+        return cpu * 1000 / Double(trickleChanges)
+    }
+
+    var trickleChanges: Int { quick ? 3 : 10 }
+
+    /// The `edit` member of the document in `file` (as the agent writes it, pretty-printed).
+    static func edit(of file: String) -> Int? {
+        guard let data = FileManager.default.contents(atPath: file), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return object["edit"] as? Int
+    }
+
+    /// Changes documents d0, d1, … on the server, one a second, each with its `edit` from
+    /// `firstEdit`, then waits for `settled`: the CPU seconds `agent` and its children spent
+    /// from two seconds before the first, and its children's alone.
+    private func trickle(
+        url: String, work: TempFolder, agent: DocsyncProcess, firstEdit: Int, settled: () async throws -> Void
+    ) async throws -> (all: Double, children: Double) {
+        let api = APIClient(baseURL: url, token: try token(work: work))
         try await Task.sleep(for: .seconds(2))
         let before = ProcessStats.read(pid: agent.pid)!
-        for n in 0..<changes {
-            let reply = try await api.request("PUT", "/api/document", body: document(n, prefix: "d", type: "bench", edit: 1_000 + n))
+        for n in 0..<trickleChanges {
+            let reply = try await api.request("PUT", "/api/document", body: document(n, prefix: "d", type: "bench", edit: firstEdit + n))
             guard reply.status == 200 else { throw ProcessFailure("trickle PUT: \(reply.status)") }
             try await Task.sleep(for: .seconds(1))
         }
-        try await waitForCommits(in: folder, process: agent)
+        try await settled()
         let after = ProcessStats.read(pid: agent.pid)!
-        let commits = max(1, try commitCount(in: folder, work: work) - commitsBefore)
-        let cpu = (after.cpuSeconds + after.childCPUSeconds) - (before.cpuSeconds + before.childCPUSeconds)
-        let git = after.childCPUSeconds - before.childCPUSeconds
-        log("git trickle: \(changes) changes, \(commits) commits, \(fmt(cpu * 1000 / Double(commits), 0)) ms CPU a commit (git \(fmt(git * 1000 / Double(commits), 0)))")
-        return (cpu * 1000 / Double(commits), git * 1000 / Double(commits))
+        let all = (after.cpuSeconds + after.childCPUSeconds) - (before.cpuSeconds + before.childCPUSeconds)
+        return (all, after.childCPUSeconds - before.childCPUSeconds)
     }
 
     func commitCount(in folder: String, work: TempFolder) throws -> Int {

@@ -68,6 +68,7 @@ extension Bench {
             result.agentSeconds = seconds(since: pullStart)
             let pullStats = ProcessStats.read(pid: puller.pid)!
             (result.agentCPU, result.agentRSS) = (pullStats.cpuSeconds, pullStats.peakRSSBytes)
+            if round == rounds - 1 { results.plainTrickleCPUms = try await measurePlainTrickle(url: url, folder: pullDir, agent: puller, work: work) }
             await puller.stop()
             if round % 2 == 0 { result.rawDocsPerSecond = try await rawPull(api: api, into: work.file("raw-pulled-\(round)")) }
             log("pull: \(docs) in \(fmt(result.agentSeconds)) s; raw \(fmt(result.rawDocsPerSecond, 0))/s")
