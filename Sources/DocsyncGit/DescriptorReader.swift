@@ -49,6 +49,20 @@ struct DescriptorReader {
         }
     }
 
+    /// Takes the next `count` bytes, handing them to `each` in the pieces they are read in;
+    /// `false` when the descriptor's bytes end first.
+    mutating func take<E: Error>(_ count: Int, _ each: (ArraySlice<UInt8>) throws(E) -> Void) throws(E) -> Bool {
+        var left = count
+        while left > 0 {
+            guard available > 0 || more() else { return false }
+            let step = min(left, available)
+            try each(bytes[at..<(at + step)])
+            at += step
+            left -= step
+        }
+        return true
+    }
+
     /// Until `count` bytes wait to be taken; `false` when the descriptor's bytes end first.
     mutating func need(_ count: Int) -> Bool {
         while available < count {

@@ -47,14 +47,7 @@ enum GitIndexFile {
     /// a sparse index's `sdir`): the index is left to git.
     private static func skipExtensions(_ r: inout DescriptorReader, hashSize: Int) -> Bool {
         while r.need(hashSize + 1) {
-            guard r.need(8), (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(r.bytes[r.at]) else { return false }
-            var left = 8 + Int(r.u32(4))
-            while left > 0 {
-                guard r.available > 0 || r.more() else { return false }
-                let step = min(left, r.available)
-                r.at += step
-                left -= step
-            }
+            guard r.need(8), (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(r.bytes[r.at]), r.take(8 + Int(r.u32(4)), { _ in }) else { return false }
         }
         return r.available == hashSize
     }

@@ -222,10 +222,8 @@ final class GitTreeWriter {
     private func request(_ name: String, at path: String) throws(GitError) -> (hash: String, size: Int, hashSize: Int) {
         if let (hash, reader) = looseTree(name) {
             guard reader.kind == "tree" else { throw GitError("git gave a \(reader.kind), not a tree, for \(Self.name(path))") }
-            if name == baseName { parentTree = hash }
-            hashSize = hash.utf8.count / 2
             loose = reader
-            return (hash, reader.size, hash.utf8.count / 2)
+            return found(hash, size: reader.size, asked: name)
         }
         let objects = try objects()
         guard !name.contains("\n"), objects.write(Array((name + "\n").utf8)[...]), let line = objects.readLine() else {
@@ -239,7 +237,12 @@ final class GitTreeWriter {
             try body(size) { _ in }
             throw GitError("git gave a \(header[1]), not a tree, for \(Self.name(path))")
         }
-        let hash = String(header[0])
+        return found(String(header[0]), size: size, asked: name)
+    }
+
+    /// The tree `hash` of `size` bytes, found for the name `asked`: the build's parent tree when
+    /// asked by ``baseName``; its hashes say the repository's hash size.
+    private func found(_ hash: String, size: Int, asked name: String) -> (hash: String, size: Int, hashSize: Int) {
         if name == baseName { parentTree = hash }
         hashSize = hash.utf8.count / 2
         return (hash, size, hash.utf8.count / 2)

@@ -143,27 +143,14 @@ struct Patch {
         let length = Int(reader.u32(4))
         switch signature {
         case "REUC":
-            var left = 8 + length
-            while left > 0 {
-                guard reader.available > 0 || reader.more() else { return "an extension is cut" }
-                let step = min(left, reader.available)
-                try stream.copy(reader.bytes[reader.at..<(reader.at + step)])
-                reader.at += step
-                left -= step
-            }
-            return nil
+            return try reader.take(8 + length) { piece throws(GitError) in try stream.copy(piece) } ? nil : "an extension is cut"
         case "TREE":
             guard length <= IndexPatch.treeHeld else { return "the cache tree is over \(IndexPatch.treeHeld) bytes" }
             var tree: [UInt8] = []
             tree.reserveCapacity(length)
             let header = Array(reader.bytes[reader.at..<(reader.at + 8)])
             reader.at += 8
-            while tree.count < length {
-                guard reader.available > 0 || reader.more() else { return "the cache tree is cut" }
-                let step = min(length - tree.count, reader.available)
-                tree += reader.bytes[reader.at..<(reader.at + step)]
-                reader.at += step
-            }
+            guard reader.take(length, { tree += $0 }) else { return "the cache tree is cut" }
             guard let new = IndexCacheTree(replaced: replaced, hashSize: stream.hashSize).invalidated(tree) else {
                 return "a replaced path is a folder of the cache tree, or it does not read as git writes it"
             }

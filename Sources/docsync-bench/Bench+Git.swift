@@ -1,3 +1,4 @@
+import DocsyncModel
 import DocsyncTestSupport
 import Foundation
 import GRDB
@@ -59,8 +60,8 @@ extension Bench {
 
     /// The `edit` member of the document in `file` (as the agent writes it, pretty-printed).
     static func edit(of file: String) -> Int? {
-        guard let data = FileManager.default.contents(atPath: file), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        return object["edit"] as? Int
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8), case .number(let edit)? = (try? JSONParser.parse(text))?.object?["edit"] else { return nil }
+        return Int(edit)
     }
 
     /// Changes documents d0, d1, … on the server, one a second, each with its `edit` from

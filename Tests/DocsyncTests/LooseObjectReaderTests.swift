@@ -59,14 +59,7 @@ import Testing
         let path = repo.file(".git/objects/\(hash.prefix(2))/\(hash.dropFirst(2))")
         let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         chmod(path, 0o644)
-        var random = SystemRandomNumberGenerator()
-        var cases = stride(from: 0, to: whole.count, by: max(1, whole.count / 120)).map { Array(whole[..<$0]) }
-        for _ in 0..<120 {
-            var damaged = whole
-            for _ in 0..<Int.random(in: 1...4, using: &random) { damaged[Int.random(in: 0..<damaged.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random) }
-            cases.append(damaged)
-        }
-        for damaged in cases {
+        for damaged in Damage.cuts(of: whole, count: 120) + Damage.changed(whole, count: 120, most: 4) {
             try Data(damaged).write(to: URL(fileURLWithPath: path))
             let got = try? read(hash, store)
             #expect(got == nil || got!.2 == bytes, "\(damaged.count) bytes of \(whole.count): read as other bytes")

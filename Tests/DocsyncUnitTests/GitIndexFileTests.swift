@@ -100,15 +100,12 @@ import Testing
         let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: index)))
         let expected = GitIndexFile.entries(of: wanted, in: index, hashSize: 20)
         let damaged = repo.file("damaged")
-        for cut in stride(from: 0, to: whole.count, by: max(1, whole.count / 150)) {
-            try Data(whole[..<cut]).write(to: URL(fileURLWithPath: damaged))
+        for cut in Damage.cuts(of: whole, count: 150) {
+            try Data(cut).write(to: URL(fileURLWithPath: damaged))
             let read = GitIndexFile.entries(of: wanted, in: damaged, hashSize: 20)
-            #expect(read == nil || read == expected, "cut at \(cut)")
+            #expect(read == nil || read == expected, "cut at \(cut.count)")
         }
-        var random = SystemRandomNumberGenerator()
-        for _ in 0..<150 {
-            var bytes = whole
-            for _ in 0..<Int.random(in: 1...8, using: &random) { bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random) }
+        for bytes in Damage.changed(whole, count: 150, most: 8) {
             try Data(bytes).write(to: URL(fileURLWithPath: damaged))
             _ = GitIndexFile.entries(of: wanted, in: damaged, hashSize: 20)
         }

@@ -177,14 +177,7 @@ import Testing
         let changes: IndexPatch.Changes = ["a/top.json": (listed["a/top.json"]!, try await newEntry(git, "a/top.json"))]
         let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: index)))
         let (damaged, ours) = (repo.file("damaged"), repo.file("ours"))
-        var random = SystemRandomNumberGenerator()
-        var cases = stride(from: 0, to: whole.count - 1, by: max(1, whole.count / 100)).map { Array(whole[..<$0]) }
-        for _ in 0..<100 {
-            var bytes = whole
-            for _ in 0..<Int.random(in: 1...8, using: &random) { bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random) }
-            cases.append(bytes)
-        }
-        for bytes in cases {
+        for bytes in Damage.cuts(of: whole, count: 100) + Damage.changed(whole, count: 100, most: 8) {
             try Data(bytes).write(to: URL(fileURLWithPath: damaged))
             let outcome = try IndexPatch.write(from: damaged, to: ours, changes: changes, hashSize: 20)
             guard case .leftToGit = outcome else {
