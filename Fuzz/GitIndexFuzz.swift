@@ -22,7 +22,7 @@ public func fuzzGitIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     for hashSize in [20, 32] {
-        let tree = IndexCacheTree(replaced: [Array("a/b.json".utf8), Array("notes/c.json".utf8)], hashSize: hashSize)
+        let tree = IndexCacheTree(changed: [Array("a/b.json".utf8), Array("notes/c.json".utf8)], hashSize: hashSize)
         if let rewritten = tree.invalidated(bytes), rewritten.count > bytes.count {
             fatalError("a cache tree of \(bytes.count) bytes rewritten as \(rewritten.count)")
         }

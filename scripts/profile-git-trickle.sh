@@ -7,6 +7,8 @@
 # index, the tree written from it). Usage:
 #   scripts/profile-git-trickle.sh [N] [CHANGES]   (default 100000 10; a release build)
 # GIT_FLAG= (empty) runs the same trickle without git history: the pull's own share.
+# TRICKLE=new makes each change a new document (a file added), TRICKLE=delete a deletion (a file
+# removed), instead of an edit.
 set -euo pipefail
 N=${1:-100000}
 CHANGES=${2:-10}
@@ -34,9 +36,20 @@ FROM=$(wc -l < "$W/trace.json")
 BEFORE=$(cpu)
 GIT_BEFORE=$(git_cpu)
 COMMITS=$(git -C "$D" rev-list --count HEAD)
+arrived() {  # the change n is in the folder
+  case "${TRICKLE:-edit}" in
+    new) grep -qs "trickle-$1" "$D/bench/d$((N + $1)).json" ;;
+    delete) [ ! -e "$D/bench/d$(($1 * 7)).json" ] ;;
+    *) grep -q "trickle-$1" "$D/bench/d$(($1 * 7)).json" ;;
+  esac
+}
 for n in $(seq 1 "$CHANGES"); do
-  put $((n * 7)) 1 "trickle-$n"
-  until committed "$COMMITS" && settled && grep -q "trickle-$n" "$D/bench/d$((n * 7)).json"; do sleep 0.05; done
+  case "${TRICKLE:-edit}" in
+    new) put $((N + n)) 1 "trickle-$n" ;;
+    delete) delete $((n * 7)) ;;
+    *) put $((n * 7)) 1 "trickle-$n" ;;
+  esac
+  until committed "$COMMITS" && settled && arrived "$n"; do sleep 0.05; done
   COMMITS=$(git -C "$D" rev-list --count HEAD)
   sleep 1
 done
@@ -44,7 +57,7 @@ AFTER=$(cpu)
 echo "agent peak RSS: $(awk '/VmHWM/ { printf "%d MiB", $2 / 1024 }' "/proc/$PID/status")"
 GIT_AFTER=$(git_cpu)
 HZ=$(getconf CLK_TCK)
-echo "trickle into $N files ${FLAG:-without git}: $CHANGES changes, $(echo "scale=1; ($AFTER - $BEFORE) * 1000 / $HZ / $CHANGES" | bc) ms CPU a change (agent and git)"
+echo "trickle (${TRICKLE:-edit}) into $N files ${FLAG:-without git}: $CHANGES changes, $(echo "scale=1; ($AFTER - $BEFORE) * 1000 / $HZ / $CHANGES" | bc) ms CPU a change (agent and git)"
 tail -n +"$((FROM + 1))" "$W/trace.json" | python3 "$(dirname "$0")/git-trace-summary.py" "$CHANGES"
 [ -n "$FLAG" ] || exit 0
 # Git's floor: a new version of one file added to a fresh copy of the folder's index, and the tree
@@ -55,7 +68,7 @@ floor_ms() {  # CPU of ten such commits' git commands (copies of the index made 
   blob=$(echo '{"id":"d7","docType":"bench","edit":"floor"}' | git -C "$D" hash-object -w --stdin)
   for n in $(seq 1 10); do cp "$D/.git/index" "$W/floor-index-$n"; done
   /usr/bin/time -f "%U %S" -o "$W/floor-time" sh -c "for n in \$(seq 1 10); do
-      GIT_INDEX_FILE='$W/floor-index-'\$n git -C '$D' update-index --cacheinfo '100644,$blob,bench/d7.json' &&
+      GIT_INDEX_FILE='$W/floor-index-'\$n git -C '$D' update-index --add --cacheinfo '100644,$blob,bench/d7.json' &&
       GIT_INDEX_FILE='$W/floor-index-'\$n git -C '$D' write-tree > /dev/null; done"
   awk '{ printf "%.0f\n", ($1 + $2) * 100 }' "$W/floor-time"
 }

@@ -2,7 +2,7 @@
 # of its own, with a random token, in a temporary folder (under $PROFILE_TMP, default /tmp)
 # removed on exit with whatever the script started ($SERVE_BIN, if set, serves instead of $BIN:
 # an A/B of two agents against one server). Sets W (the folder), URL and BIN, and
-# defines put. Usage: . serve-for-profile.sh NAME
+# defines put and delete. Usage: . serve-for-profile.sh NAME
 BIN=${BIN:-$(dirname "${BASH_SOURCE[0]}")/../.build/release/docsync}
 W=$(mktemp -d "${PROFILE_TMP:-/tmp}/docsync-$1-XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
@@ -19,4 +19,8 @@ for start in range(first, first + count, 1000):
     body = json.dumps({"documents": docs, "echo": False}).encode()
     urllib.request.urlopen(urllib.request.Request(url + "/api/sync", data=body, headers={"Authorization": f"Token token={token}"})).read()
 PY
+}
+delete() {  # delete ID_NUMBER: tombstones dID_NUMBER (docType bench)
+  curl -sf -X DELETE -H "Authorization: Token token=$(cat "$W/token")" -H "Content-Type: application/json" \
+    --data "{\"id\": \"d$1\", \"docType\": \"bench\"}" "$URL/api/document" > /dev/null
 }

@@ -157,19 +157,14 @@ public struct GitHistoryWriter: Sendable {
         return try IndexFile.settle(index, target: scratch, given: given)
     }
 
-    /// The new index written by the agent itself (``IndexPatch``) when every change replaces an
-    /// entry the index may hold, and git writes objects the plain way (``GitRepository/objects``:
-    /// not for a shared repository or one whose files git must flush); the stamp of the index it
-    /// goes with. `nil` leaves it to `update-index`: a path added or removed, an index the patch
-    /// leaves to git, or one the user's git replaced while it was read.
+    /// The new index written by the agent itself (``IndexPatch``) where git writes objects the
+    /// plain way (``GitRepository/objects``: not for a shared repository or one whose files git
+    /// must flush); the stamp of the index it goes with. `nil` leaves it to `update-index`: an
+    /// index or a change the patch leaves to git, or an index the user's git replaced while it
+    /// was read.
     private func patchedIndex(_ changed: [String: (old: String?, new: String?)], index: String, scratch: String) async throws(GitError) -> IndexFile.Stamp? {
         guard let hashSize = repository.objects?.hashSize, let before = IndexFile.stamp(index) else { return nil }
-        var changes: IndexPatch.Changes = [:]
-        for (path, change) in changed {
-            guard let old = change.old, let new = change.new else { return nil }
-            changes[path] = (old, new)
-        }
-        let given = changes
+        let given = changed
         let outcome = try await repository.git.offThread { () throws(GitError) in
             try IndexPatch.write(from: index, to: scratch, changes: given, hashSize: hashSize)
         }

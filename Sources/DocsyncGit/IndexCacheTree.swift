@@ -1,6 +1,7 @@
 /// An index's cache tree (its `TREE` extension: the tree object of each folder whose entries
 /// have not changed since it was written), with the folders of some paths marked invalid, as
-/// git's `cache_tree_invalidate_path` marks them when an entry of those paths is replaced.
+/// git's `cache_tree_invalidate_path` marks them when an entry of those paths is replaced, added
+/// or removed.
 ///
 /// A node is its path's last name, a NUL, `count subtrees\n` (`count` the entries it covers,
 /// -1 when invalid) and, when valid, its tree's hash; its subtrees follow it. Invalidating the
@@ -8,17 +9,17 @@
 /// drops their hashes; the rest is kept byte for byte.
 struct IndexCacheTree {
     let hashSize: Int
-    /// Every folder above a replaced path (the root is `[]`).
+    /// Every folder above a changed path (the root is `[]`).
     private let folders: Set<[UInt8]>
-    /// The replaced paths: a node named as one of them is a folder git would drop.
+    /// The changed paths: a node named as one of them is a folder git would drop.
     private let paths: Set<[UInt8]>
     /// Deeper than this, the tree is left to git (a folder 500 deep is not one git wrote for a
     /// real repository, and each level is a call).
     static let deepest = 500
 
-    init(replaced: some Sequence<[UInt8]>, hashSize: Int) {
+    init(changed: some Sequence<[UInt8]>, hashSize: Int) {
         self.hashSize = hashSize
-        paths = Set(replaced)
+        paths = Set(changed)
         var folders: Set<[UInt8]> = [[]]
         for path in paths {
             for (at, byte) in path.enumerated() where byte == UInt8(ascii: "/") { folders.insert(Array(path[..<at])) }
@@ -27,7 +28,7 @@ struct IndexCacheTree {
     }
 
     /// The extension's bytes with the folders invalidated; `nil` when git would do more than
-    /// that (a replaced path is a folder in the tree: git drops it) or the bytes do not read as
+    /// that (a changed path is a folder in the tree: git drops it) or the bytes do not read as
     /// git writes them.
     func invalidated(_ tree: [UInt8]) -> [UInt8]? {
         var out: [UInt8] = []

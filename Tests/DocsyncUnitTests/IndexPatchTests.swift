@@ -45,13 +45,16 @@ import Testing
     }
 
     /// The index `update-index --index-info` writes from a copy of the repository's for
-    /// `changes` (only the paths whose staged entry is the old one), and the bytes of it.
+    /// `changes` (only the paths whose staged entry is the old one, as the agent asks), and the
+    /// bytes of it.
     func gitsIndex(_ repo: TempFolder, _ git: GitRunner, _ changes: IndexPatch.Changes) async throws -> [UInt8] {
         let copy = repo.file("git-index")
         try? FileManager.default.removeItem(atPath: copy)
         try FileManager.default.copyItem(atPath: repo.file(".git/index"), toPath: copy)
-        let staged = GitIndexFile.entries(of: Set(changes.keys), in: copy, hashSize: changes.first!.value.new.count > 50 ? 32 : 20) ?? [:]
-        let lines = changes.filter { staged[$0.key] == $0.value.old }.map { "\($0.value.new)\t\($0.key)\0" }.joined()
+        let some = changes.values.compactMap { $0.new ?? $0.old }.first!
+        let staged = GitIndexFile.entries(of: Set(changes.keys), in: copy, hashSize: some.count > 50 ? 32 : 20) ?? [:]
+        let lines = changes.filter { staged[$0.key] == $0.value.old }
+            .map { "\($0.value.new ?? GitRepository.removedEntry(of: $0.value.old))\t\($0.key)\0" }.joined()
         try await git.check(["update-index", "-z", "--index-info"], input: Array(lines.utf8), extra: ["GIT_INDEX_FILE": copy])
         return try [UInt8](Data(contentsOf: URL(fileURLWithPath: copy)))
     }
@@ -75,13 +78,97 @@ import Testing
         let expected = try await gitsIndex(repo, git, changes)
         let ours = repo.file("ours")
         let outcome = try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: hashSize)
-        #expect(outcome == .written(replaced: 5))
+        #expect(outcome == .written(changed: 5))
         let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ours)))
         #expect(written.count > (files > 1_000 ? 300_000 : 0), "\(written.count) bytes")
         #expect(written == expected, "\(written.count) bytes against git's \(expected.count); first difference at \(zip(written, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
         // And git reads it: its checksum, its entries, and the cache tree it keeps.
         let env = ["GIT_INDEX_FILE": ours]
         #expect(try await git.check(["ls-files", "-s"], extra: env).stdout == (try await git.check(["ls-files", "-s"], extra: ["GIT_INDEX_FILE": repo.file("git-index")]).stdout))
+    }
+
+    /// Paths added and removed beside paths replaced (first, last and in between, into folders
+    /// the index has and one it has not, in a version 4 index whose names are kept as what
+    /// differs from the last): the index written is git's, byte for byte, its entries counted anew.
+    @Test(arguments: [
+        ("sha1", 2, false, 300), ("sha1", 3, true, 300), ("sha1", 4, false, 300), ("sha1", 4, true, 300), ("sha256", 4, true, 300),
+        ("sha1", 2, false, 8_000), ("sha1", 4, true, 8_000),
+    ])
+    func pathsAddedAndRemovedAreWrittenAsGitWritesThem(format: String, version: Int, extended: Bool, files: Int) async throws {
+        let (repo, git) = try await repository(format: format, version: version, extended: extended, conflict: true, files: files)
+        defer { repo.remove() }
+        let hashSize = format == "sha1" ? 20 : 32
+        let index = repo.file(".git/index")
+        let removed = ["a/b/c/deep.json", "records/r00009.json", "a/b/side.json", "é.json", "records/r00300.json"]
+        let replaced = ["records/r00303.json", "tool.sh"]
+        let listed = try #require(GitIndexFile.entries(of: Set(removed + replaced), in: index, hashSize: hashSize))
+        var changes: IndexPatch.Changes = [:]
+        for path in removed { changes[path] = (listed[path]!, nil) }
+        for path in replaced { changes[path] = (listed[path]!, try await newEntry(git, path)) }
+        let added = ["0first.json", "a/b/c/new.json", "records/r00001.json", "records/r00301.json", "aaa.json", "new/folder/x.json", "zz/last.json"]
+        for path in added { changes[path] = (nil, try await newEntry(git, path)) }
+        let expected = try await gitsIndex(repo, git, changes)
+        let ours = repo.file("ours")
+        #expect(try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: hashSize) == .written(changed: removed.count + replaced.count + added.count))
+        let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ours)))
+        #expect(written == expected, "\(written.count) bytes against git's \(expected.count); first difference at \(zip(written, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
+        let listing = try await git.check(["ls-files", "-s"], extra: ["GIT_INDEX_FILE": ours]).stdout
+        #expect(listing == (try await git.check(["ls-files", "-s"], extra: ["GIT_INDEX_FILE": repo.file("git-index")]).stdout))
+        let text = String(decoding: listing, as: UTF8.self)
+        for path in added { #expect(text.contains("\t\(path)\n")) }
+        for path in removed { #expect(!text.contains("\t\(path)\n")) }
+    }
+
+    /// An addition or removal the patch cannot make as git would is left to `update-index`, with
+    /// nothing written: a path the index holds already (staged by the user, or unmerged), one
+    /// under a file of the index or over a folder of it, one git may refuse, a mode other than a
+    /// file's, two added one under the other; a removal the user staged otherwise or already made.
+    @Test func additionsAndRemovalsThePatchCannotMakeAreLeftToGit() async throws {
+        let (repo, git) = try await repository(format: "sha1", version: 4, extended: false)
+        defer { repo.remove() }
+        let index = repo.file(".git/index")
+        let blob = try await newEntry(git, "x").split(separator: " ")[1]
+        try await git.check(["update-index", "--add", "-z", "--index-info"], input: Array((1...3).map { "100644 \(blob) \($0)\tunmerged.json\0" }.joined().utf8))
+        let ours = repo.file("ours")
+        let listed = try #require(GitIndexFile.entries(of: ["z.json"], in: index, hashSize: 20))
+        func leftToGit(_ why: String, _ changes: IndexPatch.Changes) throws {
+            let outcome = try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: 20)
+            guard case .leftToGit(let said) = outcome, said.contains(why) else {
+                Issue.record("\(outcome), expected left to git for \(why)")
+                return
+            }
+            #expect(!repo.exists("ours"), "nothing is left written for \(why)")
+        }
+        let entry = try await newEntry(git, "new")
+        try leftToGit("the index holds it", ["records/r00006.json": (nil, entry)])
+        try leftToGit("the index holds it", ["unmerged.json": (nil, entry)])
+        try leftToGit("a file of the index", ["z.json/inside.json": (nil, entry)])
+        try leftToGit("the index has a folder there", ["a/b": (nil, entry)])
+        try leftToGit("git may refuse", [".git/hooks/x": (nil, entry)])
+        try leftToGit("git may refuse", ["a/../escape.json": (nil, entry)])
+        try leftToGit("git may refuse", ["ré/x.json": (nil, entry)])
+        try leftToGit("added as mode 120000", ["link2": (nil, "120000 \(blob)")])
+        try leftToGit("under a file also added", ["n": (nil, entry), "n/x.json": (nil, entry)])
+        try leftToGit("staged something else", ["z.json": (entry, nil)])
+        try leftToGit("not in the index", ["gone.json": (listed["z.json"]!, nil)])
+        #expect(try IndexPatch.write(from: index, to: ours, changes: ["n/x.json": (nil, entry), "z.json": (listed["z.json"]!, nil)], hashSize: 20) == .written(changed: 2))
+        // A path added after the last entry, in an index with unmerged entries: git's bytes.
+        try await git.check(["update-index", "--force-remove", "é.json"])
+        let last: IndexPatch.Changes = ["zz/after-the-last.json": (nil, entry)]
+        let expected = try await gitsIndex(repo, git, last)
+        #expect(try IndexPatch.write(from: index, to: ours, changes: last, hashSize: 20) == .written(changed: 1))
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: ours))) == expected)
+    }
+
+    /// Git's `varint`, as the reader takes it back: one byte below 128, and each byte after the
+    /// first standing for one more than it holds.
+    @Test func theVersion4NameCountIsGitsVarint() {
+        #expect(PatchEntryBytes.varint(0) == [0])
+        #expect(PatchEntryBytes.varint(127) == [127])
+        #expect(PatchEntryBytes.varint(128) == [0x80, 0])
+        #expect(PatchEntryBytes.varint(255) == [0x80, 0x7f])
+        #expect(PatchEntryBytes.varint(16_511) == [0xff, 0x7f])
+        #expect(PatchEntryBytes.varint(16_512) == [0x80, 0x80, 0])
     }
 
     /// An entry racily clean against the old index (its file changed in the second the index was
@@ -105,7 +192,7 @@ import Testing
         let listed = try #require(GitIndexFile.entries(of: ["z.json"], in: index, hashSize: 20))
         let changes: IndexPatch.Changes = ["z.json": (listed["z.json"]!, try await newEntry(git, "z.json"))]
         let ours = repo.file(".git/ours")
-        #expect(try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: 20) == .written(replaced: 1))
+        #expect(try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: 20) == .written(changed: 1))
         #expect(rename(ours, index) == 0)
         let later = [timespec(tv_sec: st.st_mtim.tv_sec + 10, tv_nsec: 0), timespec(tv_sec: st.st_mtim.tv_sec + 10, tv_nsec: 0)]
         #expect(utimensat(AT_FDCWD, index, later, 0) == 0, "the new index written seconds later")
@@ -132,7 +219,7 @@ import Testing
             return !repo.exists("ours")
         }
         #expect(try leftToGit("extended flags", try await changes(skipped)))
-        #expect(try IndexPatch.write(from: index, to: ours, changes: try await changes(plain), hashSize: 20) == .written(replaced: 1), "another entry is replaced")
+        #expect(try IndexPatch.write(from: index, to: ours, changes: try await changes(plain), hashSize: 20) == .written(changed: 1), "another entry is replaced")
 
         let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: index)))
         let noChecksum = repo.file("no-checksum")
@@ -158,12 +245,12 @@ import Testing
             Array(name.utf8) + [0] + Array("\(count) \(subtrees)\n".utf8) + (count >= 0 ? hash : [])
         }
         let tree = node("", 4, 2) + node("a", 2, 1) + node("b", 1, 0) + node("c.json", 1, 0)
-        let invalidated = IndexCacheTree(replaced: [Array("a/b/x.json".utf8)], hashSize: 20).invalidated(tree)
+        let invalidated = IndexCacheTree(changed: [Array("a/b/x.json".utf8)], hashSize: 20).invalidated(tree)
         #expect(invalidated == node("", -1, 2) + node("a", -1, 1) + node("b", -1, 0) + node("c.json", 1, 0))
-        #expect(IndexCacheTree(replaced: [Array("z.json".utf8)], hashSize: 20).invalidated(tree) == node("", -1, 2) + tree.dropFirst(node("", 4, 2).count))
-        #expect(IndexCacheTree(replaced: [Array("c.json".utf8)], hashSize: 20).invalidated(tree) == nil, "a folder git would drop")
+        #expect(IndexCacheTree(changed: [Array("z.json".utf8)], hashSize: 20).invalidated(tree) == node("", -1, 2) + tree.dropFirst(node("", 4, 2).count))
+        #expect(IndexCacheTree(changed: [Array("c.json".utf8)], hashSize: 20).invalidated(tree) == nil, "a folder git would drop")
         for cut in 0..<tree.count {
-            #expect(IndexCacheTree(replaced: [Array("a/b/x.json".utf8)], hashSize: 20).invalidated(Array(tree[..<cut])) == nil, "cut at \(cut)")
+            #expect(IndexCacheTree(changed: [Array("a/b/x.json".utf8)], hashSize: 20).invalidated(Array(tree[..<cut])) == nil, "cut at \(cut)")
         }
     }
 
@@ -173,8 +260,11 @@ import Testing
         let (repo, git) = try await repository(format: "sha1", version: 4, extended: true, conflict: true)
         defer { repo.remove() }
         let index = repo.file(".git/index")
-        let listed = try #require(GitIndexFile.entries(of: ["a/top.json"], in: index, hashSize: 20))
-        let changes: IndexPatch.Changes = ["a/top.json": (listed["a/top.json"]!, try await newEntry(git, "a/top.json"))]
+        let listed = try #require(GitIndexFile.entries(of: ["a/top.json", "z.json"], in: index, hashSize: 20))
+        let changes: IndexPatch.Changes = [
+            "a/top.json": (listed["a/top.json"]!, try await newEntry(git, "a/top.json")), "z.json": (listed["z.json"]!, nil),
+            "a/new.json": (nil, try await newEntry(git, "a/new.json")),
+        ]
         let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: index)))
         let (damaged, ours) = (repo.file("damaged"), repo.file("ours"))
         for bytes in Damage.cuts(of: whole, count: 100) + Damage.changed(whole, count: 100, most: 8) {
