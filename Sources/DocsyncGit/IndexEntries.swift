@@ -73,7 +73,13 @@ struct IndexEntries {
         guard r.need(offset) else { return nil }
         var searched = offset
         while true {
-            if let at = r.bytes[(r.at + searched)...].firstIndex(of: 0) { return at - r.at }
+            // memchr: a name is looked through for its end at every entry of the index.
+            let from = r.at + searched
+            let found = r.bytes.withUnsafeBufferPointer { all -> Int? in
+                guard from < all.count, let hit = memchr(all.baseAddress! + from, 0, all.count - from) else { return nil }
+                return all.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            }
+            if let at = found { return at - r.at }
             searched = r.available
             guard r.more() else { return nil }
         }
