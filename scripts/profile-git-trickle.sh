@@ -36,6 +36,7 @@ FROM=$(wc -l < "$W/trace.json")
 BEFORE=$(cpu)
 GIT_BEFORE=$(git_cpu)
 COMMITS=$(git -C "$D" rev-list --count HEAD)
+OBJECTS_BEFORE=$(du -sb "$D/.git/objects" | cut -f1)
 arrived() {  # the change n is in the folder
   case "${TRICKLE:-edit}" in
     new) grep -qs "trickle-$1" "$D/bench/d$((N + $1)).json" ;;
@@ -54,6 +55,7 @@ for n in $(seq 1 "$CHANGES"); do
   sleep 1
 done
 AFTER=$(cpu)
+echo "git objects written a change: $(( ($(du -sb "$D/.git/objects" | cut -f1) - OBJECTS_BEFORE) / CHANGES / 1024 )) KiB"
 echo "agent peak RSS: $(awk '/VmHWM/ { printf "%d MiB", $2 / 1024 }' "/proc/$PID/status")"
 GIT_AFTER=$(git_cpu)
 HZ=$(getconf CLK_TCK)
