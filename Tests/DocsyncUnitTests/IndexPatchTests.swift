@@ -171,6 +171,48 @@ import Testing
         #expect(PatchEntryBytes.varint(16_512) == [0x80, 0x80, 0])
     }
 
+    /// A commit that adds, removes and replaces files, on the checked-out branch: the user's
+    /// index follows it without `update-index` (a git that logs what it is asked to run stands
+    /// in for git), and `git status` is clean. A name the patch leaves to git does go to
+    /// `update-index`: the log is read right.
+    @Test func aCommitOfFilesAddedRemovedAndReplacedIsFollowedWithoutUpdateIndex() async throws {
+        let (repo, tools) = (try TempFolder("index-patch-commit"), try TempFolder("index-patch-logging-git"))
+        defer { for folder in [repo, tools] { folder.remove() } }
+        let real = try GitRunner.find(in: repo.path)
+        try await real.check(["init", "-q", "-b", "main"])
+        for n in 1...3 { try repo.write("notes/n\(n).json", "{\"n\":\(n)}\n") }
+        try await real.check(["add", "-A"])
+        try await real.check(["-c", "user.name=u", "-c", "user.email=u@localhost", "commit", "-qm", "start"])
+        let log = tools.file("git-log")
+        try tools.write("logging-git", "#!/bin/sh\necho \"$*\" >> '\(log)'\nexec '\(real.executable)' \"$@\"\n")
+        #expect(chmod(tools.file("logging-git"), 0o755) == 0)
+        let located = try await GitRepository.locate(folder: repo.path)
+        let repository = GitRepository(
+            workTree: located.workTree, gitDir: located.gitDir, commonDir: located.commonDir, prefix: located.prefix,
+            git: GitRunner(executable: tools.file("logging-git"), directory: located.workTree), objects: located.objects)
+        let writer = GitHistoryWriter(repository: repository, target: .checkedOut)
+        func commit(_ entries: [GitCommitPlan.Entry]) async throws -> String {
+            try? FileManager.default.removeItem(atPath: log)
+            let plan = GitCommitPlan(
+                author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
+                message: "pulled\n", entries: entries)
+            guard case .committed = try await writer.commit([plan]) else { throw GitError("no commit") }
+            return (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        }
+        var ran = try await commit([
+            .put(path: "notes/n4.json", bytes: Array("{\"n\":4}\n".utf8)), .remove(path: "notes/n1.json"),
+            .put(path: "notes/n2.json", bytes: Array("{\"n\":20}\n".utf8)),
+        ])
+        #expect(!ran.contains("update-index") && !ran.contains("ls-files"), "git was asked: \(ran)")
+        for (path, bytes) in [("notes/n2.json", "{\"n\":20}\n"), ("notes/n4.json", "{\"n\":4}\n")] { try repo.write(path, bytes) }
+        try FileManager.default.removeItem(atPath: repo.file("notes/n1.json"))
+        let status = try await real.check(["status", "--porcelain"]).text
+        #expect(status.isEmpty, "the index follows the commit: \(status)")
+        #expect(try await real.check(["ls-files"]).text == "notes/n2.json\nnotes/n3.json\nnotes/n4.json")
+        ran = try await commit([.put(path: "notes/ré.json", bytes: Array("{}\n".utf8))])
+        #expect(ran.contains("update-index"), "a name the patch leaves to git goes to update-index: \(ran)")
+    }
+
     /// An entry racily clean against the old index (its file changed in the second the index was
     /// written, with the same size) is smudged: once the new index, written in a later second,
     /// makes the entry look settled, git must still look at the file's content (git's racy-git rule).
