@@ -171,6 +171,27 @@ extension HeavySuites {
         #expect(try rig.log().allSatisfy { !$0.hasPrefix("bob|") }, "nothing is committed as this folder's own token")
     }
 
+    /// After committing, docsync runs git's automatic maintenance as `git commit` would, under
+    /// the repository's own settings: here a task that packs loose objects once there is one,
+    /// so the commit's loose objects go into a pack (with git's defaults, `gc --auto` does so
+    /// at about 6,700).
+    @Test func gitsOwnMaintenanceRunsAfterDocsyncCommits() async throws {
+        let rig = try await Rig(target: .checkedOut)
+        defer { Task { await rig.finish() } }
+        for (key, value) in [("maintenance.gc.enabled", "false"), ("maintenance.loose-objects.enabled", "true"), ("maintenance.loose-objects.auto", "1")] {
+            try git(["config", key, value], in: rig.repo.path)
+        }
+        func packs() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: rig.repo.file(".git/objects/pack"))) ?? []).filter { $0.hasSuffix(".pack") }
+        }
+        let before = packs()
+        try rig.a.write("note/m.json", #"{"id":"m","title":"packed"}"#)
+        #expect(await eventually { (try? rig.log().first)?.contains("note/m: new") == true }, "\((try? rig.log()) ?? [])")
+        #expect(await eventually { packs().count > before.count }, "git's maintenance packed the loose objects: \(packs())")
+        try git(["fsck", "--no-progress"], in: rig.repo.path)  // fails the test on anything git finds wrong
+        #expect(try git(["cat-file", "-p", "HEAD:note/m.json"], in: rig.repo.path).contains("packed"))
+    }
+
     @Test func aRebaseInProgressHoldsCommitsAndAnEditMadeMeanwhileStaysTheUsers() async throws {
         let rig = try await Rig(target: .checkedOut)
         defer { Task { await rig.finish() } }

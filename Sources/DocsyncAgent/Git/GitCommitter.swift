@@ -47,6 +47,11 @@ actor GitCommitter: Worker, FolderPart {
     /// under git's locks, taken first (``GitHistoryWriter/commit(_:insist:)``).
     static let patience: Duration = .seconds(5)
     static let batchLimit = 20_000
+    /// When git's automatic maintenance last ran (``GitHistoryWriter/maintain()``): after the
+    /// first commit, then at most every ``maintenanceEvery``, not after every commit as
+    /// `git commit` does (it is a process of git's each time, for a trickle's commit a second).
+    private var maintainedAt: ContinuousClock.Instant?
+    static let maintenanceEvery: Duration = .seconds(600)
 
     /// The largest file docsync writes for a pulled document (``JSONWriter/largestFile(limit:)``).
     let maxWritten: Int
@@ -96,6 +101,7 @@ actor GitCommitter: Worker, FolderPart {
             }
             try await settle(changes, outcome: outcome, commits: planned.count)
             await hold(nil)
+            if case .committed = outcome { await maintain(writer) }
             return .progressed
         } catch {
             await hold("\(error)")
@@ -119,6 +125,17 @@ actor GitCommitter: Worker, FolderPart {
         for leftover in ["/git-build-index", "/git-build-index.tree"] { unlink(Index.stateDirectory(root: root) + leftover) }
         writer = found
         return found
+    }
+
+    /// Runs git's automatic maintenance when it is due; a failure is logged, and commits go on.
+    private func maintain(_ writer: GitHistoryWriter) async {
+        if let maintainedAt, ContinuousClock.now - maintainedAt < Self.maintenanceEvery { return }
+        maintainedAt = .now
+        do {
+            try await writer.maintain()
+        } catch {
+            logger.warning("git's automatic maintenance failed: \(error)")
+        }
     }
 
     /// Changes by batch and author, in the order their first change came, the groups of one
