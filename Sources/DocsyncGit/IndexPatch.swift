@@ -138,10 +138,10 @@ struct IndexEdits {
         return Entry(mode: mode, hash: hash)
     }
 
-    /// A path every git accepts as it is: names of letters, digits and `-_.+@=,` that neither
-    /// start nor end with a dot, below 4,096 bytes (git's `verify_path` refuses `.git` and its
-    /// spellings on other file systems, `.` and `..`, and empty names; what it allows beyond
-    /// these goes to git).
+    /// A path every git accepts as it is: names of ASCII letters, digits and `-_.+@=,` that
+    /// neither start nor end with a dot, the whole shorter than 4,095 bytes, whose length an
+    /// entry's flags hold (git's `verify_path` refuses `.git` and its spellings on other file
+    /// systems, `.` and `..`, and empty names; whatever else it allows goes to git).
     static func isPlain(_ path: String) -> Bool {
         guard !path.isEmpty, path.utf8.count < 0xfff else { return false }
         return path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { name in
