@@ -192,7 +192,7 @@ let package = Package(
         ]),
         // Helpers shared by the tests and the benchmark: processes, temp folders, polling, fault endpoints.
         .target(name: "DocsyncTestSupport", dependencies: [
-            "DocsyncModel", "DocsyncStore", "DocsyncEndpoint", "DocsyncClock",
+            "DocsyncModel", "DocsyncStore", "DocsyncEndpoint", "DocsyncClock", "DocsyncGit",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -7,11 +7,7 @@ import Testing
 /// the file the user's index lies in must never be written, and a commit that changes nothing
 /// in the index must not leave the index's lock behind.
 @Suite struct GitIndexHandOverTests {
-    func plan(_ entries: [GitCommitPlan.Entry]) -> GitCommitPlan {
-        GitCommitPlan(
-            author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-            message: "pulled\n", entries: entries)
-    }
+    func plan(_ entries: [GitCommitPlan.Entry]) -> GitCommitPlan { .pulled(entries) }
 
     func repository(_ name: String) throws -> TempFolder {
         let repo = try TempFolder(name)

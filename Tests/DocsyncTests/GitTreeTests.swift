@@ -7,11 +7,7 @@ import Testing
 /// in an index: the trees must be the ones git's own index makes from the same changes, byte for
 /// byte, whatever the names and the folders.
 @Suite struct GitTreeTests {
-    func plan(_ entries: [GitCommitPlan.Entry], _ message: String = "pulled\n") -> GitCommitPlan {
-        GitCommitPlan(
-            author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-            message: message, entries: entries)
-    }
+    func plan(_ entries: [GitCommitPlan.Entry], _ message: String = "pulled\n") -> GitCommitPlan { .pulled(entries, message: message) }
 
     /// A repository whose first commit holds names that sort around each other in git's order
     /// (`a`, `a-b`, `a.json`, the folder `a/`), an executable file and a symlink.

@@ -81,9 +81,7 @@ import Testing
         try git(["commit", "-qm", "start"], in: repo.path)
         let head = try git(["rev-parse", "HEAD"], in: repo.path)
         let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .checkedOut)
-        let plan = GitCommitPlan(
-            author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-            message: "pulled\n", entries: [.put(path: path, bytes: Array("{}\n".utf8))])
+        let plan = GitCommitPlan.pulled([.put(path: path, bytes: Array("{}\n".utf8))])
         let refused = await #expect(throws: GitError.self) { _ = try await writer.commit([plan]) }
         #expect(refused?.description.contains("not a path git keeps") == true, "\(refused?.description ?? "-")")
         #expect(try git(["rev-parse", "HEAD"], in: repo.path) == head, "no commit")
@@ -102,9 +100,7 @@ import Testing
         let located = try await GitRepository.locate(folder: repo.path)
         #expect(located.objects == nil, "\(setting): git writes the objects")
         let writer = GitHistoryWriter(repository: located, target: .checkedOut)
-        let plan = GitCommitPlan(
-            author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-            message: "pulled\n", entries: [.put(path: "notes/a.json", bytes: Array("{}\n".utf8))])
+        let plan = GitCommitPlan.pulled([.put(path: "notes/a.json", bytes: Array("{}\n".utf8))])
         guard case .committed = try await writer.commit([plan]) else {
             Issue.record("no commit")
             return

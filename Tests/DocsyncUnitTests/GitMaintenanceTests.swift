@@ -16,9 +16,7 @@ import Testing
             try await git.check(["config", key, value])
         }
         let writer = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo.path), target: .checkedOut)
-        let plan = GitCommitPlan(
-            author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-            message: "pulled\n", entries: [.put(path: "notes/a.json", bytes: Array("{\"a\":1}\n".utf8))])
+        let plan = GitCommitPlan.pulled([.put(path: "notes/a.json", bytes: Array("{\"a\":1}\n".utf8))])
         guard case .committed = try await writer.commit([plan]) else {
             Issue.record("no commit")
             return

@@ -193,10 +193,7 @@ import Testing
         let writer = GitHistoryWriter(repository: repository, target: .checkedOut)
         func commit(_ entries: [GitCommitPlan.Entry]) async throws -> String {
             try? FileManager.default.removeItem(atPath: log)
-            let plan = GitCommitPlan(
-                author: GitIdentity(name: "Server", email: "server@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-                message: "pulled\n", entries: entries)
-            guard case .committed = try await writer.commit([plan]) else { throw GitError("no commit") }
+            guard case .committed = try await writer.commit([.pulled(entries)]) else { throw GitError("no commit") }
             return (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         }
         var ran = try await commit([
