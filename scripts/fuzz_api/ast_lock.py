@@ -59,3 +59,11 @@ def _say_retries():
 # Every caller found (Hypothesis's lambda descriptions, its pretty printer, schemathesis) looks
 # up `ast.parse` on the module when it calls, so replacing the attribute reaches them all.
 ast.parse = _safe_parse
+
+# What parses source as it is first imported is imported here, once, while the hooks load and
+# before schemathesis's workers start: anyio (from 4.16) builds its lazy imports from its own
+# source with `compile(..., ast.PyCF_ONLY_AST)`, which the lock above does not cover, and
+# schemathesis first imports it from a worker (its ASGI transport), where the same depth check
+# failed a CI run ("Runtime Error" on POST /api/app/upload).
+import anyio  # noqa: E402,F401
+import schemathesis.transport.asgi  # noqa: E402,F401
