@@ -21,10 +21,13 @@ struct IndexCacheTree {
         self.hashSize = hashSize
         paths = Set(changed)
         var folders: Set<[UInt8]> = [[]]
-        for path in paths {
-            for (at, byte) in path.enumerated() where byte == UInt8(ascii: "/") { folders.insert(Array(path[..<at])) }
-        }
+        for path in paths { folders.formUnion(Self.folders(above: path)) }
         self.folders = folders
+    }
+
+    /// The folders `path` lies in, nearest the root first (`a` and `a/b` for `a/b/c.json`).
+    static func folders(above path: [UInt8]) -> [[UInt8]] {
+        path.indices.filter { path[$0] == UInt8(ascii: "/") }.map { Array(path[..<$0]) }
     }
 
     /// The extension's bytes with the folders invalidated; `nil` when git would do more than

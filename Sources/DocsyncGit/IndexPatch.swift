@@ -118,10 +118,8 @@ struct IndexEdits {
         }
         added.sort { $0.path.lexicographicallyPrecedes($1.path) }
         let addedPaths = Set(added.map(\.path))
-        for (path, _) in added {
-            for (at, byte) in path.enumerated() where byte == UInt8(ascii: "/") && addedPaths.contains(Array(path[..<at])) {
-                throw Refusal(why: "\(String(decoding: path, as: UTF8.self)) is added under a file also added")
-            }
+        for (path, _) in added where IndexCacheTree.folders(above: path).contains(where: addedPaths.contains) {
+            throw Refusal(why: "\(String(decoding: path, as: UTF8.self)) is added under a file also added")
         }
         self.byPath = byPath
         self.added = added

@@ -7,16 +7,22 @@ enum PatchEntryBytes {
     /// object, flags of the name's length alone (git's `CE_NAMEMASK` for a longer name), the name
     /// padded with NULs to 8 bytes (versions 2 and 3) or as what it keeps of `previous` (4).
     static func added(_ path: [UInt8], mode: UInt32, hash: [UInt8], version: UInt32, after previous: [UInt8]) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: Field.hash)
-        put(mode, at: Field.mode, in: &bytes)
-        bytes += hash
-        let length = min(path.count, 0xfff)
-        bytes += [UInt8(length >> 8), UInt8(length & 0xff)]
+        var bytes = fixed(mode: mode, hash: hash, nameLength: path.count)
         if version == 4 { return named(bytes, path[...], after: previous) }
         let size = (bytes.count + path.count + 8) & ~7
         bytes += path
         bytes += [UInt8](repeating: 0, count: size - bytes.count)
         return bytes
+    }
+
+    /// An entry's fields before its name as `--index-info` writes them, for an added or replaced
+    /// entry: no `stat` data, the mode and the object, flags of the name's length alone (git's
+    /// `CE_NAMEMASK` for a longer name).
+    static func fixed(mode: UInt32, hash: [UInt8], nameLength: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: Field.hash)
+        put(mode, at: Field.mode, in: &bytes)
+        let length = min(nameLength, 0xfff)
+        return bytes + hash + [UInt8(length >> 8), UInt8(length & 0xff)]
     }
 
     /// A version 4 entry (`bytes`, whose name starts at `nameStart`) with its name `name` written

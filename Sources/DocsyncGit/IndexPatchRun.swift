@@ -147,7 +147,10 @@ struct Patch {
             if mode == edit.old.mode, reader.bytes[(reader.at + Field.hash)..<(reader.at + Field.hash + stream.hashSize)].elementsEqual(edit.old.hash) {
                 guard flags & 0x4000 == 0 else { return "\(String(decoding: name, as: UTF8.self)) has extended flags (skip-worktree or intent-to-add)" }
                 guard let to = edit.new else { return try remove(size: size, name: name) }
-                new = replaced(size: size, flags: flags, with: to)
+                // The fields before the name as `--index-info` writes them, the name as it was.
+                let nameStart = Field.hash + stream.hashSize + 2
+                new = PatchEntryBytes.fixed(mode: to.mode, hash: to.hash, nameLength: Int(flags & 0xfff))
+                    + reader.bytes[(reader.at + nameStart)..<(reader.at + size)]
                 changed.append(Array(name))
             } else if edit.new == nil {
                 return "\(String(decoding: name, as: UTF8.self)) is to be removed, and the user staged something else"
@@ -172,19 +175,6 @@ struct Patch {
         reader.at += size
         reader.kept = reader.at
         return nil
-    }
-
-    /// The entry at `reader.at` with `to`'s mode and object, as `--index-info` makes it.
-    private func replaced(size: Int, flags: UInt16, with to: IndexEdits.Entry) -> [UInt8] {
-        let hashSize = stream.hashSize
-        var new = Array(reader.bytes[reader.at..<(reader.at + size)])
-        for i in 0..<Field.hash { new[i] = 0 }
-        PatchEntryBytes.put(to.mode, at: Field.mode, in: &new)
-        new.replaceSubrange(Field.hash..<(Field.hash + hashSize), with: to.hash)
-        let kept = flags & 0x0fff
-        new[Field.hash + hashSize] = UInt8(kept >> 8)
-        new[Field.hash + hashSize + 1] = UInt8(kept & 0xff)
-        return new
     }
 
     /// Leaves out the entry at `reader.at` (the run before it copied first).
