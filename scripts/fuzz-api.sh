@@ -78,7 +78,7 @@ for kind in full reader noter inbox; do
   # An error of the generator's own, before any request, is no finding: the run is made again
   # once, whole, and a second error of any kind fails. (Python 3.11's "AST constructor recursion
   # depth mismatch" was the one seen, in generating and once in importing; fuzz_api/ast_lock.py,
-  # loaded with the hooks, now keeps it away, and the run says when it had to parse again.)
+  # loaded with the hooks, now keeps it away at `compile`, and the run says when it parsed again.)
   if [ "$status" -ne 0 ] && grep -q "while generating\|recursion depth mismatch" "$work/$kind.out" && ! grep -q "^=* FAILURES" "$work/$kind.out"; then
     echo "  schemathesis's generator failed on its own (not a finding); running the $kind token again:"
     grep -m1 -oE "SystemError: .{0,100}|[A-Za-z]+Error: .{0,100}" "$work/$kind.out" | sed 's/^/    /' || true
