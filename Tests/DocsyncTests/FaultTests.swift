@@ -173,7 +173,10 @@ import Synchronization
     /// however many calls that takes: saves made one at a time afterwards each go out in a call of
     /// their own, more calls than the window sends before it reads the outbox from its start again.
     @Test func aSlowBatchCallDoesNotHoldBackTheOnesAfterIt() async throws {
-        let rig = try await Rig.start(requestTimeout: .seconds(60), batch: true)
+        // The request timeout outlasts the stall: the stuck call is never sent again while the test
+        // watches, so the count it waits for cannot be skipped (a 60 s timeout, beside a 60 s wait,
+        // let a loaded CI machine see the retry store all 3,000 before it saw the rest stored).
+        let rig = try await Rig.start(requestTimeout: .seconds(400), batch: true)
         let stalled = Mutex<Int?>(nil)
         rig.proxy.setRule { _, body in
             stalled.withLock { count in
@@ -188,9 +191,9 @@ import Synchronization
         #expect(heldBack > 0 && heldBack <= 500)
         let stalledAt = ContinuousClock.now
         // 3,000 files scanned and pushed by a debug build take 3-5 s alone; beside the CI's
-        // checks and the parallel suites, over 15 s. The call is stuck for 300 s.
+        // checks and the parallel suites, over 15 s (once over 60 s). The call is stuck for 300 s.
         let stored = Mutex(0)
-        #expect(await eventually(timeout: .seconds(60), every: .milliseconds(200)) {
+        #expect(await eventually(timeout: .seconds(150), every: .milliseconds(200)) {
             let count = (try? await rig.server.api.documents(type: "note").count) ?? 0
             stored.withLock { $0 = count }
             return count == total - heldBack
@@ -309,7 +312,10 @@ import Synchronization
     /// Regression: a file deleted while its upload ran ended with the server holding its URL
     /// (the finished upload put it there) and `status` saying synced.
     @Test func aFileDeletedWhileItIsUploadedLeavesNoURLOnTheServer() async throws {
-        let rig = try await Rig.start(requestTimeout: .seconds(60), batch: true)
+        // The request timeout outlasts the stall: the stuck call is never sent again while the test
+        // watches, so the count it waits for cannot be skipped (a 60 s timeout, beside a 60 s wait,
+        // let a loaded CI machine see the retry store all 3,000 before it saw the rest stored).
+        let rig = try await Rig.start(requestTimeout: .seconds(400), batch: true)
         rig.proxy.setUploadFault(.stall(.seconds(60)))  // until `endStalls` below
         try rig.folder.write("notes/gone.bin", String(repeating: "x", count: 64 << 10))
         try rig.folder.write("notes/a.json", #"{"id":"a1","docType":"note","scan":{"$file":"gone.bin"}}"#)
