@@ -96,6 +96,8 @@ struct GitCommitBuilder: Sendable {
         /// Each path the commits changed: its entry (`mode sha`) in the parent and at the end,
         /// `nil` where there is none. Known from the plans and the parent's trees they changed.
         var changes: [String: (old: String?, new: String?)]
+        /// The trees the agent wrote as loose objects for these commits.
+        var trees: [WrittenTree] = []
     }
 
     /// The new commits, one on the other over `parent`. `blobs`: the plans' blobs when they are
@@ -135,7 +137,7 @@ struct GitCommitBuilder: Sendable {
         guard let commit, !tree.isEmpty else { throw GitError("no commit to make") }
         var changes: [String: (old: String?, new: String?)] = [:]
         for (path, end) in after where before[path] != end { changes[path] = (before[path], end) }
-        return Built(commit: commit, tree: tree, parentTree: trees.parentTree, changes: changes)
+        return Built(commit: commit, tree: tree, parentTree: trees.parentTree, changes: changes, trees: trees.written)
     }
 
     /// `plan`'s files with their entries (`100644 sha` with the next of `blobs`; `nil`: removed).

@@ -22,6 +22,8 @@ public struct GitHistoryWriter: Sendable {
 
     public let repository: GitRepository
     public let target: Target
+    /// The trees written for the commits made, waiting for ``maintain()`` to pack them.
+    let written = WrittenTrees()
     /// Attempts when the user's commands keep moving the branch or the index under a commit.
     static let attempts = 8
 
@@ -45,18 +47,41 @@ public struct GitHistoryWriter: Sendable {
         }
     }
 
-    /// Git's automatic maintenance, as `git commit` runs it after each commit: with git's
-    /// defaults, `gc --auto`, which packs the loose objects in the background once there are
-    /// about 6,700 of them and does nothing before; the repository's own settings decide
-    /// (`maintenance.*`, `gc.auto`, `gc.autoDetach`), and `maintenance.auto=false` turns it off as
-    /// it does for git's own commands. Every commit writes its folder's tree anew as a loose
-    /// object (3.8 MB into a folder of 100,000 files), and without this a repository only
-    /// docsync commits to never packs them. Whether git did anything is git's to say.
-    public func maintain() async throws(GitError) {
+    /// The trees the agent wrote for its commits and has not packed yet, in bytes.
+    public var treesWaiting: Int { written.bytes }
+
+    /// The agent's own packing of its trees, then git's automatic maintenance, as `git commit`
+    /// runs it after each commit. Every commit writes its folder's tree anew as a loose object
+    /// (3.8 MB into a folder of 100,000 files): the agent packs those it wrote, each a delta on
+    /// the next (``TreePacker``). Git's maintenance does the rest: with git's defaults `gc
+    /// --auto`, which packs the loose objects in the background once there are about 6,700 of
+    /// them and does nothing before; the repository's own settings decide (`maintenance.*`,
+    /// `gc.auto`, `gc.autoDetach`). `maintenance.auto=false` turns both off, as it does git's own.
+    @discardableResult
+    public func maintain() async throws(GitError) -> TreePacker.Round {
         let auto = try await repository.git.run(["config", "--type=bool", "--get", "maintenance.auto"])
-        if auto.status == 0 && auto.text == "false" { return }
+        if auto.status == 0 && auto.text == "false" { return TreePacker.Round() }
+        let round = try await packTrees()
         let out = try await repository.git.run(["maintenance", "run", "--auto", "--quiet"])
         guard out.status == 0 else { throw GitError("git maintenance run --auto failed: \(out.stderr)") }
+        return round
+    }
+
+    /// Packs the trees written so far (``TreePacker``); each folder's newest waits for the next
+    /// round. After a failure (a loose object damaged, a full disk) nothing is removed, and the
+    /// round's other trees are left loose, to git's own packing: a damaged one cannot fail every
+    /// round after it.
+    private func packTrees() async throws(GitError) -> TreePacker.Round {
+        guard let store = repository.objects else { return TreePacker.Round() }
+        let (trees, written) = (written.take(), written)
+        do {
+            let (round, kept) = try await repository.git.offThread { () throws(GitError) in try TreePacker.pack(trees, store: store) }
+            written.putBack(kept)
+            return round
+        } catch {
+            written.putBack(TreePacker.newest(trees))
+            throw error
+        }
     }
 
     private func commitOnBranch(_ ref: String, _ plan: [GitCommitPlan]) async throws(GitError) -> Outcome {
@@ -72,7 +97,10 @@ public struct GitHistoryWriter: Sendable {
             let built = try await builder.build(plan, parent: parent)
             if built.tree == built.parentTree && old != nil { return .nothingToCommit }
             let moved = try await repository.git.run(["update-ref", "-m", "docsync: pulled changes", ref, built.commit, old ?? ""])
-            if moved.status == 0 { return .committed(built.commit) }
+            if moved.status == 0 {
+                written.record(built.trees)
+                return .committed(built.commit)
+            }
         }
         return .contended("\(ref) keeps moving while docsync commits to it")
     }
@@ -97,7 +125,9 @@ public struct GitHistoryWriter: Sendable {
             let before = try await followingIndex(built.changes)
             defer { unlink(followingIndexPath) }
             switch try HeadSwap.swap(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: before)) {
-            case .done: return .committed(built.commit)
+            case .done:
+                written.record(built.trees)
+                return .committed(built.commit)
             case .changed: continue
             case .busy(let why):
                 busy = why
@@ -134,6 +164,7 @@ public struct GitHistoryWriter: Sendable {
         _ = try await followingIndex(built.changes)
         defer { unlink(followingIndexPath) }
         try held.commit(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: nil))
+        written.record(built.trees)
         return .committed(built.commit)
     }
 

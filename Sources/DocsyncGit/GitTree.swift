@@ -64,10 +64,15 @@ enum GitTree {
             self.hashSize = hashSize
         }
 
-        mutating func append(_ piece: ArraySlice<UInt8>) {
+        /// Adds the next piece; returns how many bytes of entries already given it let go of
+        /// from the start of ``bytes``.
+        @discardableResult
+        mutating func append(_ piece: ArraySlice<UInt8>) -> Int {
+            let dropped = at
             bytes.removeSubrange(..<at)
             at = 0
             bytes.append(contentsOf: piece)
+            return dropped
         }
 
         /// The next whole entry; `nil` when the bytes so far end before one does.

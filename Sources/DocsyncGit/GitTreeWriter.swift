@@ -39,6 +39,8 @@ final class GitTreeWriter {
     private var current: String?
     /// The binary size of the repository's hashes, once a tree read says.
     private var hashSize: Int?
+    /// The trees the agent wrote itself, as loose objects (for ``TreePacker``).
+    private(set) var written: [WrittenTree] = []
     /// A new tree goes to `hash-object` in pieces of this size.
     private static let piece = 64 << 10
 
@@ -173,6 +175,7 @@ final class GitTreeWriter {
         }
         try handOn(&merge, to: &made)
         guard let hash = try made?.finish(), hash.utf8.count == hashSize * 2 else { throw GitError("git gave no tree for \(Self.name(path))") }
+        if case .here(let object)? = made { written.append(WrittenTree(path: path, hash: hash, size: object.size)) }
         return hash
     }
 

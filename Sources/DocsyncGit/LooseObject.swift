@@ -1,4 +1,3 @@
-import CZlib
 import DocsyncModel
 import Foundation
 
@@ -24,7 +23,8 @@ final class LooseObject {
     private let spill: Int
     private var held: [UInt8] = []
     private var spool: (fd: Int32, path: String)?
-    private var size = 0
+    /// The content's size so far.
+    private(set) var size = 0
 
     /// An object of `kind` (`blob`, `tree`) for `store`, held in memory up to `spill` bytes.
     init(_ kind: String, in store: LooseObjectStore, spill: Int = LooseObject.spill) {
@@ -88,9 +88,8 @@ final class LooseObject {
 /// A loose object's file as it is written: zlib's frame around the bytes (stored, level 0) and
 /// their hash, both made as the bytes come.
 private final class ObjectFraming {
-    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
     private var hasher: GitHasher
-    private var out = [UInt8](repeating: 0, count: 64 << 10)
+    private let deflater: Deflater
     private let fd: Int32
     private let file: String
 
@@ -98,59 +97,22 @@ private final class ObjectFraming {
         self.fd = fd
         self.file = file
         hasher = GitHasher(hashSize: hashSize)
-        // zlib's state points back at its stream: the stream has a fixed place, never a copy.
-        stream.initialize(to: z_stream())
-        // Should it fail, `deinit` still ends the stream (a stream zlib did not start is let be).
-        guard docsync_deflate_init_stored(stream) == Z_OK else { throw GitError("zlib could not start a stream for \(file)") }
-    }
-
-    deinit {
-        deflateEnd(stream)
-        stream.deinitialize(count: 1)
-        stream.deallocate()
+        deflater = try Deflater(file: file)
     }
 
     /// The next `bytes` of the object.
     func add(_ bytes: ArraySlice<UInt8>) throws(GitError) {
         hasher.update(bytes)
-        var rest = bytes
-        while !rest.isEmpty {
-            let part = rest.prefix(1 << 30)
-            rest = rest.dropFirst(part.count)
-            try deflate(part, finish: false)
-        }
+        try deflater.add(bytes, to: write)
     }
 
     /// Ends the frame and returns the hash of what it holds (hex).
     func end() throws(GitError) -> String {
-        try deflate([], finish: true)
+        try deflater.end(to: write)
         return Hex.encode(hasher.finalize())
     }
 
-    /// Hands `bytes` to zlib and writes what it gives back; with `finish`, until the frame's end.
-    private func deflate(_ bytes: ArraySlice<UInt8>, finish: Bool) throws(GitError) {
-        var input = bytes
-        var status = Z_OK
-        repeat {
-            let made = input.withUnsafeBytes { from in
-                out.withUnsafeMutableBytes { space -> Int in
-                    // zlib reads its input only (`next_in` is not const where ZLIB_CONST is unset).
-                    stream.pointee.next_in = UnsafeMutablePointer(mutating: from.baseAddress?.assumingMemoryBound(to: Bytef.self))
-                    stream.pointee.avail_in = uInt(from.count)
-                    stream.pointee.next_out = space.baseAddress!.assumingMemoryBound(to: Bytef.self)
-                    stream.pointee.avail_out = uInt(space.count)
-                    status = CZlib.deflate(stream, finish ? Z_FINISH : Z_NO_FLUSH)
-                    stream.pointee.next_in = nil
-                    return space.count - Int(stream.pointee.avail_out)
-                }
-            }
-            input = input.suffix(Int(stream.pointee.avail_in))
-            // zlib answers Z_BUF_ERROR when it had nothing to do; at the frame's end with room
-            // to write, that would be a frame that cannot end.
-            guard status == Z_OK || status == Z_STREAM_END || (status == Z_BUF_ERROR && !finish) else {
-                throw GitError("zlib failed (\(status)) writing \(file)")
-            }
-            try LooseObjectStore.write(out[..<made], to: fd, file: file)
-        } while !input.isEmpty || stream.pointee.avail_out == 0 || (finish && status != Z_STREAM_END)
+    private func write(_ bytes: ArraySlice<UInt8>) throws(GitError) {
+        try LooseObjectStore.write(bytes, to: fd, file: file)
     }
 }

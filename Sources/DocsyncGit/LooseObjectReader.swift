@@ -28,6 +28,8 @@ final class LooseObjectReader {
     private let output = UnsafeMutablePointer<UInt8>.allocate(capacity: piece)
     /// Bytes of the content inflated with the header, not yet handed on.
     private var early: ArraySlice<UInt8> = []
+    /// Bytes of the content handed on so far.
+    private var handed = 0
     private var ended = false
 
     /// The loose object `hash` (hex) of `store`; `nil` when it is not loose there.
@@ -54,24 +56,46 @@ final class LooseObjectReader {
     /// The content, handed to `sink` in pieces; throws when it is not of the header's size or
     /// zlib finds the frame damaged.
     func body(into sink: (ArraySlice<UInt8>) throws(GitError) -> Void) throws(GitError) {
-        var handed = early.count
-        if !early.isEmpty { try sink(early) }
-        early = []
+        while let piece = try next() { try sink(piece) }
+    }
+
+    /// The content's next piece (never empty), `nil` after its last; throws as ``body(into:)``
+    /// does.
+    func next() throws(GitError) -> ArraySlice<UInt8>? {
+        let n = try read(into: UnsafeMutableBufferPointer(start: output, count: Self.piece))
+        return n == 0 ? nil : Array(UnsafeBufferPointer(start: output, count: n))[...]
+    }
+
+    /// The content's next bytes inflated into `destination` (not empty): how many, 0 after the
+    /// last. Throws as ``body(into:)`` does. For reading two objects side by side, each into a
+    /// buffer of its own (``TreeDelta``), without a copy between.
+    func read(into destination: UnsafeMutableBufferPointer<UInt8>) throws(GitError) -> Int {
+        if !early.isEmpty {
+            let n = min(early.count, destination.count)
+            _ = UnsafeMutableBufferPointer(rebasing: destination[..<n]).initialize(from: early.prefix(n))
+            early = early.dropFirst(n)
+            return try counted(n)
+        }
         while !ended {
-            guard let piece = inflated() else { throw GitError("the git object \(path) is damaged") }
-            handed += piece.count
-            guard handed <= size else { throw GitError("the git object \(path) is longer than its header says") }
-            if !piece.isEmpty { try sink(piece) }
+            guard let n = inflate(into: destination.baseAddress!, capacity: destination.count) else { throw GitError("the git object \(path) is damaged") }
+            if n > 0 { return try counted(n) }
         }
         guard handed == size else { throw GitError("the git object \(path) is shorter than its header says") }
+        return 0
+    }
+
+    private func counted(_ n: Int) throws(GitError) -> Int {
+        handed += n
+        guard handed <= size else { throw GitError("the git object \(path) is longer than its header says") }
+        return n
     }
 
     /// `<kind> <size>\0`, inflated from the start (at most 64 bytes, as git's longest).
     private func header() -> (String, Int)? {
         var head: [UInt8] = []
         while !ended {
-            guard let piece = inflated() else { return nil }
-            head += piece
+            guard let n = inflate(into: output, capacity: Self.piece) else { return nil }
+            head += UnsafeBufferPointer(start: output, count: n)
             if let nul = head.firstIndex(of: 0) {
                 let fields = String(decoding: head[..<nul], as: UTF8.self).split(separator: " ", omittingEmptySubsequences: false)
                 guard nul <= 64, fields.count == 2, let size = Int(fields[1]), size >= 0, String(size) == fields[1] else { return nil }
@@ -83,23 +107,23 @@ final class LooseObjectReader {
         return nil
     }
 
-    /// The next bytes inflated (empty at the frame's end, or while zlib reads its own framing);
-    /// `nil` on a damaged frame, a file cut short, or an error reading it.
-    private func inflated() -> ArraySlice<UInt8>? {
+    /// The next bytes inflated into `destination` (none at the frame's end, or while zlib reads
+    /// its own framing): how many; `nil` on a damaged frame, a file cut short, or an error reading it.
+    private func inflate(into destination: UnsafeMutablePointer<UInt8>, capacity: Int) -> Int? {
         if stream.pointee.avail_in == 0 {
             var n: Int
-            repeat { n = read(fd, input, Self.piece) } while n < 0 && errno == EINTR
+            repeat { n = Glibc.read(fd, input, Self.piece) } while n < 0 && errno == EINTR
             guard n > 0 else { return nil }
             stream.pointee.next_in = input
             stream.pointee.avail_in = UInt32(n)
         }
-        stream.pointee.next_out = output
-        stream.pointee.avail_out = UInt32(Self.piece)
-        switch inflate(stream, Z_NO_FLUSH) {
+        stream.pointee.next_out = destination
+        stream.pointee.avail_out = UInt32(min(capacity, Int(UInt32.max)))
+        switch CZlib.inflate(stream, Z_NO_FLUSH) {
         case Z_STREAM_END: ended = true
         case Z_OK, Z_BUF_ERROR: break
         default: return nil
         }
-        return Array(UnsafeBufferPointer(start: output, count: Self.piece - Int(stream.pointee.avail_out)))[...]
+        return min(capacity, Int(UInt32.max)) - Int(stream.pointee.avail_out)
     }
 }

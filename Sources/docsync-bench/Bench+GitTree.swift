@@ -8,7 +8,9 @@ import Foundation
 /// is 4.7 MB, of a million 47 MB), the CPU a commit (this process and its git children) onto a
 /// branch of its own and onto the checked-out branch with the user's index following, beside
 /// git's floor for the same change in the same run (the file added to a copy of the folder's
-/// index and the tree written from it, as `git add` and `git commit` do).
+/// index and the tree written from it, as `git add` and `git commit` do); and the CPU a tree costs
+/// to pack, by the agent (`GitHistoryWriter.maintain`: each a delta on the next) beside git's
+/// `pack-objects` (as `gc --auto` packs them: a window of 10, chains of up to 50) of the same trees.
 struct GitTreeRun {
     var files = 0
     var commits = 0
@@ -19,17 +21,20 @@ struct GitTreeRun {
     /// The same commits on the checked-out branch, the user's index following (`--git-commit`).
     var cpuPerCommitFollowed = 0.0
     var floorPerCommit = 0.0
+    /// CPU a tree packed: by the agent, and by git's `pack-objects` for the same trees.
+    var packPerTree = 0.0
+    var gitPackPerTree = 0.0
 
     static func table(_ runs: [GitTreeRun]) -> String {
         var lines = [
             "## git commits of one change into one folder of each size (the agent's commit code, in process)", "",
-            "| files in the folder | its tree | memory the commits add at their peak | CPU a commit (with git) | the same, the user's index following | git's floor: update-index + write-tree | × the floor |",
-            "|---:|---:|---:|---:|---:|---:|---:|",
+            "| files in the folder | its tree | memory the commits add at their peak | CPU a commit (with git) | the same, the user's index following | git's floor: update-index + write-tree | × the floor | packing a tree: agent / git's pack-objects |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for run in runs {
             let tree = Double(run.files) * 47 / 1_048_576
             lines.append(
-                "| \(run.files) | \(fmt(tree, 1)) MiB | \(fmt(Double(run.residentPeak - run.residentBefore) / 1_048_576, 1)) MiB | \(fmt(run.cpuPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed * 1000, 1)) ms | \(fmt(run.floorPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed / run.floorPerCommit, 2))× |")
+                "| \(run.files) | \(fmt(tree, 1)) MiB | \(fmt(Double(run.residentPeak - run.residentBefore) / 1_048_576, 1)) MiB | \(fmt(run.cpuPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed * 1000, 1)) ms | \(fmt(run.floorPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed / run.floorPerCommit, 2))× | \(fmt(run.packPerTree * 1000, 2)) / \(fmt(run.gitPackPerTree * 1000, 1)) ms |")
         }
         return lines.joined(separator: "\n")
     }
@@ -55,7 +60,8 @@ extension Bench {
             run.cpuPerCommitFollowed = try await Self.commits(run.commits, by: followed, into: size)
             run.residentPeak = ProcessStats.read(pid: getpid())?.peakRSSBytes ?? 0
             run.floorPerCommit = try Self.gitFloor(repo, commits: run.commits, work: work)
-            log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, \(fmt(run.cpuPerCommitFollowed * 1000, 1)) with the index, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB")
+            (run.packPerTree, run.gitPackPerTree) = try await Self.packing(repo, by: followed, commits: run.commits, work: work)
+            log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, \(fmt(run.cpuPerCommitFollowed * 1000, 1)) with the index, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB, packing a tree \(fmt(run.packPerTree * 1000, 2)) ms, git \(fmt(run.gitPackPerTree * 1000, 1)) ms")
             try? FileManager.default.removeItem(atPath: repo)
             runs.append(run)
         }
@@ -73,6 +79,31 @@ extension Bench {
             guard case .committed = try await writer.commit([plan]) else { throw ProcessFailure("commit \(n) into \(size) files was not made") }
         }
         return (ownCPUSeconds(withChildren: true) - before) / Double(count)
+    }
+
+    /// The CPU a tree of the last `commits` commits on main costs to pack: by git's `pack-objects`
+    /// (into nothing: `--stdout`), then by the agent's own packing (`writer`'s trees but each
+    /// folder's newest), which removes their loose objects, less a maintenance with nothing to pack.
+    static func packing(_ repo: String, by writer: GitHistoryWriter, commits: Int, work: TempFolder) async throws -> (agent: Double, git: Double) {
+        let listing = try ChildRun.run("/usr/bin/git", ["-C", repo, "rev-list", "--objects", "main~\(commits)..main"], log: work.file("git-pack.log"))
+        let trees = listing.output.split(separator: "\n").filter { line in
+            let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+            return parts.count == 1 || parts.last == "bench"
+        }.map { String($0.prefix { $0 != " " }) }
+        let list = work.file("git-pack-list")
+        try Data((trees.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: list))
+        let git = try ChildRun.run("/bin/sh", ["-c", "git -C '\(repo)' pack-objects --window=10 --depth=50 --stdout < '\(list)' > /dev/null"], log: work.file("git-pack.log"))
+        guard git.exitStatus == 0 else { throw ProcessFailure("git pack-objects: \(git.output)") }
+        let before = ownCPUSeconds(withChildren: true)
+        let round = try await writer.maintain()
+        let agent = ownCPUSeconds(withChildren: true) - before
+        guard round.packed > 0 else { throw ProcessFailure("the agent packed no trees") }
+        // Less what maintenance costs with nothing to pack (git's own `maintenance run --auto`, which
+        // runs every ten minutes, however many trees there are).
+        let idleBefore = ownCPUSeconds(withChildren: true)
+        guard try await writer.maintain().packed == 0 else { throw ProcessFailure("the agent packed its trees twice") }
+        let idle = ownCPUSeconds(withChildren: true) - idleBefore
+        return ((agent - idle) / Double(round.packed), git.cpuSeconds / Double(trees.count))
     }
 
     /// A repository whose one commit holds `files` files in the folder `bench/` (all the empty blob, entries

@@ -1,4 +1,5 @@
 import DocsyncClock
+import DocsyncTestSupport
 import Synchronization
 import Testing
 
