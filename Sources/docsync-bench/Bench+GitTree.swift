@@ -3,8 +3,8 @@ import DocsyncTestSupport
 import Foundation
 
 /// What one pulled change's commit costs in a folder of each size, made by the agent's own
-/// commit code in this process (`--git-tree 10000,100000,1000000`): the memory the commits add
-/// to the process at their peak (which must not grow with the folder: a tree of 100,000 entries
+/// commit code in this process (`--git-tree 10000,100000,1000000`): the memory the commits and
+/// the packing of their trees add to the process at their peak (which must not grow with the folder: a tree of 100,000 entries
 /// is 4.7 MB, of a million 47 MB), the CPU a commit (this process and its git children) onto a
 /// branch of its own and onto the checked-out branch with the user's index following, beside
 /// git's floor for the same change in the same run (the file added to a copy of the folder's
@@ -59,9 +59,10 @@ extension Bench {
             _ = try ChildRun.run("/usr/bin/git", ["-C", repo, "update-ref", "refs/heads/main", start], log: work.file("git-tree.log"))
             let followed = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo), target: .checkedOut)
             run.cpuPerCommitFollowed = try await Self.commits(run.commits, by: followed, into: size)
-            run.residentPeak = ProcessStats.read(pid: getpid())?.peakRSSBytes ?? 0
             run.floorPerCommit = try Self.gitFloor(repo, commits: run.commits, work: work)
             (run.packPerCommit, run.gitPackPerCommit) = try await Self.packing(repo, by: followed, commits: run.commits, work: work)
+            // The peak with the packing of the commits' trees in it (git's own runs in its processes).
+            run.residentPeak = ProcessStats.read(pid: getpid())?.peakRSSBytes ?? 0
             log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, \(fmt(run.cpuPerCommitFollowed * 1000, 1)) with the index, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB, packing a commit's trees \(fmt(run.packPerCommit * 1000, 1)) ms, git \(fmt(run.gitPackPerCommit * 1000, 1)) ms")
             try? FileManager.default.removeItem(atPath: repo)
             runs.append(run)

@@ -116,7 +116,9 @@ import Testing
         server.signal(SIGTERM)
         let code = await server.wait(timeout: .seconds(10))
         #expect(code != nil, "the server did not end on SIGTERM")
-        #expect(ContinuousClock.now - signalled < .seconds(5))
+        // Over a minute before the budget; a debug build beside the parallel suites on a slow
+        // machine once took 6.9 s to let its in-flight checks end.
+        #expect(ContinuousClock.now - signalled < .seconds(8))
         inFlight.cancel()
     }
 }
