@@ -26,6 +26,8 @@ final class PackFile {
     /// The CRC-32 of the object being written, and its first byte's offset.
     private var crc: uLong = 0
     private var mark = 0
+    /// Once the pack is in place, its temporary is no longer there to remove.
+    private var placed = false
 
     enum Kind: UInt8 {
         case tree = 2
@@ -45,7 +47,7 @@ final class PackFile {
 
     deinit {
         close(temporary.fd)
-        unlink(temporary.path)
+        if !placed { unlink(temporary.path) }
     }
 
     /// Where the next object starts: a delta's base is named by it.
@@ -87,15 +89,22 @@ final class PackFile {
         let checksum = hasher.finalize()
         try LooseObjectStore.write(checksum[...], to: temporary.fd, file: temporary.path)
         let index = try Self.temporary(in: folder)
+        var indexPlaced = false
         defer {
             close(index.fd)
-            unlink(index.path)
+            if !indexPlaced { unlink(index.path) }
         }
         try LooseObjectStore.write(PackIndex.bytes(objects, packChecksum: checksum, hashSize: hashSize)[...], to: index.fd, file: index.path)
         for file in [temporary, index] where fsync(file.fd) != 0 { throw LooseObjectStore.failure("cannot flush", file.path) }
         let base = folder + "/pack-" + Hex.encode(checksum)
         guard rename(temporary.path, base + ".pack") == 0 else { throw LooseObjectStore.failure("cannot put a pack at", base + ".pack") }
+        placed = true
         guard rename(index.path, base + ".idx") == 0 else { throw LooseObjectStore.failure("cannot put a pack's index at", base + ".idx") }
+        indexPlaced = true
+        // The names flushed too, before any loose object the pack holds is removed.
+        let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if dir >= 0 { close(dir) } }
+        guard dir >= 0, fsync(dir) == 0 else { throw LooseObjectStore.failure("cannot flush", folder) }
         return base + ".pack"
     }
 
