@@ -73,7 +73,7 @@ public struct GitHistoryWriter: Sendable {
     /// round after it.
     private func packTrees() async throws(GitError) -> TreePacker.Round {
         guard let store = repository.objects else { return TreePacker.Round() }
-        let (trees, written) = (written.take(), written)
+        let trees = written.take()
         do {
             let (round, kept) = try await repository.git.offThread { () throws(GitError) in try TreePacker.pack(trees, store: store) }
             written.putBack(kept)

@@ -35,7 +35,7 @@ final class LooseObjectReader {
     /// The loose object `hash` (hex) of `store`; `nil` when it is not loose there.
     init?(hash: String, in store: LooseObjectStore) {
         let digits = hash.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-        path = store.folder + "/" + hash.prefix(2) + "/" + hash.dropFirst(2)
+        path = store.path(of: hash)
         fd = digits && hash.utf8.count == store.hashSize * 2 ? open(path, O_RDONLY | O_CLOEXEC) : -1
         stream.initialize(to: z_stream())
         // Every property is set: from here `deinit` ends the stream and closes the file.

@@ -44,13 +44,24 @@ struct LooseObjectStore: Sendable {
     /// every later open (a loose object's mode, less the umask). Named as git names its own
     /// (`tmp_obj_`), so that `git prune` removes one a crash left behind.
     func temporary() throws(GitError) -> (fd: Int32, path: String) {
+        try Self.temporary(in: folder, prefix: "tmp_obj_")
+    }
+
+    /// A new temporary file in `folder` whose name starts with `prefix` (git's `tmp_obj_` or
+    /// `tmp_pack_`), made as ``temporary()`` makes one.
+    static func temporary(in folder: String, prefix: String) throws(GitError) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
-            let path = folder + "/tmp_obj_docsync_" + UUID().uuidString.prefix(12)
+            let path = folder + "/" + prefix + "docsync_" + UUID().uuidString.prefix(12)
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o444)
             if fd >= 0 { return (fd, path) }
-            guard errno == EEXIST else { throw Self.failure("cannot make a temporary file in", folder) }
+            guard errno == EEXIST else { throw failure("cannot make a temporary file in", folder) }
         }
         throw GitError("cannot make a temporary file in \(folder): every name tried was taken")
+    }
+
+    /// Where the loose object `hash` (hex) is, or would be.
+    func path(of hash: String) -> String {
+        folder + "/" + hash.prefix(2) + "/" + hash.dropFirst(2)
     }
 
     /// Puts the finished object at `temporary` in place under `hash` (hex). An object already
@@ -60,7 +71,7 @@ struct LooseObjectStore: Sendable {
     func place(_ temporary: String, hash: String) throws(GitError) {
         let dir = folder + "/" + hash.prefix(2)
         if mkdir(dir, 0o777) != 0 && errno != EEXIST { throw Self.failure("cannot make", dir) }
-        let path = dir + "/" + hash.dropFirst(2)
+        let path = path(of: hash)
         if link(temporary, path) == 0 { return }
         if errno == EEXIST {
             utimes(path, nil)

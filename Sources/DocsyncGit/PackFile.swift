@@ -40,7 +40,7 @@ final class PackFile {
         if mkdir(folder, 0o777) != 0 && errno != EEXIST { throw LooseObjectStore.failure("cannot make", folder) }
         self.hashSize = hashSize
         self.count = count
-        temporary = try Self.temporary(in: folder)
+        temporary = try LooseObjectStore.temporary(in: folder, prefix: "tmp_pack_")
         hasher = GitHasher(hashSize: hashSize)
         try write(([0x50, 0x41, 0x43, 0x4b, 0, 0, 0, 2] + Self.bigEndian(UInt32(count)))[...])
     }
@@ -88,7 +88,7 @@ final class PackFile {
         guard objects.count == count else { throw GitError("a pack of \(count) objects was given \(objects.count)") }
         let checksum = hasher.finalize()
         try LooseObjectStore.write(checksum[...], to: temporary.fd, file: temporary.path)
-        let index = try Self.temporary(in: folder)
+        let index = try LooseObjectStore.temporary(in: folder, prefix: "tmp_pack_")
         var indexPlaced = false
         defer {
             close(index.fd)
@@ -131,13 +131,6 @@ final class PackFile {
         crc = bytes.withUnsafeBytes { crc32(crc, $0.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt($0.count)) }
         try LooseObjectStore.write(bytes, to: temporary.fd, file: temporary.path)
         written += bytes.count
-    }
-
-    private static func temporary(in folder: String) throws(GitError) -> (fd: Int32, path: String) {
-        let path = folder + "/tmp_pack_docsync_" + UUID().uuidString.prefix(12)
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o444)
-        guard fd >= 0 else { throw LooseObjectStore.failure("cannot make a temporary file in", folder) }
-        return (fd, path)
     }
 
     static func bigEndian(_ value: UInt32) -> [UInt8] {

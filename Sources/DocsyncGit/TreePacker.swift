@@ -85,7 +85,7 @@ public enum TreePacker {
         for chain in chains { try write(chain, into: pack, store: store, round: &round) }
         round.pack = try pack.publish()
         for tree in chains.joined() {
-            let path = store.folder + "/" + tree.hash.prefix(2) + "/" + tree.hash.dropFirst(2)
+            let path = store.path(of: tree.hash)
             var info = stat()
             if stat(path, &info) == 0 && unlink(path) == 0 { round.freed += Int(info.st_size) }
         }
@@ -96,12 +96,12 @@ public enum TreePacker {
     /// packed once, never when it is also a folder's newest, and only while it is loose (git
     /// may have packed it since).
     static func plan(_ trees: [WrittenTree], store: LooseObjectStore) -> (chains: [[WrittenTree]], kept: [WrittenTree]) {
-        let (folders, byFolder) = byFolder(trees)
-        let kept = folders.compactMap { byFolder[$0]?.last }
+        let folders = byFolder(trees)
+        let kept = folders.compactMap(\.last)
         var seen = Set(kept.map(\.hash))
-        let chains = folders.map { folder in
-            (byFolder[folder] ?? []).dropLast().reversed().filter { tree in
-                seen.insert(tree.hash).inserted && access(store.folder + "/" + tree.hash.prefix(2) + "/" + tree.hash.dropFirst(2), F_OK) == 0
+        let chains = folders.map { versions in
+            versions.dropLast().reversed().filter { tree in
+                seen.insert(tree.hash).inserted && access(store.path(of: tree.hash), F_OK) == 0
             }
         }
         return (chains.filter { !$0.isEmpty }, kept)
@@ -109,18 +109,23 @@ public enum TreePacker {
 
     /// Each folder's newest of `trees`, in the order the folders first come.
     static func newest(_ trees: [WrittenTree]) -> [WrittenTree] {
-        let (folders, byFolder) = byFolder(trees)
-        return folders.compactMap { byFolder[$0]?.last }
+        byFolder(trees).compactMap(\.last)
     }
 
-    private static func byFolder(_ trees: [WrittenTree]) -> (folders: [String], trees: [String: [WrittenTree]]) {
-        var folders: [String] = []
-        var byFolder: [String: [WrittenTree]] = [:]
+    /// `trees` by folder, each folder's in the order they were made, the folders in the order
+    /// they first come.
+    private static func byFolder(_ trees: [WrittenTree]) -> [[WrittenTree]] {
+        var place: [String: Int] = [:]
+        var folders: [[WrittenTree]] = []
         for tree in trees {
-            if byFolder[tree.path] == nil { folders.append(tree.path) }
-            byFolder[tree.path, default: []].append(tree)
+            if let at = place[tree.path] {
+                folders[at].append(tree)
+            } else {
+                place[tree.path] = folders.count
+                folders.append([tree])
+            }
         }
-        return (folders, byFolder)
+        return folders
     }
 
     /// One folder's trees, newest first: the first whole, each after it a delta on the one before

@@ -85,7 +85,7 @@ import Testing
             #expect(read[(header + 1)..<(header + 1 + version.bytes.count)].elementsEqual(version.bytes))
             at = header + 2 + version.bytes.count
         }
-        let loose = versions.filter { access(store.folder + "/" + $0.hash.prefix(2) + "/" + $0.hash.dropFirst(2), F_OK) == 0 }
+        let loose = versions.filter { access(store.path(of: $0.hash), F_OK) == 0 }
         #expect(Set(loose.map(\.hash)) == [versions.last!.hash])
     }
 
