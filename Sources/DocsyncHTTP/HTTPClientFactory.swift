@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import DocsyncEndpoint
+import DocsyncModel
 import NIOSSL
 
 #if canImport(Glibc)
@@ -15,7 +16,11 @@ import Glibc
 /// `caFile`: PEM certificates trusted for `https://` endpoints instead of the system's.
 /// `folders`: how many folders share the client; each may hold a long poll, a push, an upload and
 /// a download to the same server at once.
-public func makeHTTPClient(caFile: String? = nil, folders: Int = 1) throws -> HTTPClient {
+/// `requestTimeout`: the longest request timeout among those folders. A reply may be silent that
+/// long before its first byte (a large batch the server is still storing): the client's own read
+/// timeout, 60 s, is stretched to it, or a user's `--request-timeout 120` would end every such
+/// request at 60 s and send it again.
+public func makeHTTPClient(caFile: String? = nil, folders: Int = 1, requestTimeout: Duration = .zero) throws -> HTTPClient {
     var configuration = HTTPClient.Configuration()
     if let caFile {
         guard access(caFile, R_OK) == 0 else { throw EndpointError.localFile("cannot read the CA file \(caFile)") }
@@ -23,7 +28,8 @@ public func makeHTTPClient(caFile: String? = nil, folders: Int = 1) throws -> HT
         tls.trustRoots = .file(caFile)
         configuration.tlsConfiguration = tls
     }
-    configuration.timeout = .init(connect: .seconds(5), read: .seconds(60))
+    let read = max(Duration.seconds(60), requestTimeout)
+    configuration.timeout = .init(connect: .seconds(5), read: .nanoseconds(read.wholeNanoseconds))
     var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(16, 4 * folders))
     pool.retryConnectionEstablishment = false
     configuration.connectionPool = pool

@@ -150,7 +150,9 @@ func withAgents<T>(
         for folder in plan.folders {
             let key = folder.caFile ?? ""
             if clients[key] == nil {
-                clients[key] = try makeHTTPClient(caFile: folder.caFile, folders: plan.folders.count { $0.caFile == folder.caFile })
+                let sharing = plan.folders.filter { $0.caFile == folder.caFile }
+                clients[key] = try makeHTTPClient(
+                    caFile: folder.caFile, folders: sharing.count, requestTimeout: sharing.map(\.options.requestTimeout).max() ?? .zero)
             }
         }
         let choices = try plan.folders.map { try EndpointChoice(url: $0.options.endpointURL) }

@@ -1,8 +1,11 @@
 @testable import DocsyncAgent
+import DocsyncEndpoint
+import DocsyncHTTP
 import DocsyncIndex
 import DocsyncModel
 import DocsyncTestSupport
 import Foundation
+import NIOCore
 import Testing
 import Synchronization
 
@@ -157,6 +160,33 @@ import Synchronization
         await rig.finish()
     }
 
+    /// A request timeout over a minute is the user's to set: a reply silent that long before its
+    /// first byte (a large batch the server is still storing) is waited for, not ended by the HTTP
+    /// client's own 60 s read timeout and sent again.
+    @Test func aReplySilentForOverAMinuteIsWaitedForWhenTheRequestTimeoutAllowsIt() async throws {
+        let server = try await TestServer.start()
+        let proxy = FaultProxy(upstream: server.url)
+        try await proxy.start()
+        proxy.schedule([.stall(.seconds(65))])
+        let client = try makeHTTPClient(requestTimeout: .seconds(120))
+        let transport = HTTPTransport(baseURL: proxy.url, client: client, clock: nil, requestTimeout: .seconds(120))
+        transport.setAuthorization("Token token=\(server.token)")
+        let started = ContinuousClock.now
+        // The client is shut down whatever the request did (one let go unshut traps).
+        let sent = await { () async -> Result<HTTPTransport.Reply, EndpointError> in
+            do throws(EndpointError) {
+                return .success(try await transport.send(.POST, "/api/document", body: .bytes(ByteBuffer(string: #"{"id":"slow","docType":"note"}"#))))
+            } catch { return .failure(error) }
+        }()
+        try await client.shutdown()
+        #expect(try sent.get().ok)
+        #expect(ContinuousClock.now - started >= .seconds(65))
+        #expect(proxy.requests.count == 1, "answered on its first sending")
+        #expect(try await server.api.documents(type: "note").keys.sorted() == ["slow"])
+        await server.stop()
+        await proxy.stop()
+    }
+
     @Test func batchCallsSurviveServerErrorsAndLostReplies() async throws {
         let rig = try await Rig.start(batch: true)
         rig.proxy.schedule([.status(500), .status(503), .dropMidReply, .dropMidReply])
@@ -173,9 +203,9 @@ import Synchronization
     /// however many calls that takes: saves made one at a time afterwards each go out in a call of
     /// their own, more calls than the window sends before it reads the outbox from its start again.
     @Test func aSlowBatchCallDoesNotHoldBackTheOnesAfterIt() async throws {
-        // The request timeout outlasts the stall: the stuck call is never sent again while the test
-        // watches, so the count it waits for cannot be skipped (a 60 s timeout, beside a 60 s wait,
-        // let a loaded CI machine see the retry store all 3,000 before it saw the rest stored).
+        // The request timeout outlasts the stall, and the agent's client waits as long for a
+        // reply's first byte (its own read timeout, 60 s, resent the stuck call on a loaded CI
+        // machine, and the resend stored all 3,000 before the test saw the rest stored).
         let rig = try await Rig.start(requestTimeout: .seconds(400), batch: true)
         let stalled = Mutex<Int?>(nil)
         rig.proxy.setRule { _, body in
@@ -312,10 +342,7 @@ import Synchronization
     /// Regression: a file deleted while its upload ran ended with the server holding its URL
     /// (the finished upload put it there) and `status` saying synced.
     @Test func aFileDeletedWhileItIsUploadedLeavesNoURLOnTheServer() async throws {
-        // The request timeout outlasts the stall: the stuck call is never sent again while the test
-        // watches, so the count it waits for cannot be skipped (a 60 s timeout, beside a 60 s wait,
-        // let a loaded CI machine see the retry store all 3,000 before it saw the rest stored).
-        let rig = try await Rig.start(requestTimeout: .seconds(400), batch: true)
+        let rig = try await Rig.start(requestTimeout: .seconds(60), batch: true)
         rig.proxy.setUploadFault(.stall(.seconds(60)))  // until `endStalls` below
         try rig.folder.write("notes/gone.bin", String(repeating: "x", count: 64 << 10))
         try rig.folder.write("notes/a.json", #"{"id":"a1","docType":"note","scan":{"$file":"gone.bin"}}"#)

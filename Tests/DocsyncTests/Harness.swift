@@ -195,6 +195,19 @@ func conflictCopies(in folder: TempFolder) -> [String] {
 /// Reads a document file's id.
 /// The client the `docsync` binary uses, so tests exercise its connection behaviour.
 let agentClient = try! makeHTTPClient()
+private let longerAgentClients = Mutex<[Duration: HTTPClient]>([:])
+
+/// The client the binary makes for folders with this request timeout: its read timeout is
+/// stretched to a request timeout over 60 s. One per timeout, kept for the whole run.
+func agentClient(requestTimeout: Duration) -> HTTPClient {
+    guard requestTimeout > .seconds(60) else { return agentClient }
+    return longerAgentClients.withLock { clients in
+        if let client = clients[requestTimeout] { return client }
+        let client = try! makeHTTPClient(requestTimeout: requestTimeout)
+        clients[requestTimeout] = client
+        return client
+    }
+}
 
 /// Makes an agent's adapter (a struct, so that a test's trailing closure stays the agent's options).
 struct AdapterMaker: Sendable {
@@ -206,7 +219,8 @@ func syncRailsAdapter(_ server: SyncRailsServer) -> AdapterMaker {
     AdapterMaker { context in
         SyncRailsEndpoint(
             transport: HTTPTransport(
-                baseURL: server.origin, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+                baseURL: server.origin, client: agentClient(requestTimeout: context.requestTimeout), clock: context.clock, clientID: context.clientID,
+                requestTimeout: context.requestTimeout),
             path: "/api/sync", resource: server.resource, token: context.credential)
     }
 }
@@ -216,7 +230,8 @@ func pingPong(_ url: String) -> @Sendable (EndpointContext) -> any DocumentEndpo
     { context in
         PingPongEndpoint(
             transport: HTTPTransport(
-                baseURL: url, client: agentClient, clock: context.clock, clientID: context.clientID, requestTimeout: context.requestTimeout),
+                baseURL: url, client: agentClient(requestTimeout: context.requestTimeout), clock: context.clock, clientID: context.clientID,
+                requestTimeout: context.requestTimeout),
             token: context.credential, selection: context.selection, folderTypes: context.folderTypes, longPollPage: context.longPollPage)
     }
 }
