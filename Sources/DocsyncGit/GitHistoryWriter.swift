@@ -24,6 +24,8 @@ public struct GitHistoryWriter: Sendable {
     public let target: Target
     /// The trees written for the commits made, waiting for ``maintain()`` to pack them.
     let written = WrittenTrees()
+    /// The index the last commit put in place, while it may still be there.
+    let lastIndex = LastWrittenIndex()
     /// Attempts when the user's commands keep moving the branch or the index under a commit.
     static let attempts = 8
 
@@ -127,6 +129,7 @@ public struct GitHistoryWriter: Sendable {
             switch try HeadSwap.swap(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: before)) {
             case .done:
                 written.record(built.trees)
+                rememberIndex()
                 return .committed(built.commit)
             case .changed: continue
             case .busy(let why):
@@ -165,6 +168,7 @@ public struct GitHistoryWriter: Sendable {
         defer { unlink(followingIndexPath) }
         try held.commit(swapPlan(ref: ref, old: old, new: built.commit, indexBefore: nil))
         written.record(built.trees)
+        rememberIndex()
         return .committed(built.commit)
     }
 
@@ -209,9 +213,9 @@ public struct GitHistoryWriter: Sendable {
     /// was read.
     private func patchedIndex(_ changed: [String: (old: String?, new: String?)], index: String, scratch: String) async throws(GitError) -> IndexFile.Stamp? {
         guard let hashSize = repository.objects?.hashSize, let before = IndexFile.stamp(index) else { return nil }
-        let given = changed
+        let (given, known) = (changed, lastIndex.current)
         let outcome = try await repository.git.offThread { () throws(GitError) in
-            try IndexPatch.write(from: index, to: scratch, changes: given, hashSize: hashSize)
+            try IndexPatch.write(from: index, to: scratch, changes: given, hashSize: hashSize, known: known)
         }
         guard case .written = outcome else { return nil }
         guard IndexFile.stamp(index) == before else {
@@ -219,6 +223,13 @@ public struct GitHistoryWriter: Sendable {
             return nil
         }
         return before
+    }
+
+    /// Once a commit's swap put the index made in ``followingIndexPath`` in place: that file's
+    /// stamp and checksum, for the next patch (``IndexPatch``). The scratch name is removed.
+    private func rememberIndex() {
+        let path = followingIndexPath
+        lastIndex.set(repository.objects.flatMap { IndexFile.putInPlace(repository.gitDir + "/index", from: path, hashSize: $0.hashSize) })
     }
 
     /// Where ``followingIndex(_:)`` makes the user's next index: in the git folder, since the

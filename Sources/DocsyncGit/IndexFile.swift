@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,9 +15,35 @@ enum IndexFile {
     static func stamp(_ path: String) -> Stamp? {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
-        return Stamp(
+        return stamp(st)
+    }
+
+    static func stamp(_ st: stat) -> Stamp {
+        Stamp(
             inode: UInt64(st.st_ino), size: Int64(st.st_size), mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
             ctime: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))
+    }
+
+    /// An index the agent put in place: its stamp once in place, and the checksum it ends with.
+    struct Written: Equatable, Sendable {
+        let stamp: Stamp
+        let checksum: [UInt8]
+    }
+
+    /// The index at `path` as the agent just put it in place from `ours` (the file its lock was
+    /// linked from, still there): `nil` when it is another file by now (the user's git replaced
+    /// it). `ours` is removed first, as the caller would after: that changes the file's `ctime`.
+    static func putInPlace(_ path: String, from ours: String, hashSize: Int) -> Written? {
+        let ourInode = stamp(ours)?.inode
+        unlink(ours)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, UInt64(st.st_ino) == ourInode, Int(st.st_size) > hashSize else { return nil }
+        var checksum = [UInt8](repeating: 0, count: hashSize)
+        let read = checksum.withUnsafeMutableBytes { pread(fd, $0.baseAddress, hashSize, off_t(Int(st.st_size) - hashSize)) }
+        return read == hashSize ? Written(stamp: stamp(st), checksum: checksum) : nil
     }
 
     /// Gives `target` (in the same git folder) the index at `path` as it is, for git to change;
@@ -66,4 +93,11 @@ enum IndexFile {
             throw GitError("cannot copy \(path) to \(target): \(error)")
         }
     }
+}
+
+/// The index the agent put in place last, while it may still be there (see ``IndexPatch``).
+final class LastWrittenIndex: Sendable {
+    private let value = Mutex<IndexFile.Written?>(nil)
+    var current: IndexFile.Written? { value.withLock { $0 } }
+    func set(_ written: IndexFile.Written?) { value.withLock { $0 = written } }
 }

@@ -2,27 +2,31 @@ import DocsyncFiles
 
 /// The bytes an index patch reads and writes, each side hashed as it goes (one hash while the
 /// two are the same: most of an index is written as it was read), written 256 KiB at a time.
+/// What was read is not hashed when its checksum is known (``IndexPatch``).
 struct PatchStream {
-    private var input: GitHasher
+    /// `nil` when the checksum of what is read is known.
+    private var input: GitHasher?
     /// `nil` while what was written is what was read.
     private var output: GitHasher?
+    private let knownChecksum: [UInt8]?
     private var buffer: [UInt8] = []
     private let fd: Int32
     private let path: String
     let hashSize: Int
     static let piece = 256 << 10
 
-    init(fd: Int32, path: String, hashSize: Int) {
+    init(fd: Int32, path: String, hashSize: Int, knownChecksum: [UInt8]? = nil) {
         self.hashSize = hashSize
         self.fd = fd
         self.path = path
-        input = GitHasher(hashSize: hashSize)
+        self.knownChecksum = knownChecksum
+        if knownChecksum == nil { input = GitHasher(hashSize: hashSize) } else { output = GitHasher(hashSize: hashSize) }
         buffer.reserveCapacity(Self.piece)
     }
 
     /// Bytes read and written as they are.
     mutating func copy(_ bytes: ArraySlice<UInt8>) throws(GitError) {
-        input.update(bytes)
+        input?.update(bytes)
         output?.update(bytes)
         try append(bytes)
     }
@@ -30,17 +34,18 @@ struct PatchStream {
     /// Bytes read (`old`) and written otherwise (`new`).
     mutating func replace(_ old: ArraySlice<UInt8>, with new: [UInt8]) throws(GitError) {
         if output == nil { output = input }
-        input.update(old)
+        input?.update(old)
         output?.update(new[...])
         try append(new[...])
     }
 
-    /// The hash of what was read.
-    var inputHash: [UInt8] { input.finalize() }
+    /// The checksum what was read should end with: its hash, or the one known.
+    var inputHash: [UInt8] { input?.finalize() ?? knownChecksum ?? [] }
 
     /// Writes the hash of what was written after it, and the rest of the buffer.
     mutating func finish() throws(GitError) {
-        try append((output ?? input).finalize()[...])
+        guard let hash = (output ?? input)?.finalize() else { throw GitError("an index patch had no hash to write") }
+        try append(hash[...])
         try flush()
     }
 

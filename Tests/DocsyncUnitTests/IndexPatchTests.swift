@@ -201,6 +201,7 @@ import Testing
             .put(path: "notes/n2.json", bytes: Array("{\"n\":20}\n".utf8)),
         ])
         #expect(!ran.contains("update-index") && !ran.contains("ls-files"), "git was asked: \(ran)")
+        #expect(writer.lastIndex.current?.stamp == IndexFile.stamp(repo.file(".git/index")), "the index put in place is remembered")
         for (path, bytes) in [("notes/n2.json", "{\"n\":20}\n"), ("notes/n4.json", "{\"n\":4}\n")] { try repo.write(path, bytes) }
         try FileManager.default.removeItem(atPath: repo.file("notes/n1.json"))
         let status = try await real.check(["status", "--porcelain"]).text
@@ -315,5 +316,52 @@ import Testing
             }
             #expect(!repo.exists("ours"))
         }
+    }
+
+    /// While the index is the very file the agent put in place last, its checksum is compared
+    /// with the one the agent wrote, not hashed again, and the index written is still git's byte
+    /// for byte. Once it is another file, or its bytes changed, it is hashed and checked again.
+    @Test func anIndexTheAgentPutInPlaceIsNotHashedAgainWhileItIsThere() async throws {
+        let (repo, git) = try await repository(format: "sha1", version: 2, extended: false, files: 8_000)
+        defer { repo.remove() }
+        let index = repo.file(".git/index")
+        let listed = try #require(GitIndexFile.entries(of: ["records/r00300.json", "z.json"], in: index, hashSize: 20))
+        let changes: IndexPatch.Changes = [
+            "records/r00300.json": (listed["records/r00300.json"]!, try await newEntry(git, "records/r00300.json")),
+            "z.json": (listed["z.json"]!, nil), "a/new.json": (nil, try await newEntry(git, "a/new.json")),
+        ]
+        let expected = try await gitsIndex(repo, git, changes)
+        // Put in place as a commit does: the lock linked from the agent's file, renamed over.
+        let scratch = repo.file(".git/docsync-index")
+        try FileManager.default.copyItem(atPath: index, toPath: scratch)
+        #expect(link(scratch, index + ".lock") == 0 && rename(index + ".lock", index) == 0)
+        let known = try #require(IndexFile.putInPlace(index, from: scratch, hashSize: 20))
+        #expect(!FileManager.default.fileExists(atPath: scratch))
+        let trailer = Array(try Data(contentsOf: URL(fileURLWithPath: index)).suffix(20))
+        #expect(known.stamp == IndexFile.stamp(index) && known.checksum == trailer)
+
+        let ours = repo.file("ours")
+        #expect(try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: 20, known: known) == .written(changed: 3))
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: ours))) == expected)
+        try FileManager.default.removeItem(atPath: ours)
+        // The checksum is the one known, not the file's hash: a wrong one known is a mismatch.
+        let wrong = IndexFile.Written(stamp: known.stamp, checksum: known.checksum.map { $0 ^ 1 })
+        guard case .leftToGit = try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: 20, known: wrong) else {
+            Issue.record("the known checksum was not the one compared")
+            return
+        }
+        #expect(!repo.exists("ours"))
+        // Bytes changed in the middle: the file's times move, and it is hashed and found damaged.
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: index)))
+        bytes[bytes.count / 2] ^= 0x20
+        try Data(bytes).write(to: URL(fileURLWithPath: index))
+        #expect(IndexFile.stamp(index) != known.stamp)
+        guard case .leftToGit = try IndexPatch.write(from: index, to: ours, changes: changes, hashSize: 20, known: known) else {
+            Issue.record("a changed index was not hashed again")
+            return
+        }
+        // Another file in place (the user's git wrote one): nothing is remembered of it.
+        try FileManager.default.copyItem(atPath: index, toPath: scratch)
+        #expect(IndexFile.putInPlace(index, from: scratch, hashSize: 20) == nil)
     }
 }
