@@ -229,7 +229,7 @@ public struct GitHistoryWriter: Sendable {
     /// stamp and checksum, for the next patch (``IndexPatch``). The scratch name is removed.
     private func rememberIndex() {
         let path = followingIndexPath
-        lastIndex.set(repository.objects.flatMap { IndexFile.putInPlace(repository.gitDir + "/index", from: path, hashSize: $0.hashSize) })
+        lastIndex.set(repository.objects.flatMap { IndexFile.placed(repository.gitDir + "/index", from: path, hashSize: $0.hashSize) })
     }
 
     /// Where ``followingIndex(_:)`` makes the user's next index: in the git folder, since the

@@ -30,10 +30,10 @@ enum IndexFile {
         let checksum: [UInt8]
     }
 
-    /// The index at `path` as the agent just put it in place from `ours` (the file its lock was
+    /// The index at `path`, just put in place by the agent from `ours` (the file its lock was
     /// linked from, still there): `nil` when it is another file by now (the user's git replaced
     /// it). `ours` is removed first, as the caller would after: that changes the file's `ctime`.
-    static func putInPlace(_ path: String, from ours: String, hashSize: Int) -> Written? {
+    static func placed(_ path: String, from ours: String, hashSize: Int) -> Written? {
         let ourInode = stamp(ours)?.inode
         unlink(ours)
         let fd = open(path, O_RDONLY | O_CLOEXEC)

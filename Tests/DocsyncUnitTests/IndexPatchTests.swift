@@ -335,7 +335,7 @@ import Testing
         let scratch = repo.file(".git/docsync-index")
         try FileManager.default.copyItem(atPath: index, toPath: scratch)
         #expect(link(scratch, index + ".lock") == 0 && rename(index + ".lock", index) == 0)
-        let known = try #require(IndexFile.putInPlace(index, from: scratch, hashSize: 20))
+        let known = try #require(IndexFile.placed(index, from: scratch, hashSize: 20))
         #expect(!FileManager.default.fileExists(atPath: scratch))
         let trailer = Array(try Data(contentsOf: URL(fileURLWithPath: index)).suffix(20))
         #expect(known.stamp == IndexFile.stamp(index) && known.checksum == trailer)
@@ -362,6 +362,6 @@ import Testing
         }
         // Another file in place (the user's git wrote one): nothing is remembered of it.
         try FileManager.default.copyItem(atPath: index, toPath: scratch)
-        #expect(IndexFile.putInPlace(index, from: scratch, hashSize: 20) == nil)
+        #expect(IndexFile.placed(index, from: scratch, hashSize: 20) == nil)
     }
 }
