@@ -1,3 +1,4 @@
+import DocsyncFiles
 import Foundation
 
 /// Whether one of the user's git commands is running in a work tree, seen in `/proc`: a process
@@ -38,35 +39,17 @@ enum GitActivity {
         return (false, seen)
     }
 
-    /// The processes in `/proc`. Read with `readdir`, as the files below with `read`: a look
-    /// reads two of them for each process of the machine at every commit (Foundation's calls
-    /// cost about 5 ms a commit with 70 processes, and grow with them).
+    /// The processes in `/proc`. Listed and read with the project's own `readdir` and `read`
+    /// calls (``FileSystem``), not Foundation's: a look reads two files of each process of the
+    /// machine at every commit (Foundation's calls cost about 5 ms a commit with 70 processes,
+    /// and grow with them).
     private static func processes() -> [Int32] {
-        guard let dir = opendir("/proc") else { return [] }
-        defer { closedir(dir) }
-        var pids: [Int32] = []
-        while let entry = readdir(dir) {
-            let pid = withUnsafeBytes(of: entry.pointee.d_name) { name in
-                name.prefix { $0 != 0 }.reduce(Int32(0)) { n, byte in
-                    guard n >= 0, (48...57).contains(byte), n < Int32.max / 10 else { return -1 }
-                    return n * 10 + Int32(byte - 48)
-                }
-            }
-            if pid > 0 { pids.append(pid) }
-        }
-        return pids
+        FileSystem.list("/proc")?.compactMap { Int32($0.name) } ?? []
     }
 
-    /// A small file of `/proc` (`comm`, `stat`, `uptime`: under 1 KiB), its first 1 KiB.
+    /// A small file of `/proc` (`comm`, `stat`, `uptime`: under 1 KiB).
     private static func small(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 1024)
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count >= 0 else { return nil }
-        bytes.removeSubrange(count...)
-        return bytes
+        try? FileSystem.read(path, maxSize: 4096).bytes
     }
 
     /// Milliseconds since boot, as `/proc/uptime` says.
