@@ -83,7 +83,7 @@ extension Bench {
         return (ownCPUSeconds(withChildren: true) - before) / Double(count)
     }
 
-    /// The CPU the trees of one of the last `commits` commits on main (two: the folder's and the
+    /// The CPU the trees of one of the last `commits` commits on main (the folder's and the
     /// root's) cost to pack: by git's `pack-objects`
     /// (into nothing: `--stdout`), then by the agent's own packing (`writer`'s trees but each
     /// folder's newest), which removes their loose objects, less a maintenance with nothing to pack.
@@ -106,7 +106,8 @@ extension Bench {
         let idleBefore = ownCPUSeconds(withChildren: true)
         guard try await writer.maintain().packed == 0 else { throw ProcessFailure("the agent packed its trees twice") }
         let idle = ownCPUSeconds(withChildren: true) - idleBefore
-        return ((agent - idle) / Double(round.packed) * 2, git.cpuSeconds / Double(trees.count) * 2)
+        let treesPerCommit = Double(trees.count) / Double(commits)
+        return ((agent - idle) / Double(round.packed) * treesPerCommit, git.cpuSeconds / Double(commits))
     }
 
     /// A repository whose one commit holds `files` files in the folder `bench/` (all the empty blob, entries
