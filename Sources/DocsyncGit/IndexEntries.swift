@@ -133,12 +133,18 @@ struct PathFilter {
         return bits[bit >> 6] & (1 << UInt64(bit & 63)) != 0
     }
 
-    /// A cheap mix of a path's length and its last eight bytes.
+    /// A cheap mix of a path's length and its last sixteen bytes (FNV-1a), each bit of them then
+    /// reaching every bit of the result (MurmurHash3's finaliser): the filter takes the low bits,
+    /// and generated names (`r00417.json`, `r00418.json`) differ only in a few bytes of the tail.
     private static func fingerprint(_ path: ArraySlice<UInt8>) -> Int {
-        var tail: UInt64 = 0
-        for byte in path.suffix(8) { tail = tail << 8 | UInt64(byte) }
-        let mixed = (tail ^ UInt64(path.count)) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: mixed >> 32)
+        var mixed = UInt64(path.count) &* 0x9E37_79B9_7F4A_7C15
+        for byte in path.suffix(16) { mixed = (mixed ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        mixed ^= mixed >> 33
+        mixed &*= 0xFF51_AFD7_ED55_8CCD
+        mixed ^= mixed >> 33
+        mixed &*= 0xC4CE_B9FE_1A85_EC53
+        mixed ^= mixed >> 33
+        return Int(truncatingIfNeeded: mixed)
     }
 }
 
