@@ -71,7 +71,7 @@ public struct GitCommitPlan: Sendable {
 /// Writes commits with git's plumbing, without moving any ref (moving a branch is the caller's
 /// compare-and-swap): the files' blobs with one `git fast-import` (one process for any number of
 /// files), then for each commit its tree, made from its parent's (``GitTreeWriter``), and the
-/// commit itself with `commit-tree`.
+/// commit itself (``GitCommitObject``, or `commit-tree`).
 ///
 /// Not fast-import's own commits: it finds a path in a folder by looking at each entry in turn,
 /// so each file put into a docType's folder of 100,000 cost a pass over all of them (a pull of
@@ -107,12 +107,12 @@ struct GitCommitBuilder: Sendable {
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
         let (git, store) = (repository.git, repository.objects)
         return try await git.offThread { () throws(GitError) -> Built in
-            try Self.commits(plans, parent: parent, blobs: blobs, trees: GitTreeWriter(git: git, store: store))
+            try Self.commits(plans, parent: parent, blobs: blobs, trees: GitTreeWriter(git: git, store: store), store: store)
         }
     }
 
     /// ``build(_:parent:blobs:)``'s commits, made on this thread.
-    private static func commits(_ plans: [GitCommitPlan], parent: String?, blobs: [String], trees: GitTreeWriter) throws(GitError) -> Built {
+    private static func commits(_ plans: [GitCommitPlan], parent: String?, blobs: [String], trees: GitTreeWriter, store: LooseObjectStore?) throws(GitError) -> Built {
         let git = trees.git
         defer { trees.close() }
         trees.start(on: parent)
@@ -131,8 +131,12 @@ struct GitCommitBuilder: Sendable {
                 if after[path] == nil { before[path] = replaced[path] }
                 after[path] = .some(entry)
             }
-            let parents = commit.map { ["-p", $0] } ?? []
-            commit = try git.checkHere(["commit-tree", "--no-gpg-sign", tree] + parents, input: Array(plan.message.utf8), extra: Self.identities(plan)).line
+            if let store, let written = try GitCommitObject.write(plan, tree: tree, parent: commit, into: store) {
+                commit = written
+            } else {
+                let parents = commit.map { ["-p", $0] } ?? []
+                commit = try git.checkHere(["commit-tree", "--no-gpg-sign", tree] + parents, input: Array(plan.message.utf8), extra: Self.identities(plan)).line
+            }
         }
         guard let commit, !tree.isEmpty else { throw GitError("no commit to make") }
         var changes: [String: (old: String?, new: String?)] = [:]

@@ -26,8 +26,9 @@ struct LooseObjectStore: Sendable {
     let hashSize: Int
 
     /// The settings under which git must write the objects itself (lowercase, as git's
-    /// `config --get-regexp` names them).
-    static let gitsOwn = #"^(core\.(sharedrepository|fsync|fsyncobjectfiles)|extensions\.compatobjectformat)$"#
+    /// `config --get-regexp` names them): a commit encoding is one, as commit-tree names it in
+    /// each commit.
+    static let gitsOwn = #"^(core\.(sharedrepository|fsync|fsyncobjectfiles)|extensions\.compatobjectformat|i18n\.commitencoding)$"#
 
     /// The store of the repository whose common folder is `commonDir`, for objects of
     /// `format` (`sha1`, `sha256`); `nil` for a format it does not know.

@@ -91,8 +91,8 @@ import Testing
     }
 
     /// Where git writes objects its own way, git writes the agent's too, and the commits are
-    /// made as before.
-    @Test(arguments: ["core.sharedRepository=group", "core.fsyncObjectFiles=true", "core.fsync=loose-object"])
+    /// made as before (with a commit encoding, `commit-tree` names it in each commit).
+    @Test(arguments: ["core.sharedRepository=group", "core.fsyncObjectFiles=true", "core.fsync=loose-object", "i18n.commitEncoding=ISO-8859-1"])
     func whereGitWritesObjectsItsOwnWayGitWritesThem(setting: String) async throws {
         let repo = try repository("loose-git", config: [setting])
         defer { repo.remove() }
@@ -106,6 +106,7 @@ import Testing
             return
         }
         #expect(try git(["ls-tree", "-r", "--name-only", "HEAD"], in: repo.path) == "notes/a.json\n")
+        if setting.hasPrefix("i18n.") { #expect(try git(["cat-file", "commit", "HEAD"], in: repo.path).contains("\nencoding ISO-8859-1\n")) }
         #expect(try gitWith(["fsck", "--no-progress", "--strict"], in: repo.path).isEmpty)
     }
 }
