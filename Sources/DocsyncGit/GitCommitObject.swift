@@ -5,7 +5,7 @@
 /// lies before 1970, `commit-tree` writes it as before.
 enum GitCommitObject {
     /// The commit's text: its headers, an empty line, and the message as it is.
-    static func text(_ plan: GitCommitPlan, tree: String, parent: String?) -> String? {
+    private static func text(_ plan: GitCommitPlan, tree: String, parent: String?) -> String? {
         guard plan.authorTime >= 0, plan.committerTime >= 0 else { return nil }
         var text = "tree \(tree)\n"
         if let parent { text += "parent \(parent)\n" }
