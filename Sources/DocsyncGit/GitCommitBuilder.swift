@@ -107,13 +107,13 @@ struct GitCommitBuilder: Sendable {
         if let written { blobs = written } else { blobs = try await writeBlobs(plans) }
         let (git, store) = (repository.git, repository.objects)
         return try await git.offThread { () throws(GitError) -> Built in
-            try Self.commits(plans, parent: parent, blobs: blobs, trees: GitTreeWriter(git: git, store: store), store: store)
+            try Self.commits(plans, parent: parent, blobs: blobs, trees: GitTreeWriter(git: git, store: store))
         }
     }
 
     /// ``build(_:parent:blobs:)``'s commits, made on this thread.
-    private static func commits(_ plans: [GitCommitPlan], parent: String?, blobs: [String], trees: GitTreeWriter, store: LooseObjectStore?) throws(GitError) -> Built {
-        let git = trees.git
+    private static func commits(_ plans: [GitCommitPlan], parent: String?, blobs: [String], trees: GitTreeWriter) throws(GitError) -> Built {
+        let (git, store) = (trees.git, trees.store)
         defer { trees.close() }
         trees.start(on: parent)
         var commit = parent

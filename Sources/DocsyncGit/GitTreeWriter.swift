@@ -24,8 +24,8 @@ final class GitTreeWriter {
     }
 
     let git: GitRunner
-    /// Where new trees are written; `nil`: by `hash-object`.
-    private let store: LooseObjectStore?
+    /// Where new trees are written, and the commits over them; `nil`: by `hash-object` and `commit-tree`.
+    let store: LooseObjectStore?
     /// The build's `cat-file --batch`, asked for one tree after another; started for the first
     /// object that is not loose.
     private var started: ChildSession?
