@@ -38,6 +38,9 @@ import Synchronization
             await eventually(timeout: .seconds(30)) { await serverMatchesFolder(folder.path, api: server.api, types: types, deleted: deleted) }
         }
 
+        /// What the agent said at warning level and above, for a failure's message.
+        var told: String { agent.logs.all.filter { $0.hasPrefix("warning") || $0.hasPrefix("error") }.prefix(20).joined(separator: " | ") }
+
         func finish() async {
             try? await agent.stop()
             await server.stop()  // first: it ends the long poll the proxy would otherwise wait out
@@ -122,9 +125,12 @@ import Synchronization
         try rig.folder.write("notes/bad.json", #"{"id":"bad","docType":"note","x":"poison"}"#)
         #expect(await eventually { (try? await rig.server.api.documents(type: "note").count) == 10 })
         #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.rejected.first?.reason == "400: poison is not allowed here" })
+        // The ten stored may be acknowledged after the rejection is recorded (their replies come
+        // in other calls): pending falls to 0 then, with the rejected document not queued again.
+        #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.counts.pending == 0 }, "not retried while unchanged")
         let status = try await AgentStatus.read(root: rig.folder.path)
         #expect(status.rejected.first?.path == "notes/bad.json")
-        #expect(status.counts.pending == 0, "not retried while unchanged")
+        #expect(status.counts.pending == 0)
         try rig.folder.write("notes/bad.json", #"{"id":"bad","docType":"note","x":"fine"}"#)
         #expect(await rig.matches())
         #expect(try await AgentStatus.read(root: rig.folder.path).rejected.isEmpty)
@@ -195,55 +201,6 @@ import Synchronization
         #expect(try await rig.agent.settled())
         #expect(try await rig.server.api.documents(type: "note").count == 40)
         #expect(rig.proxy.requests.filter { $0.path == "/api/sync" && $0.fault == .dropMidReply }.count == 2)
-        await rig.finish()
-    }
-
-    /// Batch calls go out as a sliding window: while one call is stuck, the calls after it are
-    /// sent and stored (a round of calls waiting for its slowest would hold back all but three),
-    /// however many calls that takes: saves made one at a time afterwards each go out in a call of
-    /// their own, more calls than the window sends before it reads the outbox from its start again.
-    @Test func aSlowBatchCallDoesNotHoldBackTheOnesAfterIt() async throws {
-        // The request timeout outlasts the stall, and the agent's client waits as long for a
-        // reply's first byte (its own read timeout, 60 s, resent the stuck call on a loaded CI
-        // machine, and the resend stored all 3,000 before the test saw the rest stored).
-        let rig = try await Rig.start(requestTimeout: .seconds(400), batch: true)
-        let stalled = Mutex<Int?>(nil)
-        rig.proxy.setRule { _, body in
-            stalled.withLock { count in
-                guard count == nil else { return .pass }
-                count = body.components(separatedBy: #""docType":"note""#).count - 1
-                return .stall(.seconds(300))  // until `endStalls` below
-            }
-        }
-        let total = 3_000
-        try writeNotes(rig.folder, 0..<total)
-        let heldBack = try #require(await eventually(timeout: .seconds(10)) { stalled.withLock { $0 } != nil } ? stalled.withLock { $0 } : nil)
-        #expect(heldBack > 0 && heldBack <= 500)
-        let stalledAt = ContinuousClock.now
-        // 3,000 files scanned and pushed by a debug build take 3-5 s alone; beside the CI's
-        // checks and the parallel suites, over 15 s (once over 60 s). The call is stuck for 300 s.
-        let stored = Mutex(0)
-        #expect(await eventually(timeout: .seconds(150), every: .milliseconds(200)) {
-            let count = (try? await rig.server.api.documents(type: "note").count) ?? 0
-            stored.withLock { $0 = count }
-            return count == total - heldBack
-        }, "everything but the stalled call's \(heldBack) documents is stored while it is stuck: \(stored.withLock { $0 }) of \(total)")
-        let callsBefore = rig.proxy.requests.filter { $0.path == "/api/sync" }.count
-        var savedOneByOne = 0
-        for i in 0..<(Pusher.windowBatches + 6) {
-            try rig.folder.write("notes/later\(i).json", #"{"id":"later\#(i)","docType":"note"}"#)
-            // A save is stored in tens of milliseconds; 20 s leaves room for a loaded machine
-            // (beside a CPU hog one took over 5 s), which the call stuck for 300 s does not need.
-            guard await eventually(timeout: .seconds(20), every: .milliseconds(5), {
-                (try? await rig.server.api.request("GET", "/api/document/later\(i)"))?.status == 200
-            }) else { break }
-            savedOneByOne += 1
-        }
-        #expect(savedOneByOne == Pusher.windowBatches + 6, "saves after the stuck call are stored one by one")
-        #expect(rig.proxy.requests.filter { $0.path == "/api/sync" }.count - callsBefore > Pusher.windowBatches)
-        #expect(ContinuousClock.now - stalledAt < .seconds(300), "all of it while the call was stuck")
-        rig.proxy.endStalls()
-        #expect(await rig.matches())
         await rig.finish()
     }
 

@@ -12,18 +12,19 @@ extension Pusher {
     /// and sent, so the endpoint is not left idle while a round waits for its slowest call. The
     /// outbox is read on from the last entry taken, and from its start again once nothing is due
     /// after it or every `windowBatches` calls. Clean replies are recorded in the background, in
-    /// order (at most `recordingBacklog` waiting); the first failure stops the window, and it and
-    /// the calls still in flight are recorded before anything else is sent.
+    /// order (at most `recordingBacklog` waiting); a reply with a failure is recorded before
+    /// anything else is sent, and what it says decides what the window does next
+    /// (``afterFailure(_:_:)``). The calls in flight go on whatever it says.
     func pushWindow() async -> WorkerOutcome {
         let capabilities = endpoint.capabilities
         var window = Window()
         var outcome = WorkerOutcome.progressed
         await withTaskGroup(of: WindowEvent.self) { group in
-            var (running, waking, filling) = (0, false, true)
+            var (running, waking) = (0, false)
             while true {
                 window.rewound = false
                 var caughtUp = false
-                fill: while filling && running < capabilities.callsInFlight && !stopping {
+                fill: while window.filling && running < capabilities.callsInFlight && !stopping {
                     switch await nextBatch(&window, capabilities) {
                     case .batch(let due):
                         running += 1
@@ -37,30 +38,32 @@ extension Pusher {
                         break fill
                     case .failed:
                         outcome = .idle(.seconds(1))
-                        filling = false
+                        (window.filling, window.pauses) = (false, window.pauses + 1)
                     }
                 }
                 if running == 0 {
-                    group.cancelAll()  // ends the wait for new work
+                    group.cancelAll()  // ends the wait for new work, and a pause's
                     break
                 }
                 if caughtUp && !waking {
                     waking = true
                     group.addTask { await self.signal.wait(timeout: nil); return .woken }
                 }
-                guard let event = await group.next() else { break }
-                guard case .replied(let due, let round) = event else {
-                    waking = false
-                    continue
-                }
-                running -= 1
-                window.inFlight.subtract(due.map(\.key))
-                if Self.isClean(round.results) {
-                    await recordInBackground(round)
-                } else {
-                    filling = false
-                    await finishRecording()
-                    outcome = await record(round, oneShot: false)
+                switch await group.next() {
+                case nil: return
+                case .woken?: waking = false
+                case .resume(let pause)?:
+                    guard pause == window.pauses, paused == nil, !stopping else { continue }
+                    (window.filling, outcome) = (true, .progressed)
+                case .replied(let due, let round)?:
+                    running -= 1
+                    if let wait = await take(round, of: due, &window, &outcome) {
+                        let pause = window.pauses
+                        group.addTask {
+                            try? await Task.sleep(for: wait)
+                            return .resume(pause)
+                        }
+                    }
                 }
             }
         }
@@ -68,6 +71,39 @@ extension Pusher {
             return await nothingSent(waitingForUploads: window.waitingForUploads, oneShot: false)
         }
         return outcome
+    }
+
+    /// A reply: recorded in the background when clean; else recorded now, and what it says
+    /// decides what the window does next. Returns the backoff to wait before sending on, if any.
+    private func take(_ round: Round, of due: [OutboxEntry], _ window: inout Window, _ outcome: inout WorkerOutcome) async -> Duration? {
+        window.inFlight.subtract(due.map(\.key))
+        if Self.isClean(round.results) {
+            await recordInBackground(round)
+            return nil
+        }
+        await finishRecording()
+        outcome = await record(round, oneShot: false)
+        return afterFailure(outcome, &window)
+    }
+
+    /// What the window does after a reply with a failure, recorded as `outcome`: it sends on at
+    /// once after failures of documents' own (a rejection, a conflict, some entries backing off
+    /// while others were stored); after the endpoint failed the whole call, it sends nothing more
+    /// for the backoff, returned here, then sends on (the calls still in flight, one of them
+    /// perhaps stuck for minutes, are not waited for); while pushing is paused, or the outbox
+    /// cannot be read, it sends nothing more and ends when its calls are answered.
+    private func afterFailure(_ outcome: WorkerOutcome, _ window: inout Window) -> Duration? {
+        switch outcome {
+        case .progressed:
+            return nil
+        case .idle(let wait?) where paused == nil && !stopping:
+            window.filling = false
+            window.pauses += 1  // an earlier pause's end no longer resumes
+            return wait
+        default:
+            window.filling = false
+            return nil
+        }
     }
 
     /// What the window has in flight and where it reads the outbox on from.
@@ -79,11 +115,17 @@ extension Pusher {
         /// The read went back to the outbox's start once since the last reply.
         var rewound = false
         var waitingForUploads = false
+        /// New calls are sent; not during a failure's backoff, nor after pushing was paused.
+        var filling = true
+        /// Backoffs begun: only the latest one's end resumes sending.
+        var pauses = 0
     }
 
     enum WindowEvent: Sendable {
         case replied([OutboxEntry], Round)
         case woken
+        /// The backoff of the pause with this number is over.
+        case resume(Int)
     }
 
     enum WindowRead {
