@@ -36,7 +36,7 @@ import Synchronization
             let count = (try? await rig.server.api.documents(type: "note").count) ?? 0
             stored.withLock { $0 = count }
             return count == total - heldBack
-        }, "everything but the stalled call's \(heldBack) documents is stored while it is stuck: \(stored.withLock { $0 }) of \(total); \(rig.told)")
+        }, "everything but the stalled call's \(heldBack) documents is stored while it is stuck: \(stored.withLock { $0 }) of \(total); \(rig.agent.logs.warnings)")
         let callsBefore = rig.proxy.requests.filter { $0.path == "/api/sync" }.count
         var savedOneByOne = 0
         for i in 0..<(Pusher.windowBatches + 6) {
@@ -83,7 +83,7 @@ import Synchronization
             let count = (try? await rig.server.api.documents(type: "note").count) ?? 0
             stored.withLock { $0 = count }
             return count == total - heldBack
-        }, "everything but the stuck call's \(heldBack) is stored while it is stuck: \(stored.withLock { $0 }) of \(total); \(rig.told)")
+        }, "everything but the stuck call's \(heldBack) is stored while it is stuck: \(stored.withLock { $0 }) of \(total); \(rig.agent.logs.warnings)")
         #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.offlineSince == nil }, "not offline")
         #expect(ContinuousClock.now - stalledAt < .seconds(300), "all of it while the call was stuck")
         rig.proxy.endStalls()

@@ -38,9 +38,6 @@ import Synchronization
             await eventually(timeout: .seconds(30)) { await serverMatchesFolder(folder.path, api: server.api, types: types, deleted: deleted) }
         }
 
-        /// What the agent said at warning level and above, for a failure's message.
-        var told: String { agent.logs.all.filter { $0.hasPrefix("warning") || $0.hasPrefix("error") }.prefix(20).joined(separator: " | ") }
-
         func finish() async {
             try? await agent.stop()
             await server.stop()  // first: it ends the long poll the proxy would otherwise wait out

@@ -162,7 +162,7 @@ extension HeavySuites {
         _ = await eventually(timeout: .seconds(30)) { finished.withLock { $0 } >= seen + 2 }
         done.withLock { $0 = true }
         let (failures, rounds) = await user.value
-        #expect(complete, "every last version is in HEAD")
+        #expect(complete, "every last version is in HEAD; docsync said: \(rig.agentB.logs.warnings)")
         // Known gap: docsync takes git's locks only while /proc shows no git command in the tree,
         // and holds them for a few system calls; a command started during that look can still
         // meet them, rarely (docs/GIT.md), and more often when the machine pauses docsync's

@@ -25,6 +25,11 @@ final class CapturedLogs: Sendable {
 
     func count(containing text: String) -> Int { all.filter { $0.contains(text) }.count }
 
+    /// The first twenty lines at warning level and above, for a failure's message.
+    var warnings: String {
+        all.filter { $0.hasPrefix("warning") || $0.hasPrefix("error") || $0.hasPrefix("critical") }.prefix(20).joined(separator: " | ")
+    }
+
     func logger(_ label: String = "test", level: Logger.Level = .info) -> Logger {
         var logger = Logger(label: label) { _ in CapturingHandler(sink: self) }
         logger.logLevel = level
