@@ -12,7 +12,8 @@ import Logging
 /// entry leaves the outbox in the same transaction that records what the server now holds).
 /// Failures are sorted by kind:
 /// - transient (unreachable, 5xx, 429) with nothing getting through: the endpoint is offline; wait
-///   with backoff, then probe with one entry until it answers, then drain everything at once;
+///   with backoff, then probe with one entry until it answers, then drain everything at once (a
+///   window whose other calls are still in flight sends on after the backoff instead);
 /// - transient for some entries while others succeed: that entry alone backs off;
 /// - unauthorized: pause all pushing with one message until the token changes or the agent restarts;
 /// - rejected: that document is rejected with the server's reason until its file changes;
