@@ -38,14 +38,13 @@ public struct GitHistoryWriter: Sendable {
 
     /// Makes `plans` as commits, one on the other, in one step: the branch moves once. With
     /// `insist` (commits held back by the user's commands for long), a commit on the checked-out
-    /// branch that finds no gap between them is made under git's locks, taken first.
+    /// branch is made under git's locks, taken first: the gaps between the user's commands were
+    /// looked for long enough (on a loaded machine eight more tries, each built again on the
+    /// user's newest commit, took seconds before the locks were tried once).
     public func commit(_ plan: [GitCommitPlan], insist: Bool = false) async throws(GitError) -> Outcome {
         switch target {
         case .branch(let name): return try await commitOnBranch("refs/heads/" + name, plan)
-        case .checkedOut:
-            let outcome = try await commitOnCheckedOut(plan)
-            guard insist, case .contended = outcome else { return outcome }
-            return try await commitUnderLocks(plan)
+        case .checkedOut: return try await insist ? commitUnderLocks(plan) : commitOnCheckedOut(plan)
         }
     }
 
@@ -153,11 +152,7 @@ public struct GitHistoryWriter: Sendable {
         // The blobs first, outside the locks: they do not depend on the parent.
         let builder = self.builder
         let blobs = try await builder.writeBlobs(plan)
-        let quietBy = ContinuousClock.now + Self.quietWait
-        while GitActivity.running(in: repository.workTree) && ContinuousClock.now < quietBy {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        guard let held = try HeadSwap.Held.take(gitDir: repository.gitDir, commonDir: repository.commonDir, ref: ref) else {
+        guard let held = try await takeLocksWhenQuiet(ref: ref) else {
             return .contended("a git command of the user's holds the index's or the branch's lock")
         }
         defer { held.release() }
@@ -177,6 +172,21 @@ public struct GitHistoryWriter: Sendable {
         HeadSwap.Plan(
             gitDir: repository.gitDir, commonDir: repository.commonDir, workTree: repository.workTree, ref: ref, old: old, new: new,
             indexBefore: indexBefore, indexAfter: followingIndexPath, reflog: "docsync: pulled changes")
+    }
+
+    /// Both locks, taken at a moment no git command of the user's runs, looked for until
+    /// ``quietWait`` is over (a command started between the look and the taking holds a lock:
+    /// looked for again); then taken if they are free. `nil`: a command of the user's holds one.
+    private func takeLocksWhenQuiet(ref: String) async throws(GitError) -> HeadSwap.Held? {
+        let quietBy = ContinuousClock.now + Self.quietWait
+        while true {
+            while GitActivity.running(in: repository.workTree) && ContinuousClock.now < quietBy {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            if let held = try HeadSwap.Held.take(gitDir: repository.gitDir, commonDir: repository.commonDir, ref: ref) { return held }
+            guard ContinuousClock.now < quietBy else { return nil }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     /// How long a commit under the locks waits for a moment no git command runs (a pager's
