@@ -31,12 +31,7 @@ import Synchronization
         let stalledAt = ContinuousClock.now
         // 3,000 files scanned and pushed by a debug build take 3-5 s alone; beside the CI's
         // checks and the parallel suites, over 15 s (once over 60 s). The call is stuck for 300 s.
-        let stored = Mutex(0)
-        #expect(await eventually(timeout: .seconds(150), every: .milliseconds(200)) {
-            let count = (try? await rig.server.api.documents(type: "note").count) ?? 0
-            stored.withLock { $0 = count }
-            return count == total - heldBack
-        }, "everything but the stalled call's \(heldBack) documents is stored while it is stuck: \(stored.withLock { $0 }) of \(total); \(rig.agent.logs.warnings)")
+        await expectAllStoredBut(heldBack, of: total, in: rig, within: .seconds(150))
         let callsBefore = rig.proxy.requests.filter { $0.path == "/api/sync" }.count
         var savedOneByOne = 0
         for i in 0..<(Pusher.windowBatches + 6) {
@@ -78,17 +73,23 @@ import Synchronization
         let heldBack = try #require(await eventually(timeout: .seconds(10)) { stalled.withLock { $0 } != nil } ? stalled.withLock { $0 } : nil)
         let stalledAt = ContinuousClock.now
         #expect(await eventually(timeout: .seconds(120)) { rig.proxy.requests.contains { $0.fault == .status(503, message: "the server is busy", retryAfter: 1) } })
-        let stored = Mutex(0)
-        #expect(await eventually(timeout: .seconds(120), every: .milliseconds(200)) {
-            let count = (try? await rig.server.api.documents(type: "note").count) ?? 0
-            stored.withLock { $0 = count }
-            return count == total - heldBack
-        }, "everything but the stuck call's \(heldBack) is stored while it is stuck: \(stored.withLock { $0 }) of \(total); \(rig.agent.logs.warnings)")
+        await expectAllStoredBut(heldBack, of: total, in: rig, within: .seconds(120))
         #expect(await eventually { (try? await AgentStatus.read(root: rig.folder.path))?.offlineSince == nil }, "not offline")
         #expect(ContinuousClock.now - stalledAt < .seconds(300), "all of it while the call was stuck")
         rig.proxy.endStalls()
         #expect(await rig.matches())
         await rig.finish()
+    }
+
+    /// Everything but the stuck call's `heldBack` documents is stored on the server while it is
+    /// stuck, within `limit`.
+    func expectAllStoredBut(_ heldBack: Int, of total: Int, in rig: FaultTests.Rig, within limit: Duration) async {
+        let stored = Mutex(0)
+        #expect(await eventually(timeout: limit, every: .milliseconds(200)) {
+            let count = (try? await rig.server.api.documents(type: "note").count) ?? 0
+            stored.withLock { $0 = count }
+            return count == total - heldBack
+        }, "everything but the stuck call's \(heldBack) documents is stored while it is stuck: \(stored.withLock { $0 }) of \(total); \(rig.agent.logs.warnings)")
     }
 
     func writeNotes(_ folder: TempFolder, _ count: Int) throws {
