@@ -20,6 +20,8 @@ struct GitTreeRun {
     var cpuPerCommit = 0.0
     /// The same commits on the checked-out branch, the user's index following (`--git-commit`).
     var cpuPerCommitFollowed = 0.0
+    /// Commits of one file removed each, the user's index following.
+    var cpuPerDeletionFollowed = 0.0
     var floorPerCommit = 0.0
     /// CPU to pack a commit's trees (the folder's and the root's): by the agent, and by git's
     /// `pack-objects` for the same trees.
@@ -29,13 +31,13 @@ struct GitTreeRun {
     static func table(_ runs: [GitTreeRun]) -> String {
         var lines = [
             "## git commits of one change into one folder of each size (the agent's commit code, in process)", "",
-            "| files in the folder | its tree | memory the commits add at their peak | CPU a commit (with git) | the same, the user's index following | git's floor: update-index + write-tree | × the floor | packing a commit's trees: agent / git's pack-objects |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| files in the folder | its tree | memory the commits add at their peak | CPU a commit (with git) | the same, the user's index following | a deletion, the index following | git's floor: update-index + write-tree | × the floor | packing a commit's trees: agent / git's pack-objects |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for run in runs {
             let tree = Double(run.files) * 47 / 1_048_576
             lines.append(
-                "| \(run.files) | \(fmt(tree, 1)) MiB | \(fmt(Double(run.residentPeak - run.residentBefore) / 1_048_576, 1)) MiB | \(fmt(run.cpuPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed * 1000, 1)) ms | \(fmt(run.floorPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed / run.floorPerCommit, 2))× | \(fmt(run.packPerCommit * 1000, 1)) / \(fmt(run.gitPackPerCommit * 1000, 1)) ms |")
+                "| \(run.files) | \(fmt(tree, 1)) MiB | \(fmt(Double(run.residentPeak - run.residentBefore) / 1_048_576, 1)) MiB | \(fmt(run.cpuPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed * 1000, 1)) ms | \(fmt(run.cpuPerDeletionFollowed * 1000, 1)) ms | \(fmt(run.floorPerCommit * 1000, 1)) ms | \(fmt(run.cpuPerCommitFollowed / run.floorPerCommit, 2))× | \(fmt(run.packPerCommit * 1000, 1)) / \(fmt(run.gitPackPerCommit * 1000, 1)) ms |")
         }
         return lines.joined(separator: "\n")
     }
@@ -59,11 +61,12 @@ extension Bench {
             _ = try ChildRun.run("/usr/bin/git", ["-C", repo, "update-ref", "refs/heads/main", start], log: work.file("git-tree.log"))
             let followed = GitHistoryWriter(repository: try await GitRepository.locate(folder: repo), target: .checkedOut)
             run.cpuPerCommitFollowed = try await Self.commits(run.commits, by: followed, into: size)
+            run.cpuPerDeletionFollowed = try await Self.commits(run.commits, by: followed, into: size, removing: true)
             run.floorPerCommit = try Self.gitFloor(repo, commits: run.commits, work: work)
             (run.packPerCommit, run.gitPackPerCommit) = try await Self.packing(repo, by: followed, commits: run.commits, work: work)
             // The peak with the packing of the commits' trees in it (git's own runs in its processes).
             run.residentPeak = ProcessStats.read(pid: getpid())?.peakRSSBytes ?? 0
-            log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, \(fmt(run.cpuPerCommitFollowed * 1000, 1)) with the index, floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB, packing a commit's trees \(fmt(run.packPerCommit * 1000, 1)) ms, git \(fmt(run.gitPackPerCommit * 1000, 1)) ms")
+            log("git tree of \(size): \(fmt(run.cpuPerCommit * 1000, 1)) ms a commit, \(fmt(run.cpuPerCommitFollowed * 1000, 1)) with the index, a deletion \(fmt(run.cpuPerDeletionFollowed * 1000, 1)), floor \(fmt(run.floorPerCommit * 1000, 1)) ms, +\((run.residentPeak - run.residentBefore) >> 20) MiB, packing a commit's trees \(fmt(run.packPerCommit * 1000, 1)) ms, git \(fmt(run.gitPackPerCommit * 1000, 1)) ms")
             try? FileManager.default.removeItem(atPath: repo)
             runs.append(run)
         }
@@ -71,13 +74,15 @@ extension Bench {
     }
 
     /// The CPU (this process and its git children) of each of `count` commits of one changed file
-    /// into a folder of `size` made by `writer`.
-    static func commits(_ count: Int, by writer: GitHistoryWriter, into size: Int) async throws -> Double {
+    /// (with `removing`, one file removed: others than those changed and than the floor's) into a folder of `size`
+    /// made by `writer`.
+    static func commits(_ count: Int, by writer: GitHistoryWriter, into size: Int, removing: Bool = false) async throws -> Double {
         let before = ownCPUSeconds(withChildren: true)
         for n in 0..<count {
+            let path = "bench/d\((n * 7919 + (removing ? size / 2 : 0)) % size).json"
             let plan = GitCommitPlan(
                 author: GitIdentity(name: "bench", email: "bench@docsync"), authorTime: 1_767_225_600_000, committerTime: 1_767_225_600_000,
-                message: "trickle \(n)\n", entries: [.put(path: "bench/d\(n * 7919 % size).json", bytes: Array("{\"edit\":\(n)}\n".utf8))])
+                message: "trickle \(n)\n", entries: [removing ? .remove(path: path) : .put(path: path, bytes: Array("{\"edit\":\(n)}\n".utf8))])
             guard case .committed = try await writer.commit([plan]) else { throw ProcessFailure("commit \(n) into \(size) files was not made") }
         }
         return (ownCPUSeconds(withChildren: true) - before) / Double(count)
