@@ -116,11 +116,13 @@ extension DescriptorReader {
 
 /// A bit for each of some paths' fingerprints: most entries of an index are passed over on one
 /// bit, without copying or hashing their path (an index of 100,000 entries, one path asked for).
+/// At least 4,096 bits (512 bytes), 64 a path: an entry not asked for is taken for one about
+/// once in 4,096 for one path asked for (each such entry is looked at whole).
 struct PathFilter {
     private var bits: [UInt64]
 
     init(_ paths: some Collection<[UInt8]>) {
-        bits = [UInt64](repeating: 0, count: max(1, (paths.count * 64).nextPowerOf2 / 64))
+        bits = [UInt64](repeating: 0, count: max(64, (paths.count * 64).nextPowerOf2 / 64))
         for path in paths {
             let bit = Self.fingerprint(path[...]) & (bits.count * 64 - 1)
             bits[bit >> 6] |= 1 << UInt64(bit & 63)
@@ -128,7 +130,7 @@ struct PathFilter {
     }
 
     /// Whether `path` may be one of the paths.
-    func mayHold(_ path: ArraySlice<UInt8>) -> Bool {
+    func mayHold(_ path: some BidirectionalCollection<UInt8>) -> Bool {
         let bit = Self.fingerprint(path) & (bits.count * 64 - 1)
         return bits[bit >> 6] & (1 << UInt64(bit & 63)) != 0
     }
@@ -136,7 +138,7 @@ struct PathFilter {
     /// A cheap mix of a path's length and its last sixteen bytes (FNV-1a), each bit of them then
     /// reaching every bit of the result (MurmurHash3's finaliser): the filter takes the low bits,
     /// and generated names (`r00417.json`, `r00418.json`) differ only in a few bytes of the tail.
-    private static func fingerprint(_ path: ArraySlice<UInt8>) -> Int {
+    private static func fingerprint(_ path: some BidirectionalCollection<UInt8>) -> Int {
         var mixed = UInt64(path.count) &* 0x9E37_79B9_7F4A_7C15
         for byte in path.suffix(16) { mixed = (mixed ^ UInt64(byte)) &* 0x100_0000_01B3 }
         mixed ^= mixed >> 33

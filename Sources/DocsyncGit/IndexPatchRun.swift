@@ -93,10 +93,16 @@ struct Patch {
         version = entries.version
         if let why = try header(count: Int(entries.count)) { return .leftToGit(why) }
         // Entries kept as they are go on in runs, copied and hashed at once: an index of
-        // 100,000 entries is a handful of runs, not 100,000 copies.
-        for _ in 0..<entries.count {
-            guard let (size, flags, name) = entries.next(&reader) else { return .leftToGit("an entry does not read as git writes one") }
-            if let why = try entry(size: size, flags: flags, name: name) { return .leftToGit(why) }
+        // 100,000 entries is a handful of runs, not 100,000 copies. Most are passed over on
+        // the bytes read (``PlainRun``); the general path takes each of the rest.
+        var left = Int(entries.count)
+        while left > 0 {
+            left -= passOver(atMost: left)
+            if left > 0 {
+                guard let (size, flags, name) = entries.next(&reader) else { return .leftToGit("an entry does not read as git writes one") }
+                if let why = try entry(size: size, flags: flags, name: name) { return .leftToGit(why) }
+                left -= 1
+            }
             if reader.at - (reader.kept ?? reader.at) >= PatchStream.piece { try keepRun() }
         }
         try keepRun()
@@ -130,6 +136,18 @@ struct Patch {
         reader.kept = reader.at
         names = PatchNames(kept: version == 4)
         return nil
+    }
+
+    /// Passes over the entries after `reader.at` kept as they are, as far as the bytes read
+    /// go (versions 2 and 3, with no added path open); how many.
+    private mutating func passOver(atMost limit: Int) -> Int {
+        guard version != 4, openAdded.isEmpty else { return 0 }
+        let next = nextAdded < edits.added.count ? edits.added[nextAdded].path : nil
+        let run = PlainRun(hashSize: stream.hashSize, filter: edits.filter, nextAdded: next, indexSeconds: indexSeconds)
+        let from = reader.at
+        let (end, count) = reader.bytes.withUnsafeBufferPointer { run.pass($0, from: from, limit: limit) }
+        reader.at = end
+        return count
     }
 
     /// Copies the run of bytes kept as they are, up to `reader.at`, and starts the next there.

@@ -296,8 +296,8 @@ import Testing
 
     /// An index cut anywhere, or with bytes changed at random, is left to git with nothing
     /// written (its checksum no longer matches), and never crashes the agent.
-    @Test func anIndexCutOrDamagedAnywhereIsLeftToGit() async throws {
-        let (repo, git) = try await repository(format: "sha1", version: 4, extended: true, conflict: true)
+    @Test(arguments: [2, 4]) func anIndexCutOrDamagedAnywhereIsLeftToGit(version: Int) async throws {
+        let (repo, git) = try await repository(format: "sha1", version: version, extended: version > 2, conflict: true)
         defer { repo.remove() }
         let index = repo.file(".git/index")
         let listed = try #require(GitIndexFile.entries(of: ["a/top.json", "z.json"], in: index, hashSize: 20))
@@ -316,6 +316,32 @@ import Testing
             }
             #expect(!repo.exists("ours"))
         }
+    }
+
+    /// Entries kept as they are are passed over on the bytes read (``PlainRun``), up to the
+    /// first the patch must look at: a path changed, one before which a path is added or under
+    /// which one lies, and one racily clean; what comes after it is passed over again.
+    @Test func aRunOfKeptEntriesEndsAtTheFirstThePatchMustLookAt() async throws {
+        let (repo, git) = try await repository(format: "sha1", version: 2, extended: false, files: 300)
+        defer { repo.remove() }
+        let index = try [UInt8](Data(contentsOf: URL(fileURLWithPath: repo.file(".git/index"))))
+        let paths = try await git.check(["ls-files", "-z"]).stdout.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        /// Where entry `k` starts: version 2's entries are 62 bytes and the name, padded to 8.
+        func offset(_ k: Int) -> Int { 12 + paths[..<k].reduce(0) { $0 + ((62 + $1.utf8.count + 8) & ~7) } }
+        func run(from k: Int, changed: [String] = [], adding: String? = nil, seconds: UInt32 = .max) -> Int {
+            let run = PlainRun(hashSize: 20, filter: PathFilter(changed.map { Array($0.utf8) }), nextAdded: adding.map { Array($0.utf8) }, indexSeconds: seconds)
+            let (end, count) = index.withUnsafeBufferPointer { run.pass($0, from: offset(k), limit: paths.count - k) }
+            #expect(end == offset(k + count))
+            return count
+        }
+        let long = try #require(paths.firstIndex { $0.hasPrefix("long/") })
+        let changed = try #require(paths.firstIndex(of: "records/r00300.json"))
+        #expect(run(from: 0) == long, "a name of 5,000 bytes is the general path's")
+        #expect(run(from: long + 1, changed: ["records/r00300.json"]) == changed - long - 1)
+        #expect(run(from: long + 1, adding: "records/r00301.json") == changed - long)
+        #expect(run(from: long + 1, adding: "records/r00300.json/x.json") == changed - long - 1, "a file a path is added under")
+        #expect(run(from: 0, seconds: 0) == 0, "every file's entry is racily clean against an index of 1970")
+        #expect(run(from: changed + 1, changed: ["records/r00300.json"]) == paths.count - changed - 1, "then on to the last entry")
     }
 
     /// While the index is the very file the agent put in place last, its checksum is compared
