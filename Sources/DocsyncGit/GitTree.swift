@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A git tree object's bytes, read and changed as they are: entries `<mode> SP <name> NUL
 /// <hash>`, sorted in git's order (names compared as bytes, a folder's as if it ended in `/`).
 ///
@@ -85,6 +89,34 @@ enum GitTree {
             return entry
         }
 
+        /// Passes over the whole entries from here that sort before `change` (all of them
+        /// without one) and are of a kind `displacing` takes none of, without taking each apart;
+        /// the bytes passed over, in ``bytes``. A tree of 100,000 files is then a few runs.
+        mutating func passKept(before change: Change?, _ displacing: Displacing) -> Range<Int> {
+            let (start, hashSize) = (at, hashSize)
+            at = bytes.withUnsafeBufferPointer { all in
+                var at = start
+                while let entry = Self.whole(all, at, hashSize) {
+                    let folder = all[entry.mode].elementsEqual(folderMode)
+                    guard !displacing.mayDisplace(folder: folder) else { break }
+                    if let change, order(change.name, change.folder, all[entry.name], folder) <= 0 { break }
+                    at = entry.end
+                }
+                return at
+            }
+            return start..<at
+        }
+
+        /// The entry at `start` in `all` when all of it is there (``GitTree/entry(in:at:hashSize:)``'s parts).
+        private static func whole(_ all: UnsafeBufferPointer<UInt8>, _ start: Int, _ hashSize: Int) -> Entry? {
+            guard start < all.count, let base = all.baseAddress, let space = memchr(base + start, 0x20, all.count - start) else { return nil }
+            let name = base.distance(to: space.assumingMemoryBound(to: UInt8.self)) + 1
+            guard name <= all.count, let nul = memchr(base + name, 0, all.count - name) else { return nil }
+            let end = base.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1 + hashSize
+            guard end <= all.count else { return nil }
+            return Entry(mode: start..<(name - 1), name: name..<(end - 1 - hashSize), hash: (end - hashSize)..<end)
+        }
+
         /// Fails when the tree's bytes ended inside an entry.
         func finish() throws(GitError) {
             guard at == bytes.count else { throw GitError("git gave a tree that cannot be read") }
@@ -136,7 +168,11 @@ enum GitTree {
         /// met (its name, mode and hash).
         mutating func feed(_ piece: ArraySlice<UInt8>, replaced: (_ name: [UInt8], _ mode: [UInt8], _ hash: [UInt8]) -> Void) throws(GitError) {
             entries.append(piece)
-            while let entry = try entries.next() {
+            while true {
+                // The entries kept as they are, copied in one run; the general path takes the next.
+                let kept = entries.passKept(before: next < changes.count ? changes[next] : nil, displacing)
+                if !kept.isEmpty { out.append(contentsOf: entries.bytes[kept]) }
+                guard let entry = try entries.next() else { break }
                 let old = entries.bytes
                 let folder = isFolder(old, entry)
                 while next < changes.count, order(changes[next].name, changes[next].folder, old[entry.name], folder) < 0 {
@@ -185,7 +221,7 @@ enum GitTree {
 
     /// The names changes put as a file or as a folder: an old entry of the same name and the other
     /// kind goes. They sort apart (`x` before `x-1`, `x/` after it), so they are looked up by name.
-    private struct Displacing {
+    struct Displacing {
         var files: Set<[UInt8]> = []
         var folders: Set<[UInt8]> = []
 
@@ -193,6 +229,11 @@ enum GitTree {
             for change in changes where change.entry != nil {
                 if change.folder { folders.insert(change.name) } else { files.insert(change.name) }
             }
+        }
+
+        /// Whether an entry of this kind may be displaced (any change puts one of the other kind).
+        func mayDisplace(folder: Bool) -> Bool {
+            !(folder ? files : folders).isEmpty
         }
 
         func displaces(_ name: ArraySlice<UInt8>, folder: Bool) -> Bool {
