@@ -43,7 +43,7 @@ import Synchronization
             }) else { break }
             savedOneByOne += 1
         }
-        #expect(savedOneByOne == Pusher.windowBatches + 6, "saves after the stuck call are stored one by one")
+        #expect(savedOneByOne == Pusher.windowBatches + 6, "saves after the stuck call are stored one by one; \(rig.agent.logs.warnings)")
         #expect(rig.proxy.requests.filter { $0.path == "/api/sync" }.count - callsBefore > Pusher.windowBatches)
         #expect(ContinuousClock.now - stalledAt < .seconds(300), "all of it while the call was stuck")
         rig.proxy.endStalls()
