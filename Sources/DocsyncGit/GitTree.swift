@@ -30,13 +30,20 @@ enum GitTree {
     }
 
     static func entry(in bytes: [UInt8], at start: Int, hashSize: Int) -> Entry? {
-        guard let space = bytes[start...].firstIndex(of: 0x20), let nul = bytes[(space + 1)...].firstIndex(of: 0),
-            nul + 1 + hashSize <= bytes.count
-        else { return nil }
-        return Entry(mode: start..<space, name: (space + 1)..<nul, hash: (nul + 1)..<(nul + 1 + hashSize))
+        bytes.withUnsafeBufferPointer { entry(in: $0, at: start, hashSize: hashSize) }
     }
 
-    static func isFolder(_ bytes: [UInt8], _ entry: Entry) -> Bool {
+    /// The same on bytes held elsewhere (a run passed over, ``Entries/passKept(before:_:)``).
+    static func entry(in all: UnsafeBufferPointer<UInt8>, at start: Int, hashSize: Int) -> Entry? {
+        guard start < all.count, let base = all.baseAddress, let space = memchr(base + start, 0x20, all.count - start) else { return nil }
+        let name = base.distance(to: space.assumingMemoryBound(to: UInt8.self)) + 1
+        guard name <= all.count, let nul = memchr(base + name, 0, all.count - name) else { return nil }
+        let end = base.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1 + hashSize
+        guard end <= all.count else { return nil }
+        return Entry(mode: start..<(name - 1), name: name..<(end - 1 - hashSize), hash: (end - hashSize)..<end)
+    }
+
+    static func isFolder<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, _ entry: Entry) -> Bool where Bytes.Index == Int {
         bytes[entry.mode].elementsEqual(folderMode)
     }
 
@@ -96,8 +103,8 @@ enum GitTree {
             let (start, hashSize) = (at, hashSize)
             at = bytes.withUnsafeBufferPointer { all in
                 var at = start
-                while let entry = Self.whole(all, at, hashSize) {
-                    let folder = all[entry.mode].elementsEqual(folderMode)
+                while let entry = GitTree.entry(in: all, at: at, hashSize: hashSize) {
+                    let folder = isFolder(all, entry)
                     guard !displacing.mayDisplace(folder: folder) else { break }
                     if let change, order(change.name, change.folder, all[entry.name], folder) <= 0 { break }
                     at = entry.end
@@ -105,16 +112,6 @@ enum GitTree {
                 return at
             }
             return start..<at
-        }
-
-        /// The entry at `start` in `all` when all of it is there (``GitTree/entry(in:at:hashSize:)``'s parts).
-        private static func whole(_ all: UnsafeBufferPointer<UInt8>, _ start: Int, _ hashSize: Int) -> Entry? {
-            guard start < all.count, let base = all.baseAddress, let space = memchr(base + start, 0x20, all.count - start) else { return nil }
-            let name = base.distance(to: space.assumingMemoryBound(to: UInt8.self)) + 1
-            guard name <= all.count, let nul = memchr(base + name, 0, all.count - name) else { return nil }
-            let end = base.distance(to: nul.assumingMemoryBound(to: UInt8.self)) + 1 + hashSize
-            guard end <= all.count else { return nil }
-            return Entry(mode: start..<(name - 1), name: name..<(end - 1 - hashSize), hash: (end - hashSize)..<end)
         }
 
         /// Fails when the tree's bytes ended inside an entry.

@@ -74,8 +74,8 @@ extension Bench {
     }
 
     /// The CPU (this process and its git children) of each of `count` commits of one changed file
-    /// (with `removing`, one file removed: others than those changed and than the floor's) into a folder of `size`
-    /// made by `writer`.
+    /// (with `removing`, one file removed: others than those changed and than the floor's) into a
+    /// folder of `size` made by `writer`.
     static func commits(_ count: Int, by writer: GitHistoryWriter, into size: Int, removing: Bool = false) async throws -> Double {
         let before = ownCPUSeconds(withChildren: true)
         for n in 0..<count {
